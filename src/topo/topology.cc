@@ -1,0 +1,598 @@
+// Models the machine the kernel sees at boot: NUMA nodes (pg_data_t) with
+// their memory and CPUs, the ACPI SLIT distances, CPU numbering as the x86
+// topology code assigns it, and the zonelist fallback order of
+// mm/page_alloc.c:build_zonelists(). Also reads the host's layout from sysfs.
+#include "topo/topology.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <utility>
+
+#include "sim/check.h"
+
+namespace mmsim::topo {
+namespace {
+
+namespace fs = std::filesystem;
+
+// MAX_NUMNODES with the largest NODES_SHIFT (10) the kernel allows.
+constexpr uint64_t kMaxNodes = 1024;
+// CpuId is 16 bits wide.
+constexpr uint64_t kMaxCpus = 65535;
+// SLIT values: 10 is local; 255 means unreachable in ACPI.
+constexpr int kLocalDistance = 10;
+constexpr int kMaxDistance = 255;
+// Defaults when the spec gives no matrix: like the kernel's REMOTE_DISTANCE
+// (20) without a SLIT, and a near-local value between the sub-NUMA clusters
+// of one socket.
+constexpr int kRemoteDistance = 20;
+constexpr int kSameSocketDistance = 11;
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+std::vector<std::vector<int>> slit(size_t nodes, int local, int remote) {
+  std::vector<std::vector<int>> d(nodes, std::vector<int>(nodes, remote));
+  for (size_t i = 0; i < nodes; ++i) d[i][i] = local;
+  return d;
+}
+
+// Sysfs parsing helpers. Every one returns nullopt on malformed text.
+
+std::optional<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string_view trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r\n");
+  return s.substr(first, last - first + 1);
+}
+
+template <class T>
+std::optional<T> parse_number(std::string_view s) {
+  s = trim(s);
+  T value{};
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
+  return value;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t end = s.find(sep, start);
+    parts.push_back(s.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return parts;
+}
+
+// A cpulist as the kernel prints it: "0-3,8,10-11", or empty for a node
+// without CPUs.
+std::optional<std::vector<uint32_t>> parse_cpulist(std::string_view text) {
+  std::vector<uint32_t> cpus;
+  text = trim(text);
+  if (text.empty()) return cpus;
+  for (std::string_view part : split(text, ',')) {
+    const size_t dash = part.find('-');
+    const auto lo = parse_number<uint32_t>(part.substr(0, dash));
+    const auto hi =
+        dash == std::string_view::npos ? lo : parse_number<uint32_t>(part.substr(dash + 1));
+    if (!lo || !hi || *hi < *lo || *hi >= kMaxCpus) return std::nullopt;
+    for (uint32_t c = *lo; c <= *hi; ++c) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// A cache size as sysfs prints it: "32768K", "45M", or plain bytes.
+std::optional<uint64_t> parse_cache_size(std::string_view text) {
+  text = trim(text);
+  uint64_t unit = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K':
+        unit = uint64_t{1} << 10;
+        break;
+      case 'M':
+        unit = kMiB;
+        break;
+      case 'G':
+        unit = kGiB;
+        break;
+      default:
+        break;
+    }
+    if (unit != 1) text.remove_suffix(1);
+  }
+  const auto n = parse_number<uint64_t>(text);
+  if (!n) return std::nullopt;
+  return *n * unit;
+}
+
+// MemTotal in bytes from a meminfo file, either the node form
+// ("Node 0 MemTotal:  16384 kB") or the /proc form ("MemTotal:  16384 kB").
+std::optional<uint64_t> parse_mem_total(std::string_view text) {
+  for (std::string_view line : split(text, '\n')) {
+    const size_t key = line.find("MemTotal:");
+    if (key == std::string_view::npos) continue;
+    std::string_view rest = trim(line.substr(key + std::string_view("MemTotal:").size()));
+    uint64_t unit = 1;
+    if (rest.ends_with("kB")) {
+      unit = 1024;
+      rest.remove_suffix(2);
+    }
+    const auto n = parse_number<uint64_t>(rest);
+    if (!n) return std::nullopt;
+    return *n * unit;
+  }
+  return std::nullopt;
+}
+
+// Size of the highest-level cache cpuN reports; 0 when sysfs has no cache
+// directory (some VMs and containers).
+std::optional<uint64_t> read_llc(const fs::path& cpu_dir) {
+  const fs::path cache_dir = cpu_dir / "cache";
+  std::error_code ec;
+  if (!fs::is_directory(cache_dir, ec)) return 0;
+  int best_level = 0;
+  uint64_t best_size = 0;
+  for (const auto& entry : fs::directory_iterator(cache_dir, ec)) {
+    if (!entry.path().filename().string().starts_with("index")) continue;
+    const auto level_text = read_file(entry.path() / "level");
+    const auto size_text = read_file(entry.path() / "size");
+    if (!level_text || !size_text) continue;
+    const auto level = parse_number<int>(*level_text);
+    const auto size = parse_cache_size(*size_text);
+    if (!level || !size) return std::nullopt;
+    // L1 data and instruction caches share level 1; keep the larger.
+    if (*level > best_level || (*level == best_level && *size > best_size)) {
+      best_level = *level;
+      best_size = *size;
+    }
+  }
+  if (ec) return std::nullopt;
+  return best_size;
+}
+
+// Ids N of the "<prefix>N" entries of dir, ascending.
+std::vector<uint32_t> numbered_entries(const fs::path& dir, std::string_view prefix) {
+  std::vector<uint32_t> ids;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return ids;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    if (const auto id = parse_number<uint32_t>(std::string_view(name).substr(prefix.size()))) {
+      ids.push_back(*id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// One node as sysfs describes it, with host (possibly sparse) CPU ids.
+struct HostNode {
+  std::vector<uint32_t> cpus;
+  uint64_t mem_bytes = 0;
+  std::vector<int> distance;
+};
+
+}  // namespace
+
+Topology::Topology(const MachineSpec& spec) : name_(spec.name) {
+  const std::vector<std::string> problems = validate_machine_spec(spec);
+  std::string message = "invalid machine spec";
+  for (const std::string& p : problems) message += "; " + p;
+  check(problems.empty(), message);
+
+  const uint32_t sockets = spec.sockets;
+  const uint32_t cores = spec.cores_per_socket;
+  const uint32_t threads = spec.threads_per_core;
+  const uint32_t nps = spec.nodes_per_socket;
+  const uint32_t cores_per_node = cores / nps;
+  const uint32_t nr_nodes = sockets * nps;
+
+  nodes_.resize(nr_nodes);
+  for (uint32_t n = 0; n < nr_nodes; ++n) {
+    nodes_[n].id = NodeId(static_cast<uint16_t>(n));
+    nodes_[n].socket = static_cast<uint16_t>(n / nps);
+    nodes_[n].mem_bytes = spec.mem_per_node;
+  }
+
+  // Linux on Intel enumerates the first thread of every core of every socket,
+  // then the second thread of each, and so on (the order the firmware lists
+  // the APICs in the MADT).
+  cpus_.resize(static_cast<size_t>(sockets) * cores * threads);
+  for (uint32_t t = 0; t < threads; ++t) {
+    for (uint32_t s = 0; s < sockets; ++s) {
+      for (uint32_t c = 0; c < cores; ++c) {
+        const uint32_t id = t * sockets * cores + s * cores + c;
+        Cpu& cpu = cpus_[id];
+        cpu.id = CpuId(static_cast<uint16_t>(id));
+        cpu.node = NodeId(static_cast<uint16_t>(s * nps + c / cores_per_node));
+        cpu.socket = static_cast<uint16_t>(s);
+        cpu.core = static_cast<uint16_t>(c);
+        cpu.thread = static_cast<uint16_t>(t);
+      }
+    }
+  }
+  for (const Cpu& cpu : cpus_) nodes_[cpu.node.v].cpus.push_back(cpu.id);
+
+  if (spec.distance.empty()) {
+    distance_ = slit(nr_nodes, kLocalDistance, kRemoteDistance);
+    for (uint32_t a = 0; a < nr_nodes; ++a) {
+      for (uint32_t b = 0; b < nr_nodes; ++b) {
+        if (a != b && nodes_[a].socket == nodes_[b].socket) distance_[a][b] = kSameSocketDistance;
+      }
+    }
+  } else {
+    distance_ = spec.distance;
+  }
+  llc_.assign(sockets, spec.llc_per_socket);
+  build_fallback();
+}
+
+Topology::Topology(std::string name, std::vector<Node> nodes, std::vector<Cpu> cpus,
+                   std::vector<std::vector<int>> distance, std::vector<uint64_t> llc_per_socket)
+    : name_(std::move(name)),
+      nodes_(std::move(nodes)),
+      cpus_(std::move(cpus)),
+      distance_(std::move(distance)),
+      llc_(std::move(llc_per_socket)) {
+  check(!nodes_.empty(), "topology needs at least one node");
+  check(distance_.size() == nodes_.size(), "distance must have one row per node");
+  for (const auto& row : distance_) {
+    check(row.size() == nodes_.size(), "distance must have one column per node");
+  }
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    check(nodes_[n].id.v == n, "node ids must equal their index");
+    check(nodes_[n].socket < llc_.size(), "node names a socket without an llc entry");
+    nodes_[n].cpus.clear();
+  }
+  for (size_t c = 0; c < cpus_.size(); ++c) {
+    check(cpus_[c].id.v == c, "cpu ids must equal their index");
+    check(cpus_[c].node.v < nodes_.size(), "cpu names a node that does not exist");
+    check(cpus_[c].socket < llc_.size(), "cpu names a socket without an llc entry");
+    nodes_[cpus_[c].node.v].cpus.push_back(cpus_[c].id);
+  }
+  build_fallback();
+}
+
+void Topology::build_fallback() {
+  fallback_.resize(nodes_.size());
+  for (size_t from = 0; from < nodes_.size(); ++from) {
+    std::vector<NodeId>& order = fallback_[from];
+    order.clear();
+    for (const Node& n : nodes_) order.push_back(n.id);
+    // The node itself always leads: the kernel puts the local node first in
+    // its zonelist even if the SLIT says a neighbour is as close.
+    std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) {
+      const auto key = [&](NodeId n) { return std::pair(n.v != from, distance_[from][n.v]); };
+      return key(a) < key(b);
+    });
+  }
+}
+
+uint64_t Topology::total_mem_bytes() const {
+  return std::accumulate(nodes_.begin(), nodes_.end(), uint64_t{0},
+                         [](uint64_t sum, const Node& n) { return sum + n.mem_bytes; });
+}
+
+std::vector<std::string> validate_machine_spec(const MachineSpec& spec) {
+  std::vector<std::string> problems;
+  const auto count_at_least_one = [&](std::string_view key, uint16_t value) {
+    if (value < 1) problems.push_back(fmt::format("{}: must be at least 1, got {}", key, value));
+  };
+  count_at_least_one("sockets", spec.sockets);
+  count_at_least_one("cores_per_socket", spec.cores_per_socket);
+  count_at_least_one("threads_per_core", spec.threads_per_core);
+  count_at_least_one("nodes_per_socket", spec.nodes_per_socket);
+
+  const uint64_t nodes = uint64_t{spec.sockets} * spec.nodes_per_socket;
+  const uint64_t cpus = uint64_t{spec.sockets} * spec.cores_per_socket * spec.threads_per_core;
+  if (nodes > kMaxNodes) {
+    problems.push_back(fmt::format(
+        "nodes_per_socket: {} sockets x {} nodes per socket = {} nodes, more than the {} allowed",
+        spec.sockets, spec.nodes_per_socket, nodes, kMaxNodes));
+  }
+  if (cpus > kMaxCpus) {
+    problems.push_back(fmt::format(
+        "threads_per_core: {} sockets x {} cores x {} threads = {} cpus, more than the {} allowed",
+        spec.sockets, spec.cores_per_socket, spec.threads_per_core, cpus, kMaxCpus));
+  }
+  if (spec.nodes_per_socket >= 1 && spec.cores_per_socket % spec.nodes_per_socket != 0) {
+    problems.push_back(
+        fmt::format("cores_per_socket: {} cores cannot be split evenly among {} nodes per socket",
+                    spec.cores_per_socket, spec.nodes_per_socket));
+  }
+  if (spec.mem_per_node == 0 || spec.mem_per_node % kPageSize != 0) {
+    problems.push_back(
+        fmt::format("mem_per_node: must be a positive multiple of the {}-byte page size, got {}",
+                    kPageSize, spec.mem_per_node));
+  }
+  if (spec.llc_per_socket == 0) {
+    problems.push_back("llc_per_socket: must be at least 1 byte, got 0");
+  }
+
+  // The matrix is checked only against a valid node count; otherwise the
+  // count's own message says what is wrong.
+  const bool nodes_known = spec.sockets >= 1 && spec.nodes_per_socket >= 1 && nodes <= kMaxNodes;
+  if (spec.distance.empty() || !nodes_known) return problems;
+  const auto& d = spec.distance;
+  bool square = d.size() == nodes;
+  if (!square) {
+    problems.push_back(
+        fmt::format("distance: has {} rows, expected {} (one per node)", d.size(), nodes));
+  }
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (d[i].size() != nodes) {
+      square = false;
+      problems.push_back(
+          fmt::format("distance: row {} has {} entries, expected {}", i, d[i].size(), nodes));
+    }
+  }
+  if (!square) return problems;
+  for (size_t i = 0; i < nodes; ++i) {
+    for (size_t j = 0; j < nodes; ++j) {
+      const int v = d[i][j];
+      if (i == j && v != kLocalDistance) {
+        problems.push_back(
+            fmt::format("distance: entry [{}][{}] is {}, a node's distance to "
+                        "itself must be {}",
+                        i, j, v, kLocalDistance));
+      } else if (i != j && (v <= kLocalDistance || v > kMaxDistance)) {
+        problems.push_back(fmt::format("distance: entry [{}][{}] is {}, must be in {}..{}", i, j, v,
+                                       kLocalDistance + 1, kMaxDistance));
+      }
+      if (i < j && v != d[j][i]) {
+        problems.push_back(fmt::format(
+            "distance: entry [{}][{}] is {} but [{}][{}] is {}, the matrix must be symmetric", i, j,
+            v, j, i, d[j][i]));
+      }
+    }
+  }
+  return problems;
+}
+
+std::optional<MachineSpec> preset(std::string_view name) {
+  MachineSpec spec;
+  spec.name = std::string(name);
+  if (name == "2s-16c") {
+    // A small illustrative two-socket server with round numbers (8 cores and
+    // 16 MiB LLC per socket, 16 GiB per node), not one specific part.
+    spec.sockets = 2;
+    spec.cores_per_socket = 8;
+    spec.threads_per_core = 1;
+    spec.nodes_per_socket = 1;
+    spec.mem_per_node = 16 * kGiB;
+    spec.llc_per_socket = 16 * kMiB;
+    // 10 local / 21 remote: what the ACPI SLIT of two-socket Xeon servers
+    // commonly reports (visible in `numactl --hardware` on such machines).
+    spec.distance = slit(2, kLocalDistance, 21);
+    return spec;
+  }
+  if (name == "xeon-8s-144c") {
+    // Eight Intel Xeon E7-8880 v3 (Haswell-EX): 18 cores, 2 threads per core
+    // and a 45 MB shared LLC per socket (Intel ARK product page).
+    spec.sockets = 8;
+    spec.cores_per_socket = 18;
+    spec.threads_per_core = 2;
+    spec.nodes_per_socket = 1;
+    // Illustrative, not from a datasheet: 64 GiB per socket.
+    spec.mem_per_node = 64 * kGiB;
+    spec.llc_per_socket = 45 * kMiB;
+    // 10 local / 21 to every other node, as firmware of glueless 8-socket
+    // boards typically reports a flat SLIT.
+    // SIMPLIFICATION: each E7 v3 socket has three QPI links, so an 8-socket
+    // board is not fully connected and some remote nodes are two hops away;
+    // firmware SLITs often hide this (an 8-socket Nehalem-EX reported a flat
+    // 10/12 matrix: terboven.com, "Examining the NUMA architecture of a
+    // 8-socket Nehalem-EX", 2010).
+    spec.distance = slit(8, kLocalDistance, 21);
+    return spec;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> preset_names() { return {"2s-16c", "xeon-8s-144c", "host"}; }
+
+std::optional<Topology> load_host(const std::string& sys_root, std::string* error) {
+  const auto fail = [&](std::string message) -> std::optional<Topology> {
+    if (error != nullptr) *error = std::move(message);
+    return std::nullopt;
+  };
+  const fs::path root(sys_root);
+  const fs::path node_root = root / "devices/system/node";
+  const fs::path cpu_root = root / "devices/system/cpu";
+  std::error_code ec;
+  if (!fs::is_directory(cpu_root, ec))
+    return fail(fmt::format("{}: not a directory", cpu_root.string()));
+
+  // Nodes, in ascending host id. SIMPLIFICATION: sparse host node ids are
+  // renumbered densely in that order; the rows of each distance file follow
+  // the same order, so they need no remapping.
+  std::vector<HostNode> host_nodes;
+  const std::vector<uint32_t> node_ids = numbered_entries(node_root, "node");
+  for (uint32_t id : node_ids) {
+    const fs::path dir = node_root / fmt::format("node{}", id);
+    HostNode node;
+    const auto cpulist = read_file(dir / "cpulist");
+    if (!cpulist) return fail(fmt::format("{}: cannot read", (dir / "cpulist").string()));
+    const auto cpus = parse_cpulist(*cpulist);
+    if (!cpus)
+      return fail(
+          fmt::format("{}: malformed cpulist \"{}\"", (dir / "cpulist").string(), trim(*cpulist)));
+    node.cpus = *cpus;
+    const auto meminfo = read_file(dir / "meminfo");
+    const auto mem = meminfo ? parse_mem_total(*meminfo) : std::nullopt;
+    if (!mem) return fail(fmt::format("{}: no MemTotal line", (dir / "meminfo").string()));
+    node.mem_bytes = *mem;
+    const auto distance = read_file(dir / "distance");
+    if (!distance) return fail(fmt::format("{}: cannot read", (dir / "distance").string()));
+    for (std::string_view field : split(trim(*distance), ' ')) {
+      if (field.empty()) continue;
+      const auto v = parse_number<int>(field);
+      if (!v)
+        return fail(
+            fmt::format("{}: malformed distance \"{}\"", (dir / "distance").string(), field));
+      node.distance.push_back(*v);
+    }
+    if (node.distance.size() != node_ids.size()) {
+      return fail(fmt::format("{}: {} distances for {} nodes", (dir / "distance").string(),
+                              node.distance.size(), node_ids.size()));
+    }
+    host_nodes.push_back(std::move(node));
+  }
+
+  if (host_nodes.empty()) {
+    // A kernel without CONFIG_NUMA: one node holding every online CPU.
+    // SIMPLIFICATION: memory comes from /proc/meminfo for the real "/sys";
+    // for any other root from "<sys_root>/meminfo" if present, else 0.
+    HostNode node;
+    const auto online = read_file(cpu_root / "online");
+    const auto cpus = online ? parse_cpulist(*online) : std::nullopt;
+    if (!cpus) return fail(fmt::format("{}: cannot read", (cpu_root / "online").string()));
+    node.cpus = *cpus;
+    const fs::path meminfo_path = sys_root == "/sys" ? fs::path("/proc/meminfo") : root / "meminfo";
+    if (const auto meminfo = read_file(meminfo_path)) {
+      const auto mem = parse_mem_total(*meminfo);
+      if (!mem) return fail(fmt::format("{}: no MemTotal line", meminfo_path.string()));
+      node.mem_bytes = *mem;
+    }
+    node.distance = {kLocalDistance};
+    host_nodes.push_back(std::move(node));
+  }
+  if (host_nodes.size() > kMaxNodes) {
+    return fail(fmt::format("{} nodes, more than the {} supported", host_nodes.size(), kMaxNodes));
+  }
+
+  // CPUs, in ascending host id. SIMPLIFICATION: offline CPUs are left out
+  // and the rest renumbered densely, so cpu ids match the host's only when
+  // every CPU is online.
+  std::map<uint32_t, uint16_t> host_cpu_node;
+  for (size_t n = 0; n < host_nodes.size(); ++n) {
+    for (uint32_t c : host_nodes[n].cpus) {
+      if (!host_cpu_node.emplace(c, static_cast<uint16_t>(n)).second) {
+        return fail(fmt::format("cpu{} is listed in more than one node", c));
+      }
+    }
+  }
+  if (host_cpu_node.empty()) return fail("no online CPUs");
+  if (host_cpu_node.size() > kMaxCpus) {
+    return fail(fmt::format("{} CPUs, more than the {} supported", host_cpu_node.size(), kMaxCpus));
+  }
+
+  struct HostCpu {
+    uint32_t host_id;
+    uint16_t node;
+    int64_t package;
+    int64_t core_id;
+  };
+  std::vector<HostCpu> host_cpus;
+  for (const auto& [c, node] : host_cpu_node) {
+    const fs::path dir = cpu_root / fmt::format("cpu{}", c) / "topology";
+    const auto package_text = read_file(dir / "physical_package_id");
+    const auto core_text = read_file(dir / "core_id");
+    const auto package = package_text ? parse_number<int64_t>(*package_text) : std::nullopt;
+    const auto core = core_text ? parse_number<int64_t>(*core_text) : std::nullopt;
+    if (!package || !core) {
+      return fail(fmt::format("{}: cannot read physical_package_id and core_id", dir.string()));
+    }
+    host_cpus.push_back({c, node, *package, *core});
+  }
+
+  // Sockets renumbered densely by package id; cores densely by core_id within
+  // their socket (core_ids have gaps on many Intel parts); threads by the
+  // rank of the CPU among those sharing its core.
+  std::map<int64_t, uint16_t> socket_of_package;
+  std::map<std::pair<int64_t, int64_t>, uint16_t> core_of;
+  std::map<std::pair<int64_t, int64_t>, uint16_t> threads_seen;
+  for (const HostCpu& hc : host_cpus) {
+    socket_of_package.emplace(hc.package, 0);
+    core_of.emplace(std::pair(hc.package, hc.core_id), 0);
+  }
+  uint16_t next = 0;
+  for (auto& [package, socket] : socket_of_package) socket = next++;
+  int64_t last_package = -2;
+  for (auto& [key, core] : core_of) {
+    if (key.first != last_package) next = 0;
+    last_package = key.first;
+    core = next++;
+  }
+
+  std::vector<Cpu> cpus;
+  std::vector<uint64_t> llc(socket_of_package.size(), 0);
+  std::vector<bool> llc_read(socket_of_package.size(), false);
+  for (const HostCpu& hc : host_cpus) {
+    Cpu cpu;
+    cpu.id = CpuId(static_cast<uint16_t>(cpus.size()));
+    cpu.node = NodeId(hc.node);
+    cpu.socket = socket_of_package[hc.package];
+    cpu.core = core_of[{hc.package, hc.core_id}];
+    cpu.thread = threads_seen[{hc.package, hc.core_id}]++;
+    // SIMPLIFICATION: a socket's LLC is the one its lowest-numbered CPU
+    // sees; on parts with several L3 slices per socket (AMD CCXs) that is
+    // one slice, not the socket's total.
+    if (!llc_read[cpu.socket]) {
+      const fs::path cpu_dir = cpu_root / fmt::format("cpu{}", hc.host_id);
+      const auto size = read_llc(cpu_dir);
+      if (!size)
+        return fail(fmt::format("{}: malformed cache level or size", (cpu_dir / "cache").string()));
+      llc[cpu.socket] = *size;
+      llc_read[cpu.socket] = true;
+    }
+    cpus.push_back(cpu);
+  }
+
+  std::vector<Node> nodes(host_nodes.size());
+  std::vector<std::vector<int>> distance;
+  for (size_t n = 0; n < host_nodes.size(); ++n) {
+    nodes[n].id = NodeId(static_cast<uint16_t>(n));
+    nodes[n].mem_bytes = host_nodes[n].mem_bytes;
+    distance.push_back(host_nodes[n].distance);
+  }
+  // A node's socket is that of its first CPU; memory-only nodes say 0.
+  for (auto it = cpus.rbegin(); it != cpus.rend(); ++it) nodes[it->node.v].socket = it->socket;
+  return Topology("host", std::move(nodes), std::move(cpus), std::move(distance), std::move(llc));
+}
+
+std::string format_numactl_hardware(const Topology& t) {
+  // Same lines and column widths as `numactl --hardware`, except that the
+  // distance table has no trailing blanks. Free equals size: nothing has run.
+  const size_t n = t.nr_nodes();
+  std::string out = fmt::format("available: {} nodes ({})\n", n,
+                                n == 1 ? std::string("0") : fmt::format("0-{}", n - 1));
+  for (const Node& node : t.nodes()) {
+    out += fmt::format("node {} cpus:", node.id.v);
+    for (CpuId c : node.cpus) out += fmt::format(" {}", c.v);
+    const uint64_t mb = node.mem_bytes / kMiB;
+    out +=
+        fmt::format("\nnode {} size: {} MB\nnode {} free: {} MB\n", node.id.v, mb, node.id.v, mb);
+  }
+  out += "node distances:\nnode";
+  for (const Node& node : t.nodes()) out += fmt::format(" {:3}", node.id.v);
+  out += '\n';
+  for (const Node& a : t.nodes()) {
+    out += fmt::format("{:3}:", a.id.v);
+    for (const Node& b : t.nodes()) out += fmt::format(" {:3}", t.distance(a.id, b.id));
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace mmsim::topo
