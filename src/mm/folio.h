@@ -1,0 +1,82 @@
+// Models struct folio (order 0: one 4 KiB page) and the per-node page
+// allocator with the kernel's memory policies. Only allocated pages have state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "mm/pgtable.h"
+#include "mm/vmstat.h"
+#include "sim/check.h"
+#include "sim/types.h"
+#include "topo/topology.h"
+
+namespace mmsim::mm {
+
+struct Folio {
+  enum : uint16_t {
+    kAnon = 1,
+    kLocked = 2,     // PG_locked
+    kDirty = 4,      // PG_dirty
+    kLru = 8,        // on an LRU list
+    kMlocked = 16,   // PG_mlocked
+    kUptodate = 32,  // PG_uptodate
+    kShmem = 64,     // page cache of a shmem inode (MAP_SHARED|MAP_ANONYMOUS)
+    kInUse = 128,    // allocated (not on the free list)
+    kActive = 256,   // PG_active
+  };
+  NodeId node;
+  uint16_t flags = 0;
+  int32_t mapcount = 0;   // PTEs mapping this folio (the kernel's _mapcount + 1)
+  uint32_t mapping = 0;   // file id (page cache) or anon_vma id (anonymous)
+  uint64_t index = 0;     // page offset in the file, or the anon linear index
+  uint32_t last_cpupid = ~0u;  // NUMA balancing: last faulting (pid, cpu); all ones = unset
+  uint32_t memcg = 0;
+  uint16_t mlock_count = 0;  // PTEs of VM_LOCKED VMAs mapping it (folio->mlock_count)
+  bool test(uint16_t f) const { return flags & f; }
+};
+
+// The policies of set_mempolicy(2)/mbind(2) that the model supports.
+struct MemPolicy {
+  enum class Mode : uint8_t { kDefault, kBind, kPreferred, kInterleave };
+  Mode mode = Mode::kDefault;
+  std::vector<NodeId> nodes;  // bind/interleave mask, or the preferred node
+};
+
+// Owns all folios and the per-node free-page accounting.
+class FolioAllocator {
+ public:
+  FolioAllocator(const topo::Topology& topo, VmStat& vmstat);
+
+  // Allocates a page for a fault on a CPU of `local` under `policy`. For
+  // interleave, `ilx` selects the node (the page offset, as the kernel does).
+  // Falls back through the zonelist by distance; nullopt when every allowed
+  // node is full (the caller reports OOM).
+  std::optional<Pfn> alloc(const MemPolicy& policy, NodeId local, uint64_t ilx);
+  // Allocates on exactly `node` (__GFP_THISNODE), nullopt if it is full.
+  std::optional<Pfn> alloc_on(NodeId node);
+  void free(Pfn pfn);
+
+  Folio& folio(Pfn pfn) { return folios_[pfn.v]; }
+  const Folio& folio(Pfn pfn) const { return folios_[pfn.v]; }
+  uint64_t capacity_pages(NodeId n) const { return nodes_[n.v].capacity; }
+  uint64_t used_pages(NodeId n) const { return nodes_[n.v].used; }
+  uint64_t free_pages(NodeId n) const { return nodes_[n.v].capacity - nodes_[n.v].used; }
+  size_t table_size() const { return folios_.size(); }
+  const topo::Topology& topology() const { return topo_; }
+
+ private:
+  struct NodeState {
+    uint64_t capacity = 0;
+    uint64_t used = 0;
+  };
+  Pfn take(NodeId node);
+  const topo::Topology& topo_;
+  VmStat& vmstat_;
+  std::vector<Folio> folios_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<NodeState> nodes_;
+};
+
+}  // namespace mmsim::mm

@@ -1,0 +1,743 @@
+// Models mm/memory.c (handle_mm_fault, do_anonymous_page, do_read_fault,
+// do_fault_around, do_cow_fault, do_shared_fault, do_wp_page, zap_pte_range,
+// copy_page_range), mm/mmap.c, mm/madvise.c, mm/mlock.c, mm/rmap.c and
+// mm/filemap.c (filemap_fault with readahead), in our own words.
+#include "mm/memory_manager.h"
+
+#include <algorithm>
+
+#include "sim/check.h"
+
+namespace mmsim::mm {
+
+MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile& costs,
+                             MmConfig config)
+    : topo_(topo), costs_(costs), config_(config), folios_(topo, vmstat_) {}
+
+AddressSpace& MemoryManager::create_file(std::string name, uint64_t size_pages, bool shmem) {
+  auto f = std::make_unique<AddressSpace>();
+  f->id = static_cast<uint32_t>(files_.size());
+  f->name = std::move(name);
+  f->shmem = shmem;
+  f->resize(size_pages);
+  files_.push_back(std::move(f));
+  return *files_.back();
+}
+
+void MemoryManager::preload_file(AddressSpace& file, NodeId node) {
+  const MemPolicy local;
+  for (uint64_t i = 0; i < file.size_pages; ++i) {
+    if (file.lookup(i) != AddressSpace::kNone) continue;
+    auto pfn = folios_.alloc(local, node, i);
+    check(pfn.has_value(), "preload: machine too small for the file");
+    Folio& f = folios_.folio(*pfn);
+    f.flags |= Folio::kUptodate | Folio::kLru | (file.shmem ? Folio::kShmem : 0);
+    f.mapping = file.id;
+    f.index = i;
+    file.store(i, pfn->v);
+    vmstat_.add(Vm::nr_file_pages);
+    if (file.shmem) vmstat_.add(Vm::nr_shmem);
+  }
+}
+
+struct MmDeleter {
+  MemoryManager* mgr;
+  void operator()(Mm* mm) const { mgr->release_mm(mm); }
+};
+
+std::shared_ptr<Mm> MemoryManager::mm_alloc() {
+  Mm* mm = new Mm(next_mm_id_++);
+  live_mms_.push_back(mm);
+  return std::shared_ptr<Mm>(mm, MmDeleter{this});
+}
+
+void MemoryManager::release_mm(Mm* mm) {
+  check(mm->vmas().empty(), "mm released with VMAs still mapped");
+  live_mms_.erase(std::find(live_mms_.begin(), live_mms_.end(), mm));
+  delete mm;
+}
+
+double MemoryManager::flush_tlb_range(Mm& mm, CpuId cpu, uint64_t pages) {
+  if (pages == 0) return 0;
+  uint64_t remote = 0;
+  bool local = false;
+  for (CpuId c : mm.cpumask()) {
+    if (c == cpu) {
+      local = true;
+    } else {
+      ++remote;
+    }
+  }
+  // flush_tlb_mm_range flushes the whole TLB above a ceiling of 33 pages.
+  vmstat_.add(pages > 33 ? Vm::nr_tlb_local_flush_all : Vm::nr_tlb_local_flush_one);
+  (void)local;
+  if (remote) {
+    vmstat_.add(Vm::nr_tlb_remote_flush);
+    vmstat_.add(Vm::nr_tlb_remote_flush_received, static_cast<int64_t>(remote));
+  }
+  return costs_.tlb_flush_local_ns + static_cast<double>(remote) * costs_.tlb_flush_ipi_ns;
+}
+
+void MemoryManager::account_fault(FaultCtx& ctx, bool major) {
+  ++page_events_;
+  vmstat_.add(Vm::pgfault);
+  if (major) {
+    vmstat_.add(Vm::pgmajfault);
+    if (ctx.maj_flt) ++*ctx.maj_flt;
+  } else if (ctx.min_flt) {
+    ++*ctx.min_flt;
+  }
+}
+
+AnonVma& MemoryManager::anon_vma_prepare(Vma& vma) {
+  if (vma.anon_vma) return *vma.anon_vma;
+  auto av = std::make_unique<AnonVma>();
+  av->id = static_cast<uint32_t>(anon_vmas_.size());
+  av->vmas.push_back(&vma);
+  vma.anon_vma = av.get();
+  vma.avc.push_back(av.get());
+  anon_vmas_.push_back(std::move(av));
+  return *vma.anon_vma;
+}
+
+void MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool write) {
+  Pte pte;
+  pte.pfn = pfn;
+  pte.flags = Pte::kPresent | Pte::kYoung | (write ? (Pte::kWrite | Pte::kDirty) : 0);
+  mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), pte);
+  if (pfn == kZeroPfn) return;
+  Folio& f = folios_.folio(Pfn(pfn));
+  if (f.mapcount++ == 0 && !f.test(Folio::kAnon)) vmstat_.add(Vm::nr_mapped);
+  if (f.test(Folio::kAnon)) {
+    ++mm.rss_anon;
+  } else if (f.test(Folio::kShmem)) {
+    ++mm.rss_shmem;
+  } else {
+    ++mm.rss_file;
+  }
+  if (write && !f.test(Folio::kAnon) && !f.test(Folio::kDirty)) {
+    f.flags |= Folio::kDirty;
+    vmstat_.add(Vm::nr_dirty);
+  }
+  if (vma.flags & Vma::kLocked) mlock_folio(f);
+}
+
+void MemoryManager::mlock_folio(Folio& f) {
+  if (f.mlock_count++ == 0) {
+    f.flags |= Folio::kMlocked;
+    vmstat_.add(Vm::nr_mlock);
+    vmstat_.add(Vm::unevictable_pgs_mlocked);
+  }
+}
+
+void MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i) {
+  ++page_events_;
+  const Pte pte = t.get(i);
+  t.set(i, Pte{});
+  if (!pte.maps_folio()) return;
+  const Pfn pfn(pte.pfn);
+  Folio& f = folios_.folio(pfn);
+  if (vma.flags & Vma::kLocked) {
+    if (--f.mlock_count == 0) {
+      f.flags &= ~Folio::kMlocked;
+      vmstat_.add(Vm::nr_mlock, -1);
+      vmstat_.add(Vm::unevictable_pgs_munlocked);
+    }
+  }
+  const bool anon = f.test(Folio::kAnon);
+  if (anon) {
+    --mm.rss_anon;
+  } else if (f.test(Folio::kShmem)) {
+    --mm.rss_shmem;
+  } else {
+    --mm.rss_file;
+  }
+  if ((pte.flags & Pte::kDirty) && !anon && !f.test(Folio::kDirty)) {
+    f.flags |= Folio::kDirty;
+    vmstat_.add(Vm::nr_dirty);
+  }
+  check(f.mapcount > 0, "zap of an unmapped folio");
+  if (--f.mapcount == 0) {
+    if (anon) {
+      // No swap: the last unmap of an anonymous folio frees it.
+      vmstat_.add(Vm::nr_anon_pages, -1);
+      folios_.free(pfn);
+    } else {
+      vmstat_.add(Vm::nr_mapped, -1);
+    }
+  }
+}
+
+uint64_t MemoryManager::zap_range(Mm& mm, Vma& vma, Vpn start, Vpn end) {
+  uint64_t n = 0;
+  mm.pgtable().for_each(start, end, [&](Vpn, PteTable& t, uint32_t i) {
+    zap_pte(mm, vma, t, i);
+    ++n;
+  });
+  return n;
+}
+
+std::optional<uint32_t> MemoryManager::filemap_get(AddressSpace& file, uint64_t index,
+                                                   const Vma& vma, FaultCtx& ctx, OpCost& cost,
+                                                   bool& major) {
+  cost.sys_ns += costs_.pagecache_lookup_ns;
+  const uint32_t cached = file.lookup(index);
+  if (cached != AddressSpace::kNone) return cached;
+  // Not cached: shmem creates a zeroed page; a file reads a readahead window
+  // of pages that are not cached yet, as one storage request.
+  const uint64_t window = file.shmem ? 1 : std::max<uint32_t>(1, config_.read_ahead_pages);
+  const uint64_t first = file.shmem ? index : index - index % window;
+  const uint64_t last = std::min(file.size_pages, first + window);
+  uint64_t read = 0;
+  for (uint64_t i = first; i < last; ++i) {
+    if (file.lookup(i) != AddressSpace::kNone) continue;
+    auto pfn = folios_.alloc(vma.policy, ctx.node, i);
+    if (!pfn) {
+      if (i == index) return std::nullopt;
+      continue;
+    }
+    Folio& f = folios_.folio(*pfn);
+    f.flags |= Folio::kUptodate | Folio::kLru | (file.shmem ? Folio::kShmem : 0);
+    f.mapping = file.id;
+    f.index = i;
+    file.store(i, pfn->v);
+    vmstat_.add(Vm::nr_file_pages);
+    cost.sys_ns += costs_.page_alloc_ns;
+    if (file.shmem) {
+      vmstat_.add(Vm::nr_shmem);
+      cost.sys_ns += costs_.page_zero_ns * distance_factor(ctx.node, f.node);
+    } else {
+      ++read;
+    }
+  }
+  if (read) {
+    major = true;
+    vmstat_.add(Vm::pgpgin, static_cast<int64_t>(read * (kPageSize / 1024)));
+    cost.io_ns += costs_.storage_read_ns;
+  }
+  const uint32_t pfn = file.lookup(index);
+  if (pfn == AddressSpace::kNone) return std::nullopt;
+  return pfn;
+}
+
+uint32_t MemoryManager::fault_around(Mm& mm, Vma& vma, Vpn vpn, OpCost& cost) {
+  // Map the cached, uptodate pages of an aligned window around the fault that
+  // have no PTE yet, without leaving the VMA or the PTE table.
+  const uint64_t n = config_.fault_around_pages;
+  uint64_t from = vpn.v - (vpn.v % n);
+  uint64_t to = from + n;
+  const uint64_t table_start = vpn.v & ~uint64_t{kPtesPerTable - 1};
+  from = std::max({from, vma.start.v, table_start});
+  to = std::min({to, vma.end.v, table_start + kPtesPerTable});
+  PteTable& t = mm.pgtable().table_alloc(vpn);
+  uint32_t mapped = 0;
+  for (uint64_t v = from; v < to; ++v) {
+    if (!t.get(v & (kPtesPerTable - 1)).none()) continue;
+    const uint64_t index = vma.file_index(Vpn(v));
+    if (index >= vma.file->size_pages) break;
+    const uint32_t pfn = vma.file->lookup(index);
+    if (pfn == AddressSpace::kNone) continue;
+    const Folio& f = folios_.folio(Pfn(pfn));
+    if (!f.test(Folio::kUptodate) || f.test(Folio::kLocked)) continue;
+    map_folio(mm, vma, Vpn(v), pfn, false);
+    cost.sys_ns += costs_.pte_set_ns;
+    ++mapped;
+  }
+  return mapped;
+}
+
+std::optional<Pfn> MemoryManager::new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx) {
+  auto pfn = folios_.alloc(vma.policy, ctx.node, vpn.v);
+  if (!pfn) return std::nullopt;
+  AnonVma& av = anon_vma_prepare(vma);
+  Folio& f = folios_.folio(*pfn);
+  f.flags |= Folio::kAnon | Folio::kLru | Folio::kUptodate;
+  f.mapping = av.id;
+  f.index = vpn.v;
+  vmstat_.add(Vm::nr_anon_pages);
+  return pfn;
+}
+
+FaultResult MemoryManager::handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx) {
+  FaultResult r;
+  Vma* vma = mm.find_vma(vpn);
+  if (!vma || !(vma->flags & (write ? Vma::kWrite : Vma::kRead))) {
+    r.status = FaultStatus::kSegv;
+    return r;
+  }
+  OpCost& cost = r.cost;
+  cost.sys_ns += costs_.fault_entry_ns;
+  const Pte pte = mm.pgtable().get(vpn);
+  bool major = false;
+
+  if (pte.present() && !pte.protnone()) {
+    if (write && !pte.writable()) {
+      r = do_wp_page(mm, *vma, vpn, pte, ctx);
+      r.cost.sys_ns += costs_.fault_entry_ns;
+      if (r.status == FaultStatus::kOk) account_fault(ctx, false);
+      return r;
+    }
+    // Spurious: another thread mapped it first.
+    account_fault(ctx, false);
+    return r;
+  }
+  if (pte.protnone()) {
+    // A NUMA hinting fault; balancing arrives with issue [2]. Restore access.
+    Pte restored = pte;
+    restored.flags = static_cast<uint8_t>(restored.flags & ~Pte::kProtNone);
+    mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), restored);
+    cost.sys_ns += costs_.pte_protect_ns;
+    account_fault(ctx, false);
+    return r;
+  }
+  check(!pte.migration(), "migration entries arrive with issue [2]");
+
+  if (vma->is_anonymous()) {
+    if (!write) {
+      // do_anonymous_page maps the shared zero page on a read.
+      map_folio(mm, *vma, vpn, kZeroPfn, false);
+      cost.sys_ns += costs_.pte_set_ns;
+      account_fault(ctx, false);
+      return r;
+    }
+    auto pfn = new_anon_folio(*vma, vpn, ctx);
+    if (!pfn) {
+      r.status = FaultStatus::kOom;
+      return r;
+    }
+    const Folio& f = folios_.folio(*pfn);
+    map_folio(mm, *vma, vpn, pfn->v, true);
+    cost.sys_ns += costs_.page_alloc_ns +
+                   costs_.page_zero_ns * distance_factor(ctx.node, f.node) + costs_.pte_set_ns;
+    account_fault(ctx, false);
+    return r;
+  }
+
+  AddressSpace& file = *vma->file;
+  const uint64_t index = vma->file_index(vpn);
+  if (index >= file.size_pages) {
+    r.status = FaultStatus::kSegv;  // SIGBUS beyond EOF
+    return r;
+  }
+  const bool shared = vma->flags & Vma::kShared;
+  if (!write && config_.fault_around_pages > 1) {
+    // do_read_fault: fault-around first; done if it mapped the faulting page.
+    fault_around(mm, *vma, vpn, cost);
+    if (!mm.pgtable().get(vpn).none()) {
+      account_fault(ctx, false);
+      return r;
+    }
+  }
+  auto pfn = filemap_get(file, index, *vma, ctx, cost, major);
+  if (!pfn) {
+    r.status = FaultStatus::kOom;
+    return r;
+  }
+  if (write && !shared) {
+    // do_cow_fault: copy the cached page into a new anonymous folio.
+    auto copy = new_anon_folio(*vma, vpn, ctx);
+    if (!copy) {
+      r.status = FaultStatus::kOom;
+      return r;
+    }
+    const NodeId src = folios_.folio(Pfn(*pfn)).node;
+    const Folio& f = folios_.folio(*copy);
+    map_folio(mm, *vma, vpn, copy->v, true);
+    cost.sys_ns += costs_.page_alloc_ns + costs_.pte_set_ns +
+                   costs_.page_copy_ns * (distance_factor(ctx.node, src) +
+                                          distance_factor(ctx.node, f.node)) / 2;
+  } else {
+    if (!write && config_.fault_around_pages > 1) {
+      // After a read, fault-around maps the new window too.
+      fault_around(mm, *vma, vpn, cost);
+    } else {
+      map_folio(mm, *vma, vpn, *pfn, write);
+      cost.sys_ns += costs_.pte_set_ns;
+    }
+  }
+  account_fault(ctx, major);
+  return r;
+}
+
+FaultResult MemoryManager::do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx) {
+  FaultResult r;
+  PteTable& t = mm.pgtable().table_alloc(vpn);
+  const uint32_t i = vpn.v & (kPtesPerTable - 1);
+  if (pte.pfn != kZeroPfn) {
+    Folio& old = folios_.folio(Pfn(pte.pfn));
+    const bool reuse = (vma.flags & Vma::kShared) || (old.test(Folio::kAnon) && old.mapcount == 1);
+    if (reuse) {
+      // wp_page_reuse / wp_page_shared: make the PTE writable and dirty.
+      Pte w = pte;
+      w.flags |= Pte::kWrite | Pte::kDirty | Pte::kYoung;
+      t.set(i, w);
+      if (!old.test(Folio::kAnon) && !old.test(Folio::kDirty)) {
+        old.flags |= Folio::kDirty;
+        vmstat_.add(Vm::nr_dirty);
+      }
+      r.cost.sys_ns += costs_.pte_protect_ns;
+      return r;
+    }
+  }
+  // wp_page_copy: a private copy for this mm.
+  auto pfn = new_anon_folio(vma, vpn, ctx);
+  if (!pfn) {
+    r.status = FaultStatus::kOom;
+    return r;
+  }
+  const Folio& f = folios_.folio(*pfn);
+  if (pte.pfn == kZeroPfn) {
+    r.cost.sys_ns += costs_.page_zero_ns * distance_factor(ctx.node, f.node);
+  } else {
+    const NodeId src = folios_.folio(Pfn(pte.pfn)).node;
+    r.cost.sys_ns += costs_.page_copy_ns *
+                     (distance_factor(ctx.node, src) + distance_factor(ctx.node, f.node)) / 2;
+  }
+  zap_pte(mm, vma, t, i);
+  map_folio(mm, vma, vpn, pfn->v, true);
+  r.cost.sys_ns += costs_.page_alloc_ns + costs_.pte_set_ns;
+  // The old translation may be cached on other CPUs running this mm.
+  r.cost.sys_ns += flush_tlb_range(mm, ctx.cpu, 1);
+  return r;
+}
+
+MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
+  MmResult r;
+  r.cost.sys_ns = costs_.syscall_ns + costs_.vma_op_ns;
+  if (args.pages == 0) {
+    r.error = MmError::kInval;
+    return r;
+  }
+  AddressSpace* file = args.file;
+  if (!file && (args.vm_flags & Vma::kShared)) {
+    // MAP_SHARED|MAP_ANONYMOUS is backed by a shmem inode of its own.
+    file = &create_file("/dev/zero (deleted)", args.pages, true);
+  }
+  auto vma = std::make_unique<Vma>();
+  vma->start = mm.get_unmapped_area(args.pages);
+  vma->end = Vpn(vma->start.v + args.pages);
+  vma->flags = args.vm_flags;
+  if (args.vm_flags & Vma::kWrite) vma->flags |= Vma::kMayWrite;
+  if (file && !(args.vm_flags & Vma::kShared)) vma->flags |= Vma::kMayWrite;  // private: COW
+  vma->file = file;
+  vma->pgoff = args.pgoff;
+  vma->policy = args.policy;
+  vma->name = args.name;
+  Vma* v = mm.insert_vma(std::move(vma));
+  if (file) file->i_mmap.push_back(v);
+  r.addr = v->start;
+  return r;
+}
+
+void MemoryManager::unlink_vma(Vma& vma) {
+  for (AnonVma* av : vma.avc) {
+    av->vmas.erase(std::find(av->vmas.begin(), av->vmas.end(), &vma));
+  }
+  vma.avc.clear();
+  if (vma.file) {
+    auto& im = vma.file->i_mmap;
+    im.erase(std::find(im.begin(), im.end(), &vma));
+  }
+}
+
+Vma* MemoryManager::split_vma(Mm& mm, Vma& vma, Vpn at) {
+  auto upper = std::make_unique<Vma>(vma);
+  upper->start = at;
+  upper->pgoff = vma.pgoff + (at.v - vma.start.v);
+  vma.end = at;
+  for (AnonVma* av : upper->avc) av->vmas.push_back(upper.get());
+  if (upper->file) upper->file->i_mmap.push_back(upper.get());
+  return mm.insert_vma(std::move(upper));
+}
+
+MmResult MemoryManager::munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
+  MmResult r;
+  r.cost.sys_ns = costs_.syscall_ns;
+  const Vpn end(start.v + pages);
+  uint64_t zapped = 0;
+  // Split the VMAs that straddle the range, then remove those inside it.
+  for (size_t k = 0; k < mm.vmas().size(); ++k) {
+    Vma* v = mm.vmas()[k].get();
+    if (v->end <= start || v->start >= end) continue;
+    if (v->start < start) {
+      split_vma(mm, *v, start);
+      r.cost.sys_ns += costs_.vma_op_ns;
+      continue;  // the upper part is visited next
+    }
+    if (v->end > end) {
+      split_vma(mm, *v, end);
+      r.cost.sys_ns += costs_.vma_op_ns;
+    }
+  }
+  auto& vmas = mm.vmas_mut();
+  for (auto it = vmas.begin(); it != vmas.end();) {
+    Vma& v = **it;
+    if (v.start >= start && v.end <= end) {
+      const uint64_t n = zap_range(mm, v, v.start, v.end);
+      zapped += n;
+      r.cost.sys_ns += static_cast<double>(n) * costs_.pte_clear_ns + costs_.vma_op_ns;
+      unlink_vma(v);
+      it = vmas.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  mm.revoke(start, end);
+  r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped);
+  return r;
+}
+
+namespace {
+
+// Pages of [start, end) covered by VMAs, and whether any of them is VM_LOCKED.
+struct Coverage {
+  uint64_t pages = 0;
+  bool locked = false;
+};
+Coverage coverage(const Mm& mm, Vpn start, Vpn end) {
+  Coverage c;
+  for (const auto& v : mm.vmas()) {
+    if (v->end <= start || v->start >= end) continue;
+    c.locked |= (v->flags & Vma::kLocked) != 0;
+    c.pages += std::min(v->end, end).v - std::max(v->start, start).v;
+  }
+  return c;
+}
+
+}  // namespace
+
+MmResult MemoryManager::madvise_dontneed(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
+  MmResult r;
+  r.cost.sys_ns = costs_.syscall_ns;
+  const Vpn end(start.v + pages);
+  // Every page of the range must be mapped, and no VMA may be VM_LOCKED.
+  const Coverage c = coverage(mm, start, end);
+  if (c.pages != pages || c.locked) {
+    r.error = c.locked ? MmError::kInval : MmError::kNoMem;
+    return r;
+  }
+  uint64_t zapped = 0;
+  for (const auto& v : mm.vmas()) {
+    if (v->end <= start || v->start >= end) continue;
+    zapped += zap_range(mm, *v, std::max(v->start, start), std::min(v->end, end));
+  }
+  mm.revoke(start, end);
+  r.cost.sys_ns += static_cast<double>(zapped) * costs_.pte_clear_ns;
+  r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped);
+  return r;
+}
+
+MmResult MemoryManager::mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx) {
+  MmResult r;
+  r.cost.sys_ns = costs_.syscall_ns;
+  const Vpn end(start.v + pages);
+  if (coverage(mm, start, end).pages != pages) {
+    r.error = MmError::kNoMem;
+    return r;
+  }
+  // Split at the edges so that only the range becomes VM_LOCKED.
+  if (Vma* v = mm.find_vma(start); v && v->start < start) split_vma(mm, *v, start);
+  if (Vma* v = mm.find_vma(Vpn(end.v - 1)); v && v->end > end) split_vma(mm, *v, end);
+  for (const auto& v : mm.vmas()) {
+    if (v->end <= start || v->start >= end || (v->flags & Vma::kLocked)) continue;
+    v->flags |= Vma::kLocked;
+    // Pages already mapped become mlocked (mlock_fixup walks them).
+    mm.pgtable().for_each(v->start, v->end, [&](Vpn, PteTable& t, uint32_t i) {
+      const Pte pte = t.get(i);
+      if (pte.maps_folio()) mlock_folio(folios_.folio(Pfn(pte.pfn)));
+    });
+  }
+  // __mm_populate: fault in every page not yet present, as a write on a
+  // private writable mapping (breaking COW), else as a read.
+  for (const auto& vp : mm.vmas()) {
+    Vma& v = *vp;
+    if (v.end <= start || v.start >= end) continue;
+    const bool write = (v.flags & (Vma::kWrite | Vma::kShared)) == Vma::kWrite;
+    Vpn cur = std::max(v.start, start);
+    const Vpn stop = std::min(v.end, end);
+    while (cur < stop) {
+      const Vpn next = mm.pgtable().next_blocked(cur, stop, write);
+      if (next >= stop) break;
+      FaultResult fr = handle_mm_fault(mm, next, write, ctx);
+      r.cost += fr.cost;
+      if (fr.status != FaultStatus::kOk) {
+        r.error = MmError::kOom;
+        return r;
+      }
+      cur = Vpn(next.v + 1);
+    }
+  }
+  return r;
+}
+
+OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
+  OpCost cost;
+  uint64_t protected_ptes = 0;
+  for (const auto& pv : parent.vmas()) {
+    Vma& pvma = *pv;
+    if (pvma.flags & Vma::kDontCopy) continue;
+    auto cv = std::make_unique<Vma>();
+    cv->start = pvma.start;
+    cv->end = pvma.end;
+    cv->flags = pvma.flags & ~Vma::kLocked;  // mlock is not inherited
+    cv->file = pvma.file;
+    cv->pgoff = pvma.pgoff;
+    cv->policy = pvma.policy;
+    cv->name = pvma.name;
+    Vma* c = child.insert_vma(std::move(cv));
+    cost.sys_ns += costs_.vma_op_ns;
+    if (c->file) c->file->i_mmap.push_back(c);
+    if (!pvma.anon_vma) continue;  // nothing to copy: the child faults the pages in
+    // anon_vma_fork: join the parent's chain, then get an anon_vma of its own.
+    for (AnonVma* av : pvma.avc) {
+      av->vmas.push_back(c);
+      c->avc.push_back(av);
+    }
+    anon_vma_prepare(*c);
+    // copy_page_range: share every mapped page, write-protecting private ones.
+    const bool cow = pvma.is_cow_mapping();
+    parent.pgtable().for_each(pvma.start, pvma.end, [&](Vpn vpn, PteTable& t, uint32_t i) {
+      Pte pte = t.get(i);
+      if (pte.migration() || !pte.present()) return;
+      if (cow && (pte.flags & Pte::kWrite)) {
+        pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kWrite);
+        t.set(i, pte);
+        ++protected_ptes;
+      }
+      Pte cpte = pte;
+      cpte.flags = static_cast<uint8_t>(cpte.flags & ~Pte::kYoung);
+      child.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), cpte);
+      cost.sys_ns += costs_.pte_copy_ns;
+      ++page_events_;
+      if (pte.pfn == kZeroPfn) return;
+      Folio& f = folios_.folio(Pfn(pte.pfn));
+      ++f.mapcount;
+      if (f.test(Folio::kAnon)) {
+        ++child.rss_anon;
+      } else if (f.test(Folio::kShmem)) {
+        ++child.rss_shmem;
+      } else {
+        ++child.rss_file;
+      }
+    });
+  }
+  if (protected_ptes) {
+    parent.revoke(Vpn(0), Vpn(UINT64_MAX));
+    cost.sys_ns += flush_tlb_range(parent, cpu, protected_ptes);
+  }
+  return cost;
+}
+
+OpCost MemoryManager::exit_mmap(Mm& mm, CpuId cpu) {
+  OpCost cost;
+  uint64_t zapped = 0;
+  for (auto& v : mm.vmas_mut()) {
+    const uint64_t n = zap_range(mm, *v, v->start, v->end);
+    zapped += n;
+    cost.sys_ns += static_cast<double>(n) * costs_.pte_clear_ns + costs_.vma_op_ns;
+    unlink_vma(*v);
+  }
+  mm.vmas_mut().clear();
+  // tlb_finish_mmu of a dying mm flushes only its last CPU.
+  if (zapped) cost.sys_ns += costs_.tlb_flush_local_ns;
+  return cost;
+}
+
+void MemoryManager::rmap_walk(Pfn pfn, const std::function<void(Mm&, Vma&, Vpn)>& f) const {
+  const Folio& folio = folios_.folio(pfn);
+  auto visit = [&](Vma* vma, Vpn vpn) {
+    if (!vma->contains(vpn)) return;
+    const Pte pte = vma->mm->pgtable().get(vpn);
+    if (pte.maps_folio() && pte.pfn == pfn.v) f(*vma->mm, *vma, vpn);
+  };
+  if (folio.test(Folio::kAnon)) {
+    for (Vma* vma : anon_vmas_[folio.mapping]->vmas) visit(vma, Vpn(folio.index));
+  } else {
+    for (Vma* vma : files_[folio.mapping]->i_mmap) {
+      if (folio.index < vma->pgoff) continue;
+      visit(vma, Vpn(vma->start.v + (folio.index - vma->pgoff)));
+    }
+  }
+}
+
+std::vector<std::string> MemoryManager::check_invariants() const {
+  std::vector<std::string> errors;
+  auto err = [&](std::string s) {
+    if (errors.size() < 20) errors.push_back(std::move(s));
+  };
+  // Count PTEs per folio across every page table.
+  std::vector<int32_t> ptes(folios_.table_size(), 0);
+  std::vector<int32_t> locked(folios_.table_size(), 0);
+  for (Mm* mm : live_mms_) {
+    for (const auto& vp : mm->vmas()) {
+      const Vma& vma = *vp;
+      mm->pgtable().for_each(vma.start, vma.end, [&](Vpn vpn, PteTable& t, uint32_t i) {
+        const Pte pte = t.get(i);
+        if (!pte.maps_folio()) return;
+        if (pte.pfn >= ptes.size() || !folios_.folio(Pfn(pte.pfn)).test(Folio::kInUse)) {
+          err("mm " + std::to_string(mm->id()) + " maps a free folio");
+          return;
+        }
+        ++ptes[pte.pfn];
+        if (vma.flags & Vma::kLocked) ++locked[pte.pfn];
+      });
+    }
+    // No PTE outside every VMA.
+    size_t in_vmas = 0, total = 0;
+    mm->pgtable().for_each_table([&](Vpn, const PteTable& t) { total += t.nr_used(); });
+    for (const auto& vp : mm->vmas()) {
+      mm->pgtable().for_each(vp->start, vp->end, [&](Vpn, PteTable&, uint32_t) { ++in_vmas; });
+    }
+    if (in_vmas != total) err("mm " + std::to_string(mm->id()) + " has PTEs outside its VMAs");
+  }
+  int64_t anon = 0, file = 0, mapped = 0, mlocked = 0;
+  std::vector<uint64_t> used(topo_.nr_nodes(), 0);
+  for (uint32_t p = 0; p < folios_.table_size(); ++p) {
+    const Folio& f = folios_.folio(Pfn(p));
+    if (!f.test(Folio::kInUse)) continue;
+    ++used[f.node.v];
+    // The rmap must find every PTE that maps the folio (it only reports real
+    // ones, so equal counts mean the same set).
+    if (ptes[p] > 0) {
+      int32_t found = 0;
+      rmap_walk(Pfn(p), [&](Mm&, Vma&, Vpn) { ++found; });
+      if (found != ptes[p])
+        err("rmap of folio " + std::to_string(p) + " finds " + std::to_string(found) + " of " +
+            std::to_string(ptes[p]) + " PTEs");
+    }
+    if (f.mapcount != ptes[p]) {
+      err("folio " + std::to_string(p) + " mapcount " + std::to_string(f.mapcount) + " but " +
+          std::to_string(ptes[p]) + " PTEs");
+    }
+    if (f.mlock_count != locked[p]) err("folio " + std::to_string(p) + " mlock_count wrong");
+    if (f.mlock_count > 0) ++mlocked;
+    if (f.test(Folio::kAnon)) {
+      ++anon;
+      if (f.mapcount == 0) err("unmapped anonymous folio " + std::to_string(p) + " not freed");
+    } else {
+      ++file;
+      if (f.mapcount > 0) ++mapped;
+      if (files_[f.mapping]->lookup(f.index) != p)
+        err("folio " + std::to_string(p) + " not in its page cache slot");
+    }
+  }
+  for (const auto& n : topo_.nodes()) {
+    if (used[n.id.v] != folios_.used_pages(n.id))
+      err("node " + std::to_string(n.id.v) + " used-page count is off");
+    if (folios_.used_pages(n.id) > folios_.capacity_pages(n.id))
+      err("node " + std::to_string(n.id.v) + " over capacity");
+  }
+  int64_t cap = 0;
+  for (const auto& n : topo_.nodes()) cap += static_cast<int64_t>(folios_.capacity_pages(n.id));
+  if (vmstat_[Vm::nr_free_pages] + anon + file != cap) err("free + used pages != capacity");
+  if (vmstat_[Vm::nr_anon_pages] != anon) err("nr_anon_pages != anonymous folios");
+  if (vmstat_[Vm::nr_file_pages] != file) err("nr_file_pages != page-cache folios");
+  if (vmstat_[Vm::nr_mapped] != mapped) err("nr_mapped != mapped page-cache folios");
+  if (vmstat_[Vm::nr_mlock] != mlocked) err("nr_mlock != mlocked folios");
+  int64_t cached = 0;
+  for (const auto& f : files_) cached += static_cast<int64_t>(f->nrpages);
+  if (cached != file) err("page-cache sizes disagree with folios");
+  return errors;
+}
+
+}  // namespace mmsim::mm

@@ -1,0 +1,159 @@
+// The memory-management core: faults (anonymous, file, COW, fault-around),
+// mmap/munmap/madvise/mlock, fork's page-table copy, exit, and rmap walks.
+// Each operation returns the simulated time it took on the calling CPU.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cost/cost_profile.h"
+#include "mm/folio.h"
+#include "mm/mm_types.h"
+#include "mm/vmstat.h"
+#include "topo/topology.h"
+
+namespace mmsim::mm {
+
+// Kernel behaviour switches of the mm core (preset by kernel version).
+struct MmConfig {
+  // Pages mapped around a read fault on a file (fault_around_bytes / 4 KiB);
+  // 0 before Linux 3.15, 16 from 3.15.
+  uint32_t fault_around_pages = 16;
+  // Readahead window of a major fault, read_ahead_kb / 4 (default 128 KiB).
+  uint32_t read_ahead_pages = 32;
+};
+
+// Time a kernel operation spent: on the CPU (system time) and asleep waiting
+// for storage (D state, counted as iowait).
+struct OpCost {
+  double sys_ns = 0;
+  double io_ns = 0;
+  OpCost& operator+=(const OpCost& o) {
+    sys_ns += o.sys_ns;
+    io_ns += o.io_ns;
+    return *this;
+  }
+};
+
+// Who is faulting: the CPU (and so the local node) and the task's counters.
+struct FaultCtx {
+  CpuId cpu;
+  NodeId node;
+  uint64_t* min_flt = nullptr;
+  uint64_t* maj_flt = nullptr;
+};
+
+enum class FaultStatus { kOk, kSegv, kOom };
+struct FaultResult {
+  FaultStatus status = FaultStatus::kOk;
+  OpCost cost;
+};
+
+enum class MmError { kOk, kInval, kNoMem, kOom };
+struct MmResult {
+  MmError error = MmError::kOk;
+  OpCost cost;
+  Vpn addr{};
+};
+
+struct MmapArgs {
+  uint64_t pages = 0;
+  uint32_t vm_flags = 0;  // Vma::kRead | kWrite | kShared ...
+  AddressSpace* file = nullptr;
+  uint64_t pgoff = 0;
+  MemPolicy policy;
+  std::string name;
+};
+
+class MemoryManager {
+ public:
+  MemoryManager(const topo::Topology& topo, const cost::CostProfile& costs, MmConfig config);
+  MemoryManager(const MemoryManager&) = delete;
+  MemoryManager& operator=(const MemoryManager&) = delete;
+
+  // A file whose page cache this machine holds. Shmem files back
+  // MAP_SHARED|MAP_ANONYMOUS mappings.
+  AddressSpace& create_file(std::string name, uint64_t size_pages, bool shmem);
+  // Puts every page of the file in the page cache on `node`, as if it had been
+  // read before the run (not counted as faults).
+  void preload_file(AddressSpace& file, NodeId node);
+
+  std::shared_ptr<Mm> mm_alloc();
+  MmResult mmap(Mm& mm, const MmapArgs& args, CpuId cpu);
+  MmResult munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu);
+  // MADV_DONTNEED: zaps the PTEs of the range; EINVAL on a VM_LOCKED VMA.
+  MmResult madvise_dontneed(Mm& mm, Vpn start, uint64_t pages, CpuId cpu);
+  // mlock(2): sets VM_LOCKED and populates the range.
+  MmResult mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx);
+  FaultResult handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx);
+  // dup_mmap: copies VMAs and, where the kernel does, PTEs (COW-protecting
+  // anonymous pages in both). The cost is the parent's.
+  OpCost dup_mmap(Mm& parent, Mm& child, CpuId cpu);
+  // exit_mmap: unmaps everything.
+  OpCost exit_mmap(Mm& mm, CpuId cpu);
+
+  // Calls f(Mm&, Vma&, Vpn) for every PTE mapping the folio, found through the
+  // rmap (anon_vma chain or the file's i_mmap), as rmap_walk() does.
+  void rmap_walk(Pfn pfn, const std::function<void(Mm&, Vma&, Vpn)>& f) const;
+
+  // The flush after changing `pages` PTEs of mm from cpu: local flush plus one
+  // IPI per other CPU in mm_cpumask. Returns its cost.
+  double flush_tlb_range(Mm& mm, CpuId cpu, uint64_t pages);
+
+  // Invariant checker (DEBUG_VM-like): mapcounts against page tables, rmap
+  // against PTEs, page cache and node accounting. Returns the violations.
+  std::vector<std::string> check_invariants() const;
+
+  VmStat& vmstat() { return vmstat_; }
+  const VmStat& vmstat() const { return vmstat_; }
+  FolioAllocator& folios() { return folios_; }
+  const FolioAllocator& folios() const { return folios_; }
+  const cost::CostProfile& costs() const { return costs_; }
+  const MmConfig& config() const { return config_; }
+  const topo::Topology& topology() const { return topo_; }
+  const std::vector<Mm*>& mms() const { return live_mms_; }
+  AddressSpace* file(uint32_t id) { return files_[id].get(); }
+  // Faults, PTEs zapped and PTEs copied at fork: the simulator's speed unit.
+  uint64_t page_events() const { return page_events_; }
+
+ private:
+  friend struct MmDeleter;
+  void release_mm(Mm* mm);
+  double distance_factor(NodeId a, NodeId b) const {
+    return topo_.distance(a, b) / 10.0;
+  }
+  // Installs a PTE mapping pfn and does the rmap/counter bookkeeping.
+  void map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool write);
+  // Clears a PTE and drops its folio's mapping (freeing anonymous folios).
+  void zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i);
+  uint64_t zap_range(Mm& mm, Vma& vma, Vpn start, Vpn end);
+  AnonVma& anon_vma_prepare(Vma& vma);
+  // An anonymous folio for vpn under the VMA's policy, on its anon_vma.
+  std::optional<Pfn> new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx);
+  void mlock_folio(Folio& f);
+  void unlink_vma(Vma& vma);
+  // Splits the VMA at `at`, returning the new upper part.
+  Vma* split_vma(Mm& mm, Vma& vma, Vpn at);
+  // Finds or reads the page-cache folio at index; adds I/O time to cost.
+  std::optional<uint32_t> filemap_get(AddressSpace& file, uint64_t index, const Vma& vma,
+                                      FaultCtx& ctx, OpCost& cost, bool& major);
+  uint32_t fault_around(Mm& mm, Vma& vma, Vpn vpn, OpCost& cost);
+  FaultResult do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx);
+  void account_fault(FaultCtx& ctx, bool major);
+
+  const topo::Topology& topo_;
+  const cost::CostProfile& costs_;
+  MmConfig config_;
+  VmStat vmstat_;
+  FolioAllocator folios_;
+  std::vector<std::unique_ptr<AddressSpace>> files_;
+  std::vector<std::unique_ptr<AnonVma>> anon_vmas_;
+  std::vector<Mm*> live_mms_;
+  uint32_t next_mm_id_ = 1;
+  uint64_t page_events_ = 0;
+};
+
+}  // namespace mmsim::mm

@@ -1,0 +1,43 @@
+#include "mm/mm_types.h"
+
+#include <algorithm>
+
+namespace mmsim::mm {
+
+void AddressSpace::store(uint64_t index, uint32_t pfn) {
+  auto& chunk = chunks_[index >> kPteTableShift];
+  if (!chunk) {
+    chunk = std::make_unique<std::array<uint32_t, kPtesPerTable>>();
+    chunk->fill(kNone);
+  }
+  const uint32_t old = (*chunk)[index & (kPtesPerTable - 1)];
+  nrpages += static_cast<uint64_t>(pfn != kNone) - static_cast<uint64_t>(old != kNone);
+  (*chunk)[index & (kPtesPerTable - 1)] = pfn;
+}
+
+Vma* Mm::find_vma(Vpn v) const {
+  auto it = std::upper_bound(vmas_.begin(), vmas_.end(), v,
+                             [](Vpn x, const std::unique_ptr<Vma>& vma) { return x < vma->start; });
+  if (it == vmas_.begin()) return nullptr;
+  Vma* vma = std::prev(it)->get();
+  return vma->contains(v) ? vma : nullptr;
+}
+
+Vma* Mm::insert_vma(std::unique_ptr<Vma> vma) {
+  vma->mm = this;
+  auto it = std::upper_bound(vmas_.begin(), vmas_.end(), vma->start,
+                             [](Vpn x, const std::unique_ptr<Vma>& v) { return x < v->start; });
+  return vmas_.insert(it, std::move(vma))->get();
+}
+
+Vpn Mm::get_unmapped_area(uint64_t pages) const {
+  // mmap_base of a 47-bit layout, growing up; leave a guard page between VMAs.
+  uint64_t candidate = (uint64_t{0x7f0000000000} >> kPageShift);
+  for (const auto& vma : vmas_) {
+    if (vma->start.v >= candidate + pages + 1) break;
+    candidate = std::max(candidate, vma->end.v + 1);
+  }
+  return Vpn(candidate);
+}
+
+}  // namespace mmsim::mm

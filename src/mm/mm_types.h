@@ -1,0 +1,121 @@
+// Models struct file/address_space (the page cache of one inode), struct
+// vm_area_struct, struct anon_vma and struct mm_struct.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mm/folio.h"
+#include "mm/pgtable.h"
+#include "sim/types.h"
+
+namespace mmsim::mm {
+
+class Mm;
+struct Vma;
+
+// The page cache of one file: which folio caches each page offset, and the
+// VMAs that map the file (i_mmap), through which file rmap walks go.
+struct AddressSpace {
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  uint32_t id = 0;
+  std::string name;
+  uint64_t size_pages = 0;
+  bool shmem = false;    // tmpfs/shmem: pages are created zeroed, never read from storage
+  uint64_t nrpages = 0;  // folios in the cache
+  std::vector<Vma*> i_mmap;
+
+  uint32_t lookup(uint64_t index) const {
+    const auto& chunk = chunks_[index >> kPteTableShift];
+    return chunk ? (*chunk)[index & (kPtesPerTable - 1)] : kNone;
+  }
+  void store(uint64_t index, uint32_t pfn);
+  void resize(uint64_t pages) {
+    size_pages = pages;
+    chunks_.resize((pages + kPtesPerTable - 1) >> kPteTableShift);
+  }
+
+ private:
+  std::vector<std::unique_ptr<std::array<uint32_t, kPtesPerTable>>> chunks_;
+};
+
+// The set of VMAs whose anonymous folios may be found through it. A VMA is on
+// the list of its own anon_vma and of every ancestor's (the anon_vma chain).
+struct AnonVma {
+  uint32_t id = 0;
+  std::vector<Vma*> vmas;
+};
+
+struct Vma {
+  enum : uint32_t {
+    kRead = 1,
+    kWrite = 2,
+    kExec = 4,
+    kShared = 8,
+    kMayWrite = 16,
+    kLocked = 32,
+    kIo = 64,
+    kDontCopy = 128,
+  };
+  Mm* mm = nullptr;
+  Vpn start, end;  // [start, end)
+  uint32_t flags = 0;
+  AddressSpace* file = nullptr;  // nullptr for private anonymous memory
+  uint64_t pgoff = 0;            // file page offset of start
+  AnonVma* anon_vma = nullptr;   // this VMA's own, made at its first anonymous fault
+  std::vector<AnonVma*> avc;     // every anon_vma this VMA is linked into
+  MemPolicy policy;
+  std::string name;
+
+  uint64_t pages() const { return end.v - start.v; }
+  bool contains(Vpn v) const { return v >= start && v < end; }
+  bool is_cow_mapping() const { return (flags & (kShared | kMayWrite)) == kMayWrite; }
+  bool is_anonymous() const { return file == nullptr; }
+  uint64_t file_index(Vpn v) const { return pgoff + (v.v - start.v); }
+};
+
+// Told when PTEs of an mm lose access (cleared, protected, migrating), so an
+// executor that ran ahead over those pages can stop at the right time.
+class PteObserver {
+ public:
+  virtual ~PteObserver() = default;
+  virtual void on_pte_revoked(Mm& mm, Vpn start, Vpn end) = 0;
+};
+
+class Mm {
+ public:
+  explicit Mm(uint32_t id) : id_(id) {}
+  uint32_t id() const { return id_; }
+  // The VMA containing v, or nullptr.
+  Vma* find_vma(Vpn v) const;
+  const std::vector<std::unique_ptr<Vma>>& vmas() const { return vmas_; }
+  std::vector<std::unique_ptr<Vma>>& vmas_mut() { return vmas_; }
+  Vma* insert_vma(std::unique_ptr<Vma> vma);
+  // A free range of `pages` pages above the mmap base (top-down is not needed).
+  Vpn get_unmapped_area(uint64_t pages) const;
+  PageTable& pgtable() { return pgtable_; }
+  const PageTable& pgtable() const { return pgtable_; }
+
+  // CPUs that may hold TLB entries of this mm (mm_cpumask): the CPUs its
+  // tasks run or ran on since the last flush.
+  std::vector<CpuId>& cpumask() { return cpumask_; }
+  int users = 0;         // mm_users: tasks (threads) using this mm
+  uint64_t rss_anon = 0;   // MM_ANONPAGES
+  uint64_t rss_file = 0;   // MM_FILEPAGES
+  uint64_t rss_shmem = 0;  // MM_SHMEMPAGES
+  PteObserver* observer = nullptr;
+  int runahead_tasks = 0;  // tasks of this mm that ran ahead (see PteObserver)
+  void revoke(Vpn start, Vpn end) {
+    if (runahead_tasks && observer) observer->on_pte_revoked(*this, start, end);
+  }
+
+ private:
+  uint32_t id_;
+  std::vector<std::unique_ptr<Vma>> vmas_;  // sorted by start
+  PageTable pgtable_;
+  std::vector<CpuId> cpumask_;
+};
+
+}  // namespace mmsim::mm

@@ -1,0 +1,56 @@
+#include "mm/pgtable.h"
+
+namespace mmsim::mm {
+
+void PteTable::set(uint32_t i, Pte pte) {
+  const Pte old = ptes_[i];
+  nr_used_ += static_cast<uint32_t>(!pte.none()) - static_cast<uint32_t>(!old.none());
+  ptes_[i] = pte;
+  const uint64_t bit = uint64_t{1} << (i & 63);
+  uint64_t& r = readable_[i >> 6];
+  uint64_t& w = writable_[i >> 6];
+  r = pte.accessible() ? (r | bit) : (r & ~bit);
+  w = pte.writable() ? (w | bit) : (w & ~bit);
+}
+
+uint32_t PteTable::next_blocked(uint32_t from, uint32_t to, bool write) const {
+  const auto& bits = write ? writable_ : readable_;
+  uint32_t i = from;
+  while (i < to) {
+    const uint32_t word = i >> 6;
+    uint64_t blocked = ~bits[word] & (~uint64_t{0} << (i & 63));
+    if (blocked) {
+      const uint32_t at = (word << 6) + static_cast<uint32_t>(std::countr_zero(blocked));
+      return at < to ? at : to;
+    }
+    i = (word + 1) << 6;
+  }
+  return to;
+}
+
+PteTable& PageTable::table_alloc(Vpn vpn) {
+  if (PteTable* t = table(vpn)) return *t;
+  const uint64_t key = vpn.v >> kPteTableShift;
+  auto& slot = tables_[key];
+  slot = std::make_unique<PteTable>();
+  cached_key_ = key;
+  cached_ = slot.get();
+  return *slot;
+}
+
+Vpn PageTable::next_blocked(Vpn from, Vpn to, bool write) const {
+  uint64_t v = from.v;
+  while (v < to.v) {
+    const uint64_t table_end = ((v >> kPteTableShift) + 1) << kPteTableShift;
+    const uint64_t end = table_end < to.v ? table_end : to.v;
+    const PteTable* t = table(Vpn(v));
+    if (!t) return Vpn(v);
+    const uint32_t base = static_cast<uint32_t>(v & (kPtesPerTable - 1));
+    const uint32_t at = t->next_blocked(base, base + static_cast<uint32_t>(end - v), write);
+    if (at < base + (end - v)) return Vpn(v + (at - base));
+    v = end;
+  }
+  return to;
+}
+
+}  // namespace mmsim::mm

@@ -1,0 +1,83 @@
+// Machine-wide counters named as in /proc/vmstat. Event counters only grow;
+// nr_* entries are gauges (current values).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace mmsim::mm {
+
+enum class Vm : uint8_t {
+  // gauges
+  nr_free_pages,
+  nr_file_pages,
+  nr_anon_pages,
+  nr_mapped,
+  nr_shmem,
+  nr_mlock,
+  nr_dirty,
+  // events
+  pgpgin,
+  pgfault,
+  pgmajfault,
+  pgalloc_normal,
+  pgfree,
+  pgactivate,
+  numa_hit,
+  numa_miss,
+  numa_foreign,
+  numa_interleave,
+  numa_local,
+  numa_other,
+  nr_tlb_local_flush_all,
+  nr_tlb_local_flush_one,
+  nr_tlb_remote_flush,
+  nr_tlb_remote_flush_received,
+  unevictable_pgs_mlocked,
+  unevictable_pgs_munlocked,
+  kCount
+};
+
+inline constexpr std::array<std::string_view, static_cast<size_t>(Vm::kCount)> kVmNames = {
+    "nr_free_pages",
+    "nr_file_pages",
+    "nr_anon_pages",
+    "nr_mapped",
+    "nr_shmem",
+    "nr_mlock",
+    "nr_dirty",
+    "pgpgin",
+    "pgfault",
+    "pgmajfault",
+    "pgalloc_normal",
+    "pgfree",
+    "pgactivate",
+    "numa_hit",
+    "numa_miss",
+    "numa_foreign",
+    "numa_interleave",
+    "numa_local",
+    "numa_other",
+    "nr_tlb_local_flush_all",
+    "nr_tlb_local_flush_one",
+    "nr_tlb_remote_flush",
+    "nr_tlb_remote_flush_received",
+    "unevictable_pgs_mlocked",
+    "unevictable_pgs_munlocked",
+};
+
+class VmStat {
+ public:
+  int64_t& operator[](Vm v) { return values_[static_cast<size_t>(v)]; }
+  int64_t operator[](Vm v) const { return values_[static_cast<size_t>(v)]; }
+  void add(Vm v, int64_t n = 1) { values_[static_cast<size_t>(v)] += n; }
+  static constexpr size_t size() { return static_cast<size_t>(Vm::kCount); }
+  static std::string_view name(size_t i) { return kVmNames[i]; }
+  int64_t at(size_t i) const { return values_[i]; }
+
+ private:
+  std::array<int64_t, static_cast<size_t>(Vm::kCount)> values_{};
+};
+
+}  // namespace mmsim::mm

@@ -1,0 +1,424 @@
+#include "mm/memory_manager.h"
+
+#include <gtest/gtest.h>
+
+#include "support/mm_fixture.h"
+
+namespace mmsim::mm {
+namespace {
+
+using testing::kR;
+using testing::kRW;
+using testing::MmWorld;
+
+TEST(AnonFault, ReadOfUntouchedAnonymousMemoryMapsTheZeroPage) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 4, kRW);
+  ASSERT_EQ(w.fault(*mm, a, false), FaultStatus::kOk);
+  EXPECT_EQ(mm->pgtable().get(a).pfn, kZeroPfn);
+  EXPECT_FALSE(mm->pgtable().get(a).writable());
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_anon_pages], 0);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(AnonFault, WriteAfterZeroPageReadAllocatesAZeroedFolio) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 4, kRW);
+  w.fault(*mm, a, false);
+  ASSERT_EQ(w.fault(*mm, a, true), FaultStatus::kOk);
+  EXPECT_NE(mm->pgtable().get(a).pfn, kZeroPfn);
+  EXPECT_TRUE(mm->pgtable().get(a).writable());
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_anon_pages], 1);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::pgfault], 2);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(AnonFault, FirstTouchAllocatesOnTheFaultingCpusNode) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 4, kRW);
+  const uint16_t cpu_on_node1 = w.topo.node(NodeId(1)).cpus.front().v;
+  w.fault(*mm, a, true, cpu_on_node1);
+  EXPECT_EQ(w.folio_at(*mm, a).node, NodeId(1));
+  EXPECT_EQ(w.mgr.vmstat()[Vm::numa_local], 1);
+  w.teardown(*mm);
+}
+
+TEST(AnonFault, AllocationFallsBackToTheNearestNodeWhenTheLocalOneIsFull) {
+  MmWorld w({}, 8);
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 12, kRW);
+  for (uint64_t i = 0; i < 12; ++i) ASSERT_EQ(w.fault(*mm, Vpn(a.v + i), true), FaultStatus::kOk);
+  EXPECT_EQ(w.folio_at(*mm, Vpn(a.v + 7)).node, NodeId(0));
+  EXPECT_EQ(w.folio_at(*mm, Vpn(a.v + 8)).node, NodeId(1));
+  EXPECT_EQ(w.mgr.vmstat()[Vm::numa_miss], 4);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::numa_other], 4);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(AnonFault, FaultFailsWithOomWhenEveryNodeIsFull) {
+  MmWorld w({}, 2);
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 8, kRW);
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(w.fault(*mm, Vpn(a.v + i), true), FaultStatus::kOk);
+  EXPECT_EQ(w.fault(*mm, Vpn(a.v + 4), true), FaultStatus::kOom);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(AnonFault, AccessOutsideEveryVmaIsASegfault) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  EXPECT_EQ(w.fault(*mm, Vpn(12345), false), FaultStatus::kSegv);
+}
+
+TEST(AnonFault, WriteToAReadOnlyMappingIsASegfault) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 1, kR);
+  EXPECT_EQ(w.fault(*mm, a, true), FaultStatus::kSegv);
+  w.teardown(*mm);
+}
+
+TEST(MemPolicy, InterleaveSpreadsPagesRoundRobinByOffset) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  MmapArgs args;
+  args.pages = 4;
+  args.vm_flags = kRW;
+  args.policy.mode = MemPolicy::Mode::kInterleave;
+  args.policy.nodes = {NodeId(0), NodeId(1)};
+  const Vpn a = w.mgr.mmap(*mm, args, CpuId(0)).addr;
+  for (uint64_t i = 0; i < 4; ++i) w.fault(*mm, Vpn(a.v + i), true);
+  EXPECT_NE(w.folio_at(*mm, a).node, w.folio_at(*mm, Vpn(a.v + 1)).node);
+  EXPECT_EQ(w.folio_at(*mm, a).node, w.folio_at(*mm, Vpn(a.v + 2)).node);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::numa_interleave], 4);
+  w.teardown(*mm);
+}
+
+TEST(MemPolicy, BindNeverAllocatesOutsideItsNodes) {
+  MmWorld w({}, 4);
+  auto mm = w.mgr.mm_alloc();
+  MmapArgs args;
+  args.pages = 8;
+  args.vm_flags = kRW;
+  args.policy.mode = MemPolicy::Mode::kBind;
+  args.policy.nodes = {NodeId(1)};
+  const Vpn a = w.mgr.mmap(*mm, args, CpuId(0)).addr;
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(w.fault(*mm, Vpn(a.v + i), true), FaultStatus::kOk);
+    EXPECT_EQ(w.folio_at(*mm, Vpn(a.v + i)).node, NodeId(1));
+  }
+  EXPECT_EQ(w.fault(*mm, Vpn(a.v + 4), true), FaultStatus::kOom);
+  w.teardown(*mm);
+}
+
+TEST(ForkCow, ForkSharesAnonymousFoliosWriteProtectedInBoth) {
+  MmWorld w;
+  auto parent = w.mgr.mm_alloc();
+  const Vpn a = w.map(*parent, 2, kRW);
+  w.fault(*parent, a, true);
+  auto child = w.mgr.mm_alloc();
+  w.mgr.dup_mmap(*parent, *child, CpuId(0));
+  EXPECT_EQ(parent->pgtable().get(a).pfn, child->pgtable().get(a).pfn);
+  EXPECT_FALSE(parent->pgtable().get(a).writable());
+  EXPECT_FALSE(child->pgtable().get(a).writable());
+  EXPECT_EQ(w.folio_at(*parent, a).mapcount, 2);
+  w.expect_consistent();
+  w.teardown(*child);
+  w.teardown(*parent);
+}
+
+TEST(ForkCow, WriteAfterForkCopiesTheFolioForTheWriterOnly) {
+  MmWorld w;
+  auto parent = w.mgr.mm_alloc();
+  const Vpn a = w.map(*parent, 2, kRW);
+  w.fault(*parent, a, true);
+  auto child = w.mgr.mm_alloc();
+  w.mgr.dup_mmap(*parent, *child, CpuId(0));
+  const uint32_t shared = parent->pgtable().get(a).pfn;
+  ASSERT_EQ(w.fault(*child, a, true), FaultStatus::kOk);
+  EXPECT_NE(child->pgtable().get(a).pfn, shared);
+  EXPECT_TRUE(child->pgtable().get(a).writable());
+  EXPECT_EQ(parent->pgtable().get(a).pfn, shared);
+  EXPECT_FALSE(parent->pgtable().get(a).writable());
+  EXPECT_EQ(w.mgr.folios().folio(Pfn(shared)).mapcount, 1);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_anon_pages], 2);
+  w.expect_consistent();
+  w.teardown(*child);
+  w.teardown(*parent);
+}
+
+TEST(ForkCow, LastMapperReusesTheFolioOnWriteWithoutCopying) {
+  MmWorld w;
+  auto parent = w.mgr.mm_alloc();
+  const Vpn a = w.map(*parent, 1, kRW);
+  w.fault(*parent, a, true);
+  auto child = w.mgr.mm_alloc();
+  w.mgr.dup_mmap(*parent, *child, CpuId(0));
+  w.teardown(*child);
+  const uint32_t pfn = parent->pgtable().get(a).pfn;
+  const int64_t allocs = w.mgr.vmstat()[Vm::pgalloc_normal];
+  ASSERT_EQ(w.fault(*parent, a, true), FaultStatus::kOk);
+  EXPECT_EQ(parent->pgtable().get(a).pfn, pfn);
+  EXPECT_TRUE(parent->pgtable().get(a).writable());
+  EXPECT_EQ(w.mgr.vmstat()[Vm::pgalloc_normal], allocs);
+  w.teardown(*parent);
+}
+
+TEST(ForkCow, ForkDoesNotCopyPtesOfAMappingWithoutAnonVma) {
+  MmWorld w;
+  auto& file = w.mgr.create_file("lib", 4, false);
+  w.mgr.preload_file(file, NodeId(0));
+  auto parent = w.mgr.mm_alloc();
+  const Vpn a = w.map(*parent, 4, kR, &file);
+  w.fault(*parent, a, false);
+  auto child = w.mgr.mm_alloc();
+  w.mgr.dup_mmap(*parent, *child, CpuId(0));
+  EXPECT_TRUE(child->pgtable().get(a).none());
+  EXPECT_EQ(child->vmas().size(), 1u);
+  w.expect_consistent();
+  w.teardown(*child);
+  w.teardown(*parent);
+}
+
+TEST(ForkCow, SharedAnonymousMemoryStaysSharedAfterFork) {
+  MmWorld w;
+  auto parent = w.mgr.mm_alloc();
+  const Vpn a = w.map(*parent, 1, kRW | Vma::kShared);
+  w.fault(*parent, a, true);
+  auto child = w.mgr.mm_alloc();
+  w.mgr.dup_mmap(*parent, *child, CpuId(0));
+  w.fault(*child, a, true);
+  EXPECT_EQ(child->pgtable().get(a).pfn, parent->pgtable().get(a).pfn);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_shmem], 1);
+  EXPECT_EQ(w.folio_at(*parent, a).mapcount, 2);
+  w.expect_consistent();
+  w.teardown(*child);
+  w.teardown(*parent);
+}
+
+TEST(FileFault, ReadFaultMapsThePageCacheFolioReadOnly) {
+  MmWorld w({0, 32});
+  auto& file = w.mgr.create_file("data", 64, false);
+  w.mgr.preload_file(file, NodeId(0));
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 64, kR | Vma::kShared, &file);
+  ASSERT_EQ(w.fault(*mm, Vpn(a.v + 5), false), FaultStatus::kOk);
+  EXPECT_EQ(mm->pgtable().get(Vpn(a.v + 5)).pfn, file.lookup(5));
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_mapped], 1);
+  EXPECT_EQ(w.minflt, 1u);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(FileFault, FaultAroundMapsSixteenCachedPagesWhenOn) {
+  MmWorld w({16, 32});
+  auto& file = w.mgr.create_file("data", 64, false);
+  w.mgr.preload_file(file, NodeId(0));
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 64, kR | Vma::kShared, &file);
+  w.fault(*mm, Vpn(a.v + 20), false);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_mapped], 16);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::pgfault], 1);
+  EXPECT_EQ(mm->rss_file, 16u);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(FileFault, WithoutFaultAroundEachPageTakesItsOwnFault) {
+  MmWorld w({0, 32});
+  auto& file = w.mgr.create_file("data", 64, false);
+  w.mgr.preload_file(file, NodeId(0));
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 64, kR | Vma::kShared, &file);
+  w.fault(*mm, Vpn(a.v + 20), false);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_mapped], 1);
+  EXPECT_TRUE(mm->pgtable().get(Vpn(a.v + 21)).none());
+  w.teardown(*mm);
+}
+
+TEST(FileFault, UncachedPageIsAMajorFaultThatReadsAReadaheadWindow) {
+  MmWorld w({0, 32});
+  auto& file = w.mgr.create_file("data", 64, false);
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 64, kR | Vma::kShared, &file);
+  auto c = w.ctx();
+  const FaultResult r = w.mgr.handle_mm_fault(*mm, Vpn(a.v + 3), false, c);
+  EXPECT_GT(r.cost.io_ns, 0);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::pgmajfault], 1);
+  EXPECT_EQ(w.majflt, 1u);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_file_pages], 32);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::pgpgin], 32 * 4);
+  w.fault(*mm, Vpn(a.v + 4), false);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::pgmajfault], 1);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(FileFault, PrivateWriteCopiesThePageCacheFolioIntoAnAnonymousOne) {
+  MmWorld w({0, 32});
+  auto& file = w.mgr.create_file("exe", 8, false);
+  w.mgr.preload_file(file, NodeId(0));
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 8, kRW, &file);
+  w.fault(*mm, a, true);
+  EXPECT_NE(mm->pgtable().get(a).pfn, file.lookup(0));
+  EXPECT_TRUE(w.folio_at(*mm, a).test(Folio::kAnon));
+  EXPECT_EQ(w.mgr.folios().folio(Pfn(file.lookup(0))).mapcount, 0);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(FileFault, EachMmMappingAPageAddsToItsMapcountButNrMappedCountsItOnce) {
+  MmWorld w({0, 32});
+  auto& file = w.mgr.create_file("data", 8, false);
+  w.mgr.preload_file(file, NodeId(0));
+  auto m1 = w.mgr.mm_alloc();
+  auto m2 = w.mgr.mm_alloc();
+  const Vpn a1 = w.map(*m1, 8, kR | Vma::kShared, &file);
+  const Vpn a2 = w.map(*m2, 8, kR | Vma::kShared, &file);
+  w.fault(*m1, a1, false);
+  w.fault(*m2, a2, false);
+  EXPECT_EQ(w.mgr.folios().folio(Pfn(file.lookup(0))).mapcount, 2);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_mapped], 1);
+  w.expect_consistent();
+  w.teardown(*m1);
+  w.teardown(*m2);
+}
+
+TEST(Madvise, DontneedDropsPtesButKeepsPageCacheFolios) {
+  MmWorld w({0, 32});
+  auto& file = w.mgr.create_file("data", 16, false);
+  w.mgr.preload_file(file, NodeId(0));
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 16, kR | Vma::kShared, &file);
+  for (uint64_t i = 0; i < 16; ++i) w.fault(*mm, Vpn(a.v + i), false);
+  ASSERT_EQ(w.mgr.madvise_dontneed(*mm, a, 16, CpuId(0)).error, MmError::kOk);
+  EXPECT_TRUE(mm->pgtable().get(a).none());
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_mapped], 0);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_file_pages], 16);
+  EXPECT_EQ(file.nrpages, 16u);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(Madvise, DontneedFreesAnonymousFolios) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 4, kRW);
+  for (uint64_t i = 0; i < 4; ++i) w.fault(*mm, Vpn(a.v + i), true);
+  w.mgr.madvise_dontneed(*mm, a, 4, CpuId(0));
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_anon_pages], 0);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::pgfree], 4);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(Madvise, DontneedOnAnMlockedRangeFailsWithEinval) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 4, kRW);
+  auto c = w.ctx();
+  w.mgr.mlock(*mm, a, 4, c);
+  EXPECT_EQ(w.mgr.madvise_dontneed(*mm, a, 4, CpuId(0)).error, MmError::kInval);
+  w.teardown(*mm);
+}
+
+TEST(Mlock, MlockPopulatesEveryPageAndCountsThemMlocked) {
+  MmWorld w({0, 32});
+  auto& file = w.mgr.create_file("data", 40, false);
+  w.mgr.preload_file(file, NodeId(0));
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 40, kR | Vma::kShared, &file);
+  auto c = w.ctx();
+  ASSERT_EQ(w.mgr.mlock(*mm, a, 40, c).error, MmError::kOk);
+  for (uint64_t i = 0; i < 40; ++i) EXPECT_TRUE(mm->pgtable().get(Vpn(a.v + i)).present());
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_mlock], 40);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_mapped], 40);
+  EXPECT_EQ(w.minflt, 40u);
+  w.expect_consistent();
+  w.teardown(*mm);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_mlock], 0);
+}
+
+TEST(Mlock, MlockOfAPrivateWritableMappingBreaksCow) {
+  MmWorld w({0, 32});
+  auto& file = w.mgr.create_file("exe", 4, false);
+  w.mgr.preload_file(file, NodeId(0));
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 4, kRW, &file);
+  auto c = w.ctx();
+  w.mgr.mlock(*mm, a, 4, c);
+  EXPECT_TRUE(mm->pgtable().get(a).writable());
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_anon_pages], 4);
+  w.teardown(*mm);
+}
+
+TEST(Munmap, PartialUnmapSplitsTheVmaAndFreesOnlyThatRange) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 8, kRW);
+  for (uint64_t i = 0; i < 8; ++i) w.fault(*mm, Vpn(a.v + i), true);
+  ASSERT_EQ(w.mgr.munmap(*mm, Vpn(a.v + 2), 3, CpuId(0)).error, MmError::kOk);
+  EXPECT_EQ(mm->vmas().size(), 2u);
+  EXPECT_EQ(mm->find_vma(Vpn(a.v + 3)), nullptr);
+  EXPECT_NE(mm->find_vma(Vpn(a.v + 6)), nullptr);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_anon_pages], 5);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
+TEST(TlbFlush, ZapSendsAnIpiToEachOtherCpuRunningTheMm) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  mm->cpumask() = {CpuId(0), CpuId(1), CpuId(2)};
+  const Vpn a = w.map(*mm, 2, kRW);
+  w.fault(*mm, a, true);
+  w.mgr.madvise_dontneed(*mm, a, 2, CpuId(0));
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_tlb_remote_flush], 1);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_tlb_remote_flush_received], 2);
+  mm->cpumask().clear();
+  w.teardown(*mm);
+}
+
+TEST(Rmap, WalkFindsEveryMmMappingAForkedAnonymousFolio) {
+  MmWorld w;
+  auto parent = w.mgr.mm_alloc();
+  const Vpn a = w.map(*parent, 1, kRW);
+  w.fault(*parent, a, true);
+  std::vector<std::shared_ptr<Mm>> children;
+  for (int i = 0; i < 3; ++i) {
+    children.push_back(w.mgr.mm_alloc());
+    w.mgr.dup_mmap(*parent, *children.back(), CpuId(0));
+  }
+  int found = 0;
+  w.mgr.rmap_walk(Pfn(parent->pgtable().get(a).pfn), [&](Mm&, Vma&, Vpn v) {
+    EXPECT_EQ(v, a);
+    ++found;
+  });
+  EXPECT_EQ(found, 4);
+  for (auto& c : children) w.teardown(*c);
+  w.teardown(*parent);
+}
+
+TEST(Checker, ReportsAMapcountThatDisagreesWithThePageTables) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 1, kRW);
+  w.fault(*mm, a, true);
+  Folio& f = w.mgr.folios().folio(Pfn(mm->pgtable().get(a).pfn));
+  ++f.mapcount;
+  EXPECT_FALSE(w.mgr.check_invariants().empty());
+  --f.mapcount;
+  EXPECT_TRUE(w.mgr.check_invariants().empty());
+  w.teardown(*mm);
+}
+
+}  // namespace
+}  // namespace mmsim::mm

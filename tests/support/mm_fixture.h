@@ -1,0 +1,67 @@
+// Builders for tests: a small machine and a memory manager on it, with the
+// invariant checker one call away.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cost/cost_profile.h"
+#include "mm/memory_manager.h"
+#include "topo/topology.h"
+
+namespace mmsim::testing {
+
+// A 2-node machine with `pages_per_node` pages of memory on each node.
+inline topo::MachineSpec small_machine(uint64_t pages_per_node = 4096) {
+  topo::MachineSpec s;
+  s.name = "test-2n";
+  s.sockets = 2;
+  s.cores_per_socket = 2;
+  s.threads_per_core = 1;
+  s.mem_per_node = pages_per_node * kPageSize;
+  s.llc_per_socket = 1 << 20;
+  return s;
+}
+
+struct MmWorld {
+  explicit MmWorld(mm::MmConfig cfg = {}, uint64_t pages_per_node = 4096)
+      : topo(small_machine(pages_per_node)), costs(cost::default_costs()), mgr(topo, costs, cfg) {}
+  topo::Topology topo;
+  cost::CostProfile costs;
+  mm::MemoryManager mgr;
+  uint64_t minflt = 0, majflt = 0;
+
+  mm::FaultCtx ctx(uint16_t cpu = 0) {
+    return mm::FaultCtx{CpuId(cpu), topo.cpu_to_node(CpuId(cpu)), &minflt, &majflt};
+  }
+  Vpn map(mm::Mm& mm, uint64_t pages, uint32_t flags, mm::AddressSpace* file = nullptr,
+          uint64_t pgoff = 0) {
+    mm::MmapArgs a;
+    a.pages = pages;
+    a.vm_flags = flags;
+    a.file = file;
+    a.pgoff = pgoff;
+    return mgr.mmap(mm, a, CpuId(0)).addr;
+  }
+  mm::FaultStatus fault(mm::Mm& mm, Vpn v, bool write, uint16_t cpu = 0) {
+    auto c = ctx(cpu);
+    return mgr.handle_mm_fault(mm, v, write, c).status;
+  }
+  void expect_consistent() {
+    const auto errors = mgr.check_invariants();
+    for (const auto& e : errors) ADD_FAILURE() << e;
+  }
+  const mm::Folio& folio_at(mm::Mm& mm, Vpn v) {
+    return mgr.folios().folio(Pfn(mm.pgtable().get(v).pfn));
+  }
+  // Unmaps everything, so that the mm can be released.
+  void teardown(mm::Mm& mm) { mgr.exit_mmap(mm, CpuId(0)); }
+};
+
+inline constexpr uint32_t kRW = mm::Vma::kRead | mm::Vma::kWrite;
+inline constexpr uint32_t kR = mm::Vma::kRead;
+
+}  // namespace mmsim::testing
