@@ -1,0 +1,84 @@
+// Workloads as data: the programs that processes run, made of operations on
+// named memory regions. Built and validated by the scenario layer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mm/folio.h"
+#include "sim/types.h"
+
+namespace mmsim::workload {
+
+enum class OpKind : uint8_t {
+  kMap,      // mmap a region
+  kUnmap,    // munmap a region
+  kFork,     // fork `count` children running `program`
+  kThreads,  // start `count` threads (sharing the mm) running `program`
+  kWait,     // wait for every child process and thread started by this task
+  kLoop,     // repeat `body` `count` times, or while less than `duration` has passed
+  kSweep,    // read or write every element of a region, compute_ns per element
+  kTouch,    // access one byte of each page of a region
+  kMadvise,  // madvise(MADV_DONTNEED) over a region
+  kMlock,    // mlock a region (populates it)
+  kSleep,    // sleep for `duration`
+  kCount,    // add `count` to a named per-task counter
+};
+
+struct Op {
+  OpKind kind = OpKind::kCount;
+  uint32_t region = 0;  // region id (kMap, kUnmap, kSweep, kTouch, kMadvise, kMlock)
+  // kMap
+  uint64_t pages = 0;
+  bool shared = false;
+  bool writable = false;
+  bool exec = false;
+  int32_t file = -1;  // scenario file index, -1 for anonymous
+  uint64_t file_offset_pages = 0;
+  mm::MemPolicy policy;
+  // kFork, kThreads
+  uint32_t program = 0;
+  // kFork/kThreads: how many; kLoop: iterations (0 = use duration); kCount: increment
+  uint64_t count = 0;
+  // kLoop, kSleep
+  Tick duration;
+  std::vector<Op> body;  // kLoop
+  // kSweep, kTouch
+  bool write = false;
+  uint32_t elem_size = 4;        // bytes per element (kSweep)
+  double compute_ns = -1;        // per element; < 0: the cost profile's sweep_elem_ns
+  uint64_t first_page = 0;       // sub-range of the region
+  uint64_t nr_pages = 0;         // 0: to the end of the region
+  // kCount
+  uint32_t counter = 0;
+};
+
+struct Program {
+  std::string name;
+  std::vector<Op> ops;
+};
+
+// A file the scenario provides (an executable, a data file).
+struct FileSpec {
+  std::string name;
+  uint64_t pages = 0;
+  bool cached = false;  // in the page cache before the run starts
+  uint16_t cached_node = 0;
+};
+
+struct RegionSpec {
+  std::string name;
+};
+
+// Everything a World needs to run a workload.
+struct Workload {
+  std::vector<FileSpec> files;
+  std::vector<RegionSpec> regions;
+  std::vector<std::string> counters;
+  std::vector<Program> programs;
+  uint32_t init_program = 0;  // the first process runs this
+  std::string init_comm = "init";
+};
+
+}  // namespace mmsim::workload

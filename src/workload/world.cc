@@ -1,0 +1,688 @@
+// The executor: runs each task's program against the memory manager and the
+// run queues, in simulated time. See world.h for the run-ahead rule.
+#include "workload/world.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/check.h"
+
+namespace mmsim::workload {
+
+namespace {
+
+// Costs are non-negative: round half up without a libm call (hot path).
+Tick to_tick(double ns) { return Tick(static_cast<int64_t>(ns + 0.5)); }
+
+bool is_pure(const Op& op) { return op.kind == OpKind::kSweep || op.kind == OpKind::kCount; }
+
+}  // namespace
+
+World::World(const topo::Topology& topo, const cost::CostProfile& costs, mm::MmConfig mm_config,
+             const Workload& workload, WorldConfig config)
+    : topo_(topo),
+      costs_(costs),
+      workload_(workload),
+      config_(config),
+      mm_(topo, costs, mm_config),
+      rq_(topo),
+      slices_(sched::SliceConfig::for_cpus(topo.nr_cpus())),
+      llc_sets_(topo.nr_sockets()),
+      llc_bytes_(topo.nr_sockets(), 0) {
+  tasks_.emplace_back();  // pid 0 is the idle task
+}
+
+World::~World() {
+  // Tear down what is still alive (a time-limited run) without costs.
+  for (auto& t : tasks_) {
+    if (!t || !t->proc) continue;
+    if (t->proc.use_count() == 1 && t->proc->mm) mm_.exit_mmap(*t->proc->mm, CpuId(0));
+    t->proc.reset();
+  }
+}
+
+const sched::Task& World::task(uint32_t pid) const { return tasks_.at(pid)->task; }
+
+void World::record_error(const TaskExec& t, const std::string& what) {
+  errors_.push_back("pid " + std::to_string(t.task.pid) + " (" + t.task.comm + ") at " +
+                    std::to_string(t.clock.seconds()) + " s: " + what);
+}
+
+void World::run_checker(const char* when) {
+  if (!config_.check_invariants) return;
+  for (auto& e : mm_.check_invariants()) {
+    if (check_failures_.size() < 50) check_failures_.push_back(std::string(when) + ": " + e);
+  }
+}
+
+RunResult World::run() {
+  // Files, and what of them the page cache holds before the run.
+  for (const auto& f : workload_.files) {
+    mm::AddressSpace& as = mm_.create_file(f.name, f.pages, false);
+    if (f.cached) mm_.preload_file(as, NodeId(f.cached_node));
+  }
+  mm::VmStat before = mm_.vmstat();
+
+  auto proc = std::make_shared<Process>();
+  proc->mm = mm_.mm_alloc();
+  proc->mm->observer = this;
+  proc->regions.resize(workload_.regions.size());
+  const uint32_t init = spawn(0, proc, workload_.init_program, Tick(0));
+  tasks_[init]->task.comm = workload_.init_comm;
+
+  RunResult r;
+  r.events = queue_.run(config_.time_limit);
+  r.time_limit_hit = !queue_.empty() || live_tasks_ > 0;
+  r.elapsed_s = (r.time_limit_hit ? config_.time_limit : last_exit_).seconds();
+  run_checker("end of run");
+
+  const mm::VmStat& after = mm_.vmstat();
+  for (size_t i = 0; i < mm::VmStat::size(); ++i) {
+    r.vmstat.emplace_back(std::string(mm::VmStat::name(i)), after.at(i) - before.at(i));
+  }
+  r.page_events = mm_.page_events();
+  for (size_t pid = 1; pid < tasks_.size(); ++pid) {
+    const TaskExec& t = *tasks_[pid];
+    TaskResult tr;
+    tr.pid = t.task.pid;
+    tr.tgid = t.task.tgid;
+    tr.ppid = t.ppid;
+    tr.comm = t.task.comm;
+    tr.program = workload_.programs[t.program].name;
+    tr.cpu = t.task.cpu.v;
+    tr.node = t.task.node.v;
+    tr.times = t.task.times;
+    tr.min_flt = t.task.min_flt;
+    tr.maj_flt = t.task.maj_flt;
+    tr.nvcsw = t.task.nvcsw;
+    tr.nivcsw = t.task.nivcsw;
+    tr.start_s = t.task.start_time.seconds();
+    tr.exit_s = t.task.state == sched::TaskState::kDead ? t.task.exit_time.seconds() : r.elapsed_s;
+    tr.counters = t.counters;
+    r.tasks.push_back(std::move(tr));
+  }
+  r.errors = errors_;
+  r.check_failures = check_failures_;
+  return r;
+}
+
+uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32_t program,
+                      Tick at) {
+  const uint32_t pid = static_cast<uint32_t>(tasks_.size());
+  auto te = std::make_unique<TaskExec>();
+  TaskExec& t = *te;
+  tasks_.push_back(std::move(te));
+  t.task.pid = pid;
+  if (proc->tgid == 0) proc->tgid = pid;
+  t.task.tgid = proc->tgid;
+  t.ppid = parent_pid;
+  t.task.comm = workload_.programs[program].name;
+  t.proc = std::move(proc);
+  t.program = program;
+  t.counters.assign(workload_.counters.size(), 0);
+  t.stack.push_back(Frame{&workload_.programs[program].ops, 0, nullptr, 0, Tick()});
+  const NodeId parent_node = parent_pid ? exec(parent_pid).task.node : NodeId(0);
+  t.task.cpu = rq_.select_cpu_for_new_task(parent_node);
+  t.task.node = topo_.cpu_to_node(t.task.cpu);
+  t.task.start_time = at;
+  t.clock = at;
+  mm::Mm& mm = *t.proc->mm;
+  ++mm.users;
+  if (tasks_by_mm_.size() <= mm.id()) tasks_by_mm_.resize(mm.id() + 1);
+  tasks_by_mm_[mm.id()].push_back(pid);
+  ++live_tasks_;
+  rq_.add(t.task.cpu);
+  t.task.state = sched::TaskState::kRunnable;
+  t.task.state_since = at;
+  if (rq_.current(t.task.cpu) == 0) {
+    start_running(t, at);
+  } else {
+    rq_.queue(t.task.cpu).push_back(pid);
+  }
+  return pid;
+}
+
+void World::schedule_run(TaskExec& t, Tick at) {
+  ++t.gen;
+  queue_.schedule(at, this, kRunTask, t.task.pid, t.gen);
+}
+
+void World::start_running(TaskExec& t, Tick at) {
+  const CpuId cpu = t.task.cpu;
+  rq_.current(cpu) = t.task.pid;
+  if (t.task.state == sched::TaskState::kRunnable) t.task.times.wait_ns += (at - t.task.state_since).ns;
+  t.task.state = sched::TaskState::kRunning;
+  t.task.state_since = at;
+  t.clock = at;
+  rq_.slice_end(cpu) = at + slices_.slice(rq_.nr_running(cpu));
+  auto& mask = t.proc->mm->cpumask();
+  if (std::find(mask.begin(), mask.end(), cpu) == mask.end()) mask.push_back(cpu);
+  schedule_run(t, at);
+}
+
+void World::leave_cpu(TaskExec& t, sched::TaskState state) {
+  const CpuId cpu = t.task.cpu;
+  check(rq_.current(cpu) == t.task.pid, "leave_cpu of a task not on its CPU");
+  auto& mask = t.proc->mm->cpumask();
+  mask.erase(std::remove(mask.begin(), mask.end(), cpu), mask.end());
+  t.task.state = state;
+  t.task.state_since = t.clock;
+  rq_.current(cpu) = 0;
+  if (state == sched::TaskState::kRunnable) {
+    ++t.task.nivcsw;
+    rq_.queue(cpu).push_back(t.task.pid);
+  } else {
+    ++t.task.nvcsw;
+    rq_.remove(cpu);
+  }
+  ++t.gen;  // drop any pending run event
+  if (!rq_.queue(cpu).empty()) {
+    TaskExec& next = exec(rq_.queue(cpu).front());
+    rq_.queue(cpu).pop_front();
+    // The switch costs the incoming task system time.
+    const Tick at = t.clock;
+    start_running(next, at);
+    next.task.times.sys_ns += costs_.context_switch_ns;
+    next.clock = at + to_tick(costs_.context_switch_ns);
+    schedule_run(next, next.clock);
+  }
+}
+
+void World::wake(TaskExec& t, Tick at) {
+  const double slept = static_cast<double>((at - t.task.state_since).ns);
+  if (t.task.state == sched::TaskState::kUninterruptible) {
+    t.task.times.iowait_ns += slept;
+  } else {
+    t.task.times.sleep_ns += slept;
+  }
+  rq_.add(t.task.cpu);
+  t.task.state = sched::TaskState::kRunnable;
+  t.task.state_since = at;
+  t.clock = at;
+  if (rq_.current(t.task.cpu) == 0) {
+    start_running(t, at);
+  } else {
+    rq_.queue(t.task.cpu).push_back(t.task.pid);
+    // A woken task preempts a current one that has used up its slice.
+    TaskExec& cur = exec(rq_.current(t.task.cpu));
+    if (cur.seg.active && cur.seg.stop > rq_.slice_end(t.task.cpu)) {
+      const Tick stop = std::max(rq_.slice_end(t.task.cpu), at);
+      if (stop < cur.seg.stop) {
+        cur.seg.stop = stop;
+        schedule_run(cur, stop);
+      }
+    }
+  }
+}
+
+void World::on_event(sim::EventQueue&, const sim::Event& e) {
+  TaskExec& t = exec(static_cast<uint32_t>(e.arg0));
+  if (e.kind == kWakeTask) {
+    wake(t, e.time);
+    return;
+  }
+  if (e.arg1 != t.gen || t.task.state != sched::TaskState::kRunning) return;
+  t.clock = std::max(t.clock, e.time);
+  if (t.seg.active) apply_segment(t, e.time);
+  run_task(t);
+}
+
+void World::on_pte_revoked(mm::Mm& mm, Vpn start, Vpn end) {
+  // Cut every run-ahead segment of this mm that relies on the range.
+  const Tick now = queue_.now();
+  for (uint32_t pid : tasks_by_mm_[mm.id()]) {
+    TaskExec& t = exec(pid);
+    if (!t.seg.active || t.seg.hi <= start || t.seg.lo >= end) continue;
+    apply_segment(t, std::max(now, t.seg.t0));
+    schedule_run(t, t.clock);
+  }
+}
+
+void World::apply_segment(TaskExec& t, Tick at) {
+  Segment& s = t.seg;
+  check(s.active, "no segment to apply");
+  const Tick x = std::clamp(at, s.t0, s.stop);
+  const double elapsed = static_cast<double>((x - s.t0).ns);
+  s.active = false;
+  --t.proc->mm->runahead_tasks;
+  t.task.times.user_ns += elapsed;
+  t.clock = x;
+  uint64_t done = s.unit_ns > 0 ? static_cast<uint64_t>(elapsed / s.unit_ns) : s.units;
+  if (x == s.stop && s.stop == s.t0 + to_tick(s.unit_ns * static_cast<double>(s.units)))
+    done = s.units;  // finished exactly: no rounding loss
+  done = std::min(done, s.units);
+  if (s.kind == Segment::Kind::kStretch) {
+    t.cursor = s.p0 + done;
+    return;
+  }
+  // A loop: whole iterations, then the position inside the body.
+  Frame& f = t.stack.back();
+  const std::vector<Op>& body = *f.ops;
+  auto count_body = [&](size_t upto, uint64_t times) {
+    for (size_t j = 0; j < upto; ++j) {
+      if (body[j].kind == OpKind::kCount) t.counters[body[j].counter] += body[j].count * times;
+    }
+  };
+  f.iter += done;
+  count_body(body.size(), done);
+  f.pc = 0;
+  t.cursor = 0;
+  if (done == s.units) return;
+  double rem = elapsed - static_cast<double>(done) * s.unit_ns;
+  for (size_t j = 0; j < body.size(); ++j) {
+    const Op& op = body[j];
+    if (op.kind != OpKind::kSweep) continue;
+    const uint64_t pages = op_pages(t, op);
+    const Vpn from = op_start(t, op);
+    const double cost = range_cost_ns(t, op, from, Vpn(from.v + pages));
+    if (rem < cost) {
+      count_body(j, 1);
+      f.pc = j;
+      t.cursor = std::min<uint64_t>(pages, static_cast<uint64_t>(rem / (cost / static_cast<double>(pages))));
+      return;
+    }
+    rem -= cost;
+  }
+  count_body(body.size(), 1);
+  f.pc = body.size();
+}
+
+bool World::start_segment(TaskExec& t) {
+  Segment& s = t.seg;
+  s.active = true;
+  ++t.proc->mm->runahead_tasks;
+  s.t0 = t.clock;
+  s.stop = t.clock + to_tick(s.unit_ns * static_cast<double>(s.units));
+  if (others_waiting(t)) s.stop = std::min(s.stop, std::max(rq_.slice_end(t.task.cpu), t.clock));
+  if (s.stop <= horizon()) {
+    apply_segment(t, s.stop);
+    return true;
+  }
+  schedule_run(t, s.stop);
+  return false;
+}
+
+Vpn World::op_start(const TaskExec& t, const Op& op) const {
+  return Vpn(t.proc->regions[op.region].start.v + op.first_page);
+}
+
+uint64_t World::op_pages(const TaskExec& t, const Op& op) const {
+  const uint64_t region = t.proc->regions[op.region].pages;
+  if (op.first_page >= region) return 0;
+  const uint64_t rest = region - op.first_page;
+  return op.nr_pages ? std::min(op.nr_pages, rest) : rest;
+}
+
+double World::miss_fraction(TaskExec& t, const Op& op) {
+  // Working-set model: the distinct bytes the tasks of a socket sweep. While
+  // they fit the socket's LLC a sweep streams from cache; beyond it, the
+  // fraction that does not fit comes from memory.
+  const mm::Mm& mm = *t.proc->mm;
+  const Vpn start = op_start(t, op);
+  const mm::Vma* vma = mm.find_vma(start);
+  if (!vma) return 0;
+  std::pair<uint64_t, uint64_t> key;
+  if (vma->file && !vma->anon_vma) {
+    key = {uint64_t{1} << 40 | vma->file->id, vma->file_index(start)};
+  } else {
+    const uint64_t root = vma->avc.empty() ? (uint64_t{2} << 40 | mm.id()) : vma->avc.front()->id;
+    key = {root, start.v};
+  }
+  const uint16_t socket = topo_.cpu(t.task.cpu).socket;
+  bool known = false;
+  for (const auto& fp : t.footprints) known |= (fp.socket == socket && fp.key == key);
+  if (!known) {
+    auto& entry = llc_sets_[socket][key];
+    const uint64_t bytes = op_pages(t, op) * kPageSize;
+    if (entry.second++ == 0) {
+      entry.first = bytes;
+      llc_bytes_[socket] += bytes;
+    }
+    t.footprints.push_back(Footprint{socket, key});
+  }
+  const double ws = static_cast<double>(llc_bytes_[socket]);
+  const double llc = static_cast<double>(topo_.llc_bytes(socket));
+  return ws <= llc ? 0.0 : 1.0 - llc / ws;
+}
+
+void World::drop_footprints(TaskExec& t) {
+  for (const auto& fp : t.footprints) {
+    auto& set = llc_sets_[fp.socket];
+    auto it = set.find(fp.key);
+    if (--it->second.second == 0) {
+      llc_bytes_[fp.socket] -= it->second.first;
+      set.erase(it);
+    }
+  }
+  t.footprints.clear();
+}
+
+double World::page_cost_ns(const TaskExec& t, const Op& op, Vpn vpn, double miss_frac) const {
+  const mm::Pte pte = t.proc->mm->pgtable().get(vpn);
+  NodeId node = t.task.node;
+  if (pte.maps_folio()) node = mm_.folios().folio(Pfn(pte.pfn)).node;
+  const double dist = topo_.distance(t.task.node, node) / 10.0;
+  if (op.kind == OpKind::kTouch) return costs_.mem_latency_ns * dist;
+  const double elems = static_cast<double>(kPageSize / op.elem_size);
+  const double compute = op.compute_ns >= 0 ? op.compute_ns : costs_.sweep_elem_ns;
+  return elems * compute + (kPageSize / 64.0) * miss_frac * costs_.dram_line_ns * dist;
+}
+
+double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to) {
+  const double miss = op.kind == OpKind::kSweep ? miss_fraction(t, op) : 0.0;
+  double sum = 0;
+  for (uint64_t v = from.v; v < to.v; ++v) sum += page_cost_ns(t, op, Vpn(v), miss);
+  return sum;
+}
+
+void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
+  t.task.times.sys_ns += c.sys_ns;
+  t.clock += to_tick(c.sys_ns);
+}
+
+bool World::fault(TaskExec& t, Vpn vpn, bool write) {
+  mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt};
+  mm::FaultResult r = mm_.handle_mm_fault(*t.proc->mm, vpn, write, ctx);
+  charge_sys(t, r.cost);
+  if (r.status == mm::FaultStatus::kSegv) {
+    kill_task(t, "SIGSEGV: no access at page " + std::to_string(vpn.v));
+    return false;
+  }
+  if (r.status == mm::FaultStatus::kOom) {
+    kill_task(t, "out of memory");
+    return false;
+  }
+  if (r.cost.io_ns > 0) {
+    // Waiting for the read: D state, which the kernel reports as iowait.
+    leave_cpu(t, sched::TaskState::kUninterruptible);
+    queue_.schedule(t.clock + to_tick(r.cost.io_ns), this, kWakeTask, t.task.pid);
+    return false;
+  }
+  return true;
+}
+
+World::Step World::exec_pages(TaskExec& t, const Op& op) {
+  const uint64_t pages = op_pages(t, op);
+  mm::Mm& mm = *t.proc->mm;
+  const Vpn base = op_start(t, op);
+  const Vpn end(base.v + pages);
+  const Tick h = horizon();  // only this task's I/O waits schedule events here
+  const bool preemptible = others_waiting(t);
+  for (;;) {
+    if (t.cursor >= pages) return Step::kNext;
+    if (preemptible && t.clock >= rq_.slice_end(t.task.cpu)) return Step::kContinue;
+    const Vpn cur(base.v + t.cursor);
+    const Vpn blocked = mm.pgtable().next_blocked(cur, end, op.write);
+    if (blocked > cur) {
+      // Pages the task can access without the kernel: pure user time.
+      const double cost = range_cost_ns(t, op, cur, blocked);
+      const Tick done = t.clock + to_tick(cost);
+      if (done <= h && !(preemptible && done > rq_.slice_end(t.task.cpu))) {
+        t.clock = done;
+        t.task.times.user_ns += cost;
+        t.cursor += blocked.v - cur.v;
+        continue;
+      }
+      Segment& s = t.seg;
+      s.kind = Segment::Kind::kStretch;
+      s.units = blocked.v - cur.v;
+      s.unit_ns = cost / static_cast<double>(s.units);
+      s.p0 = t.cursor;
+      s.lo = cur;
+      s.hi = blocked;
+      return start_segment(t) ? Step::kContinue : Step::kStopped;
+    }
+    // The page needs the kernel: only in time order.
+    if (t.clock > h) return Step::kYield;
+    if (!fault(t, blocked, op.write)) return Step::kStopped;
+    // The access that faulted now completes. (If the page is somehow still
+    // blocked, stepping over it keeps the task from spinning.)
+    const double cost = page_cost_ns(t, op, blocked,
+                                     op.kind == OpKind::kSweep ? miss_fraction(t, op) : 0.0);
+    t.clock += to_tick(cost);
+    t.task.times.user_ns += cost;
+    ++t.cursor;
+  }
+}
+
+World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
+  if (t.cursor >= op.count) return Step::kNext;
+  if (t.clock > horizon()) return Step::kYield;
+  mm::OpCost cost;
+  cost.sys_ns = costs_.fork_base_ns;
+  std::shared_ptr<Process> child_proc = t.proc;
+  if (!thread) {
+    child_proc = std::make_shared<Process>();
+    child_proc->mm = mm_.mm_alloc();
+    child_proc->mm->observer = this;
+    child_proc->regions = t.proc->regions;
+    cost += mm_.dup_mmap(*t.proc->mm, *child_proc->mm, t.task.cpu);
+  }
+  charge_sys(t, cost);
+  const uint32_t child = spawn(t.task.pid, child_proc, op.program, t.clock);
+  ++t.live_children;
+  exec(child).task.comm = workload_.programs[op.program].name;
+  ++t.cursor;
+  return Step::kContinue;
+}
+
+World::Step World::exec_op(TaskExec& t, const Op& op) {
+  mm::Mm& mm = *t.proc->mm;
+  switch (op.kind) {
+    case OpKind::kCount:
+      t.counters[op.counter] += op.count;
+      return Step::kNext;
+    case OpKind::kSweep:
+      return exec_pages(t, op);
+    case OpKind::kTouch:
+      return exec_pages(t, op);
+    case OpKind::kLoop:
+      t.stack.push_back(Frame{&op.body, 0, &op, 0, t.clock + op.duration});
+      return Step::kContinue;
+    case OpKind::kFork:
+      return exec_fork(t, op, false);
+    case OpKind::kThreads:
+      return exec_fork(t, op, true);
+    case OpKind::kWait:
+      if (t.live_children == 0) return Step::kNext;
+      t.waiting = true;
+      leave_cpu(t, sched::TaskState::kSleeping);
+      return Step::kStopped;
+    case OpKind::kSleep: {
+      if (t.cursor == 1) return Step::kNext;
+      t.cursor = 1;
+      leave_cpu(t, sched::TaskState::kSleeping);
+      queue_.schedule(t.clock + op.duration, this, kWakeTask, t.task.pid);
+      return Step::kStopped;
+    }
+    default:
+      break;
+  }
+  // The rest are system calls: in time order.
+  if (t.clock > horizon()) return Step::kYield;
+  Region& region = t.proc->regions[op.region];
+  mm::MmResult r;
+  switch (op.kind) {
+    case OpKind::kMap: {
+      if (region.mapped) {
+        record_error(t, "map: region " + workload_.regions[op.region].name + " is already mapped");
+        return Step::kNext;
+      }
+      mm::MmapArgs a;
+      a.pages = op.pages;
+      a.vm_flags = uint32_t{mm::Vma::kRead};
+      if (op.writable) a.vm_flags |= mm::Vma::kWrite;
+      if (op.shared) a.vm_flags |= mm::Vma::kShared;
+      if (op.exec) a.vm_flags |= mm::Vma::kExec;
+      a.file = op.file >= 0 ? mm_.file(static_cast<uint32_t>(op.file)) : nullptr;
+      a.pgoff = op.file_offset_pages;
+      a.policy = op.policy;
+      a.name = workload_.regions[op.region].name;
+      r = mm_.mmap(mm, a, t.task.cpu);
+      if (r.error == mm::MmError::kOk) region = Region{r.addr, op.pages, true};
+      break;
+    }
+    case OpKind::kUnmap:
+      if (!region.mapped) {
+        record_error(t, "unmap: region " + workload_.regions[op.region].name + " is not mapped");
+        return Step::kNext;
+      }
+      r = mm_.munmap(mm, region.start, region.pages, t.task.cpu);
+      region.mapped = false;
+      break;
+    case OpKind::kMadvise:
+      r = mm_.madvise_dontneed(mm, op_start(t, op), op_pages(t, op), t.task.cpu);
+      break;
+    case OpKind::kMlock: {
+      mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt};
+      r = mm_.mlock(mm, op_start(t, op), op_pages(t, op), ctx);
+      break;
+    }
+    default:
+      check(false, "unhandled op");
+  }
+  charge_sys(t, r.cost);
+  if (r.error != mm::MmError::kOk) {
+    static constexpr const char* kNames[] = {"ok", "EINVAL", "ENOMEM", "out of memory"};
+    record_error(t, std::string("system call failed: ") + kNames[static_cast<int>(r.error)]);
+  }
+  if (op.kind != OpKind::kMap) run_checker("after a system call");
+  if (r.cost.io_ns > 0) {
+    ++t.stack.back().pc;
+    t.cursor = 0;
+    leave_cpu(t, sched::TaskState::kUninterruptible);
+    queue_.schedule(t.clock + to_tick(r.cost.io_ns), this, kWakeTask, t.task.pid);
+    return Step::kStopped;
+  }
+  return Step::kNext;
+}
+
+bool World::try_fast_forward(TaskExec& t) {
+  if (!config_.fast_forward) return false;
+  Frame& f = t.stack.back();
+  const std::vector<Op>& body = *f.ops;
+  double c = 0;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  const mm::PageTable& pt = t.proc->mm->pgtable();
+  for (const Op& op : body) {
+    if (!is_pure(op)) return false;
+    if (op.kind != OpKind::kSweep) continue;
+    const Vpn from = op_start(t, op);
+    const Vpn to(from.v + op_pages(t, op));
+    if (pt.next_blocked(from, to, op.write) != to) return false;
+    c += range_cost_ns(t, op, from, to);
+    lo = std::min(lo, from.v);
+    hi = std::max(hi, to.v);
+  }
+  if (c <= 0) return false;
+  uint64_t k;
+  if (f.loop->count) {
+    k = f.loop->count - f.iter;
+  } else {
+    const double left = static_cast<double>((f.end - t.clock).ns);
+    k = static_cast<uint64_t>(std::ceil(left / c));
+  }
+  if (k < 2) return false;
+  Segment& s = t.seg;
+  s.kind = Segment::Kind::kLoop;
+  s.unit_ns = c;
+  s.units = k;
+  s.lo = Vpn(lo);
+  s.hi = Vpn(hi);
+  return true;
+}
+
+void World::run_task(TaskExec& t) {
+  for (;;) {
+    if (t.task.state != sched::TaskState::kRunning) return;
+    Frame& f = t.stack.back();
+    if (f.pc >= f.ops->size()) {
+      if (!f.loop) {
+        exit_task(t);
+        return;
+      }
+      ++f.iter;
+      f.pc = 0;
+      t.cursor = 0;
+    }
+    if (f.loop && f.pc == 0 && t.cursor == 0) {
+      const bool done = f.loop->count ? f.iter >= f.loop->count : t.clock >= f.end;
+      if (done) {
+        t.stack.pop_back();
+        ++t.stack.back().pc;
+        continue;
+      }
+    }
+    // Preemption at the end of the slice, when someone is waiting.
+    const CpuId cpu = t.task.cpu;
+    if (t.clock >= rq_.slice_end(cpu)) {
+      if (others_waiting(t)) {
+        if (t.clock > horizon()) {
+          schedule_run(t, t.clock);
+          return;
+        }
+        leave_cpu(t, sched::TaskState::kRunnable);
+        return;
+      }
+      rq_.slice_end(cpu) = t.clock + slices_.slice(rq_.nr_running(cpu));
+    }
+    if (f.loop && f.pc == 0 && t.cursor == 0 && try_fast_forward(t)) {
+      if (!start_segment(t)) return;
+      continue;
+    }
+    const Op& op = (*f.ops)[f.pc];
+    const Step s = exec_op(t, op);
+    switch (s) {
+      case Step::kNext:
+        ++t.stack.back().pc;
+        if (op.kind != OpKind::kLoop) t.cursor = 0;
+        break;
+      case Step::kContinue:
+        if (op.kind == OpKind::kLoop) t.cursor = 0;
+        break;
+      case Step::kYield:
+        schedule_run(t, t.clock);
+        return;
+      case Step::kStopped:
+        return;
+    }
+  }
+}
+
+void World::kill_task(TaskExec& t, std::string why) {
+  record_error(t, why);
+  t.stack.resize(1);
+  t.stack.back().pc = t.stack.back().ops->size();
+  exit_task(t);
+}
+
+void World::exit_task(TaskExec& t) {
+  if (t.seg.active) apply_segment(t, t.clock);
+  mm::Mm& mm = *t.proc->mm;
+  t.task.times.sys_ns += costs_.exit_base_ns;
+  t.clock += to_tick(costs_.exit_base_ns);
+  if (--mm.users == 0) {
+    charge_sys(t, mm_.exit_mmap(mm, t.task.cpu));
+    run_checker("after exit_mmap");
+  }
+  drop_footprints(t);
+  auto& list = tasks_by_mm_[mm.id()];
+  list.erase(std::remove(list.begin(), list.end(), t.task.pid), list.end());
+  t.task.exit_time = t.clock;
+  last_exit_ = std::max(last_exit_, t.clock);
+  leave_cpu(t, sched::TaskState::kDead);
+  --live_tasks_;
+  const auto proc = std::move(t.proc);
+  t.proc = nullptr;
+  if (t.ppid) {
+    TaskExec& parent = exec(t.ppid);
+    if (--parent.live_children == 0 && parent.waiting) {
+      parent.waiting = false;
+      ++parent.stack.back().pc;
+      parent.cursor = 0;
+      wake(parent, t.clock);
+    }
+  }
+}
+
+}  // namespace mmsim::workload

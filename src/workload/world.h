@@ -1,0 +1,180 @@
+// One simulation: a machine, its memory manager, the tasks and their
+// programs, driven by one event queue. Single-threaded and deterministic.
+//
+// Tasks execute their programs directly, advancing a clock of their own.
+// Work that needs the kernel (faults, mmap, fork...) runs only when the task
+// is not ahead of any pending event, so effects happen in time order. Pure
+// user work (sweeps over pages that are present and accessible) may run ahead
+// as a "segment" of known cost; if the kernel revokes a PTE the segment covers
+// (PteObserver), the segment is cut at that moment, as the task would have
+// faulted then. So cost grows with kernel events, not with memory accesses.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cost/cost_profile.h"
+#include "mm/memory_manager.h"
+#include "sched/task.h"
+#include "sim/event_queue.h"
+#include "topo/topology.h"
+#include "workload/program.h"
+
+namespace mmsim::workload {
+
+struct WorldConfig {
+  uint64_t seed = 1;
+  Tick time_limit = seconds(3600);  // the run stops here if tasks are still alive
+  bool check_invariants = false;    // run the DEBUG_VM-like checker (tests: on)
+  bool fast_forward = true;         // off: run loops pass by pass (tests compare)
+};
+
+struct TaskResult {
+  uint32_t pid = 0;
+  uint32_t tgid = 0;
+  uint32_t ppid = 0;
+  std::string comm;
+  std::string program;
+  uint16_t cpu = 0;
+  uint16_t node = 0;
+  sched::TaskTimes times;
+  uint64_t min_flt = 0;
+  uint64_t maj_flt = 0;
+  uint64_t nvcsw = 0;
+  uint64_t nivcsw = 0;
+  double start_s = 0;
+  double exit_s = 0;
+  std::vector<uint64_t> counters;  // by Workload::counters index
+};
+
+struct RunResult {
+  double elapsed_s = 0;  // simulated time until the last task exited
+  bool time_limit_hit = false;
+  std::vector<TaskResult> tasks;  // by pid
+  std::vector<std::pair<std::string, int64_t>> vmstat;  // change over the run
+  std::vector<std::string> errors;  // segfaults, OOM, failed syscalls
+  std::vector<std::string> check_failures;
+  uint64_t events = 0;
+  uint64_t page_events = 0;  // faults + PTEs zapped/copied: the speed denominator
+};
+
+class World final : public sim::EventHandler, public mm::PteObserver {
+ public:
+  World(const topo::Topology& topo, const cost::CostProfile& costs, mm::MmConfig mm_config,
+        const Workload& workload, WorldConfig config);
+  ~World() override;
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  RunResult run();
+
+  mm::MemoryManager& memory() { return mm_; }
+  const sched::Task& task(uint32_t pid) const;
+
+  void on_event(sim::EventQueue& q, const sim::Event& e) override;
+  void on_pte_revoked(mm::Mm& mm, Vpn start, Vpn end) override;
+
+ private:
+  struct Region {
+    Vpn start;
+    uint64_t pages = 0;
+    bool mapped = false;
+  };
+  struct Process {
+    uint32_t tgid = 0;
+    std::shared_ptr<mm::Mm> mm;
+    std::vector<Region> regions;
+  };
+  struct Frame {
+    const std::vector<Op>* ops = nullptr;
+    size_t pc = 0;
+    const Op* loop = nullptr;  // the loop op whose body this is; nullptr at top level
+    uint64_t iter = 0;
+    Tick end;  // duration loops: no iteration starts at or after this
+  };
+  // Pure user work running ahead of the other tasks.
+  struct Segment {
+    enum class Kind : uint8_t { kStretch, kLoop };
+    bool active = false;
+    Kind kind = Kind::kStretch;
+    Tick t0, stop;
+    double unit_ns = 0;  // per page (kStretch) or per loop iteration (kLoop)
+    uint64_t units = 0;  // pages or iterations planned
+    uint64_t p0 = 0;     // kStretch: first page (op cursor at the start)
+    Vpn lo, hi;          // the pages the segment relies on
+  };
+  struct Footprint {
+    uint16_t socket;
+    std::pair<uint64_t, uint64_t> key;
+  };
+  struct TaskExec {
+    sched::Task task;
+    std::shared_ptr<Process> proc;
+    uint32_t program = 0;
+    uint32_t ppid = 0;
+    std::vector<Frame> stack;
+    uint64_t cursor = 0;  // progress inside the current op
+    Tick clock;
+    uint64_t gen = 0;  // events carrying an older generation are stale
+    Segment seg;
+    std::vector<uint64_t> counters;
+    uint32_t live_children = 0;
+    bool waiting = false;
+    std::vector<Footprint> footprints;
+  };
+  enum class Step { kNext, kContinue, kYield, kStopped };
+  enum EventKind : uint32_t { kRunTask = 1, kWakeTask = 2 };
+
+  TaskExec& exec(uint32_t pid) { return *tasks_[pid]; }
+  uint32_t spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32_t program, Tick at);
+  void start_running(TaskExec& t, Tick at);
+  void wake(TaskExec& t, Tick at);
+  // Takes the task off its CPU into `state` at t.clock; runs the next one.
+  void leave_cpu(TaskExec& t, sched::TaskState state);
+  void schedule_run(TaskExec& t, Tick at);
+  void run_task(TaskExec& t);
+  Step exec_op(TaskExec& t, const Op& op);
+  Step exec_pages(TaskExec& t, const Op& op);
+  Step exec_fork(TaskExec& t, const Op& op, bool thread);
+  bool try_fast_forward(TaskExec& t);
+  // Runs the segment set up in t.seg: commits it at once when no other event
+  // comes first, else schedules the task for its end. Returns whether the
+  // task may go on executing now.
+  bool start_segment(TaskExec& t);
+  void apply_segment(TaskExec& t, Tick at);
+  bool fault(TaskExec& t, Vpn vpn, bool write);
+  void exit_task(TaskExec& t);
+  void kill_task(TaskExec& t, std::string why);
+  void charge_sys(TaskExec& t, const mm::OpCost& c);
+  Tick horizon() const { return queue_.next_time(); }
+  bool others_waiting(const TaskExec& t) { return !rq_.queue(t.task.cpu).empty(); }
+  Vpn op_start(const TaskExec& t, const Op& op) const;
+  uint64_t op_pages(const TaskExec& t, const Op& op) const;
+  double page_cost_ns(const TaskExec& t, const Op& op, Vpn vpn, double miss_frac) const;
+  double miss_fraction(TaskExec& t, const Op& op);
+  double range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to);
+  void drop_footprints(TaskExec& t);
+  void run_checker(const char* when);
+  void record_error(const TaskExec& t, const std::string& what);
+
+  const topo::Topology& topo_;
+  const cost::CostProfile& costs_;
+  const Workload& workload_;
+  WorldConfig config_;
+  sim::EventQueue queue_;
+  mm::MemoryManager mm_;
+  sched::RunQueues rq_;
+  sched::SliceConfig slices_;
+  std::vector<std::unique_ptr<TaskExec>> tasks_;      // by pid; [0] unused
+  std::vector<std::vector<uint32_t>> tasks_by_mm_;    // by mm id
+  std::vector<std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, uint32_t>>> llc_sets_;
+  std::vector<uint64_t> llc_bytes_;                   // per socket: distinct swept bytes
+  std::vector<std::string> errors_;
+  std::vector<std::string> check_failures_;
+  uint32_t live_tasks_ = 0;
+  Tick last_exit_;
+};
+
+}  // namespace mmsim::workload

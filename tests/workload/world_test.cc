@@ -1,0 +1,267 @@
+#include "workload/world.h"
+
+#include <gtest/gtest.h>
+
+#include "support/run.h"
+
+namespace mmsim::workload {
+namespace {
+
+using testing::kSmallMachine;
+using testing::run_text;
+
+std::string scenario(const std::string& programs, const std::string& extra = "") {
+  return std::string(kSmallMachine) + extra + "\n[run]\nprogram = \"main\"\n" + programs;
+}
+
+TEST(World, SweepLoopCountsIterationsThatFitTheDuration) {
+  // 16 pages of 1024 ints at 1 ns each: 16.384 us per pass.
+  auto ran = run_text(scenario(R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64KiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+[[programs.main]]
+op = "loop"
+duration = "1ms"
+body = [ { op = "sweep", region = "a", compute_ns = 1.0 }, { op = "count", counter = "passes" } ]
+)"));
+  // Passes that start before 1 ms has gone by: ceil(1 ms / 16.384 us) = 62,
+  // give or take the first pass, which starts after the touch's faults.
+  EXPECT_GE(ran.counter("passes"), 60u);
+  EXPECT_LE(ran.counter("passes"), 62u);
+  EXPECT_EQ(ran.result.tasks[0].min_flt, 16u);
+}
+
+TEST(World, FastForwardedLoopMatchesPassByPassExecution) {
+  const std::string s = scenario(R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64KiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+[[programs.main]]
+op = "loop"
+duration = "2ms"
+body = [ { op = "sweep", region = "a", compute_ns = 0.7 }, { op = "count", counter = "passes" } ]
+)");
+  auto fast = testing::run_text(s, {}, true);
+  auto slow = testing::run_text(s, {}, false);
+  EXPECT_EQ(fast.counter("passes"), slow.counter("passes"));
+  EXPECT_NEAR(fast.result.elapsed_s, slow.result.elapsed_s, 1e-6);
+  EXPECT_NEAR(fast.result.tasks[0].times.user_ns, slow.result.tasks[0].times.user_ns, 1000);
+}
+
+TEST(World, ForkedChildrenAreSpreadAcrossNodes) {
+  auto ran = run_text(scenario(R"(
+[[programs.main]]
+op = "fork"
+count = 4
+program = "child"
+[[programs.main]]
+op = "wait"
+[[programs.child]]
+op = "sleep"
+duration = "1ms"
+)"));
+  ASSERT_EQ(ran.result.tasks.size(), 5u);
+  int on_node[2] = {0, 0};
+  for (size_t i = 1; i < 5; ++i) ++on_node[ran.result.tasks[i].node];
+  EXPECT_EQ(on_node[0], 2);
+  EXPECT_EQ(on_node[1], 2);
+}
+
+TEST(World, ParentWaitsUntilTheLastChildExits) {
+  auto ran = run_text(scenario(R"(
+[[programs.main]]
+op = "fork"
+count = 2
+program = "child"
+[[programs.main]]
+op = "wait"
+[[programs.child]]
+op = "sleep"
+duration = "5ms"
+)"));
+  EXPECT_GE(ran.result.tasks[0].exit_s, ran.result.tasks[1].exit_s);
+  EXPECT_GE(ran.result.tasks[0].exit_s, 0.005);
+  EXPECT_GT(ran.result.tasks[0].times.sleep_ns, 4.9e6);
+}
+
+TEST(World, TasksSharingACpuTakeTurnsInTimeSlices) {
+  // Three CPU-bound tasks on a 2-CPU machine: someone waits in a run queue.
+  auto ran = run_text(std::string(R"(
+[machine]
+preset = "2s-16c"
+sockets = 1
+cores_per_socket = 2
+mem_per_node = "64MiB"
+[run]
+program = "main"
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64KiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+[[programs.main]]
+op = "fork"
+count = 2
+program = "spin"
+[[programs.main]]
+op = "loop"
+duration = "100ms"
+body = [ { op = "sweep", region = "a" } ]
+[[programs.main]]
+op = "wait"
+[[programs.spin]]
+op = "loop"
+duration = "100ms"
+body = [ { op = "sweep", region = "a" } ]
+)"));
+  double waited = 0;
+  uint64_t preempted = 0;
+  for (const auto& t : ran.result.tasks) {
+    waited += t.times.wait_ns;
+    preempted += t.nivcsw;
+  }
+  EXPECT_GT(waited, 10e6);
+  EXPECT_GT(preempted, 2u);
+}
+
+TEST(World, MajorFaultTimeIsCountedAsIowait) {
+  auto ran = run_text(scenario(R"(
+[[files]]
+name = "data"
+size = "1MiB"
+[[programs.main]]
+op = "map"
+region = "f"
+file = "data"
+prot = "r"
+flags = "shared"
+[[programs.main]]
+op = "touch"
+region = "f"
+)"));
+  EXPECT_GT(ran.result.tasks[0].maj_flt, 0u);
+  EXPECT_GT(ran.result.tasks[0].times.iowait_ns, 0);
+  EXPECT_EQ(ran.vm("pgmajfault"), static_cast<int64_t>(ran.result.tasks[0].maj_flt));
+}
+
+TEST(World, ChildWritesToInheritedAnonymousMemoryCopyOnlyTheirPages) {
+  auto ran = run_text(scenario(R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "16KiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+[[programs.main]]
+op = "fork"
+count = 3
+program = "writer"
+[[programs.main]]
+op = "wait"
+[[programs.writer]]
+op = "touch"
+region = "a"
+mode = "write"
+size = 4096
+)"));
+  // 4 pages for the parent, then one copy per child.
+  EXPECT_EQ(ran.vm("pgalloc_normal"), 4 + 3);
+}
+
+TEST(World, SegfaultKillsTheTaskAndIsReported) {
+  auto ran = run_text(scenario(R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "16KiB"
+prot = "r"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+)"));
+  ASSERT_EQ(ran.result.errors.size(), 1u);
+  EXPECT_NE(ran.result.errors[0].find("SIGSEGV"), std::string::npos);
+}
+
+TEST(World, SameSeedGivesIdenticalResults) {
+  const std::string s = scenario(R"(
+[[programs.main]]
+op = "fork"
+count = 3
+program = "child"
+[[programs.main]]
+op = "wait"
+[[programs.child]]
+op = "map"
+region = "a"
+size = "64KiB"
+[[programs.child]]
+op = "loop"
+count = 20
+body = [ { op = "touch", region = "a", mode = "write" }, { op = "madvise", region = "a", advice = "dontneed" } ]
+)");
+  auto a = run_text(s);
+  auto b = run_text(s);
+  ASSERT_EQ(a.result.tasks.size(), b.result.tasks.size());
+  EXPECT_EQ(a.result.events, b.result.events);
+  EXPECT_EQ(a.result.vmstat, b.result.vmstat);
+  for (size_t i = 0; i < a.result.tasks.size(); ++i) {
+    EXPECT_EQ(a.result.tasks[i].times.sys_ns, b.result.tasks[i].times.sys_ns);
+    EXPECT_EQ(a.result.tasks[i].exit_s, b.result.tasks[i].exit_s);
+  }
+}
+
+TEST(World, RunAheadSweepIsCutWhenAnotherThreadUnmapsItsMemory) {
+  // A thread sweeps for 10 ms; the other zaps the range after 1 ms, so the
+  // sweeper must fault again (a cut segment) rather than run on unaware.
+  auto ran = run_text(scenario(R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64KiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+[[programs.main]]
+op = "threads"
+count = 1
+program = "sweeper"
+[[programs.main]]
+op = "sleep"
+duration = "1ms"
+[[programs.main]]
+op = "madvise"
+region = "a"
+advice = "dontneed"
+[[programs.main]]
+op = "wait"
+[[programs.sweeper]]
+op = "loop"
+duration = "10ms"
+body = [ { op = "sweep", region = "a", compute_ns = 1.0 }, { op = "count", counter = "passes" } ]
+)"));
+  // The sweeper faults the 16 pages back in (zero pages: it only reads).
+  EXPECT_EQ(ran.result.tasks[1].min_flt, 16u);
+  EXPECT_GT(ran.counter("passes"), 500u);
+}
+
+}  // namespace
+}  // namespace mmsim::workload
