@@ -1,0 +1,172 @@
+// mmsim: run a scenario, print a machine, list the cost profile. Thin: all
+// behaviour lives in the layers below.
+#include "cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "report/report.h"
+#include "scenario/scenario.h"
+#include "topo/topology.h"
+#include "workload/world.h"
+
+namespace mmsim::cli {
+
+namespace {
+
+// Writes the file whole or not at all (a temp file renamed into place).
+bool write_atomically(const std::string& path, const std::string& text, std::ostream& err) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) {
+      err << fmt::format("mmsim: error: cannot write {}\n", path);
+      return false;
+    }
+    f << text;
+    f.flush();
+    if (!f) {
+      err << fmt::format("mmsim: error: cannot write {}\n", path);
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    err << fmt::format("mmsim: error: cannot write {}: {}\n", path, ec.message());
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+struct RunArgs {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::optional<uint64_t> seed;
+  std::string json;
+  bool check = false;
+  bool tasks = false;
+  bool no_timing = false;
+};
+
+int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
+  scenario::LoadResult lr = scenario::load_scenario(a.scenario, a.sets, a.seed);
+  if (!lr.ok()) {
+    for (const auto& d : lr.diagnostics) err << d.str() << "\n";
+    return 2;
+  }
+  const scenario::Scenario& sc = *lr.scenario;
+  std::string terr;
+  auto topo = scenario::build_topology(sc, &terr);
+  if (!topo) {
+    err << fmt::format("{}:1:1: error: machine.preset: cannot read the host: {}\n", sc.path, terr);
+    return 2;
+  }
+  workload::WorldConfig wc;
+  wc.seed = sc.seed;
+  wc.time_limit = sc.time_limit;
+  wc.check_invariants = a.check;
+  const auto t0 = std::chrono::steady_clock::now();
+  workload::RunResult result;
+  {
+    workload::World world(*topo, sc.costs, sc.mm_config(), sc.workload, wc);
+    result = world.run();
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report::RunInfo info{&sc, &*topo, &result, wall, !a.no_timing};
+  out << report::summary_text(info, a.tasks);
+  if (!a.json.empty()) {
+    if (!write_atomically(a.json, report::run_json(info).dump(2) + "\n", err)) return 1;
+  }
+  if (!result.check_failures.empty()) {
+    err << "mmsim: error: the invariant checker found violations (see above)\n";
+    return 1;
+  }
+  return 0;
+}
+
+int cmd_topology(const std::string& machine, std::ostream& out, std::ostream& err) {
+  if (machine == "host") {
+    std::string e;
+    auto t = topo::load_host("/sys", &e);
+    if (!t) {
+      err << "mmsim: error: cannot read the host: " << e << "\n";
+      return 2;
+    }
+    out << topo::format_numactl_hardware(*t);
+    return 0;
+  }
+  auto spec = topo::preset(machine);
+  if (!spec) {
+    err << fmt::format("mmsim: error: --machine: unknown machine \"{}\" (known: {})\n", machine,
+                       fmt::join(topo::preset_names(), ", "));
+    return 2;
+  }
+  const topo::Topology t(*spec);
+  out << topo::format_numactl_hardware(t);
+  out << fmt::format("sockets: {}, cores per socket: {}, threads per core: {}, LLC per socket: {} MiB\n",
+                     spec->sockets, spec->cores_per_socket, spec->threads_per_core,
+                     spec->llc_per_socket >> 20);
+  return 0;
+}
+
+int cmd_costs(std::ostream& out) {
+  for (const auto& p : cost::cost_params()) {
+    out << fmt::format("{:<22} {:>12g} {:<3} {}\n", p.name, p.default_value, p.unit, p.source);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"mmsim: a simulator of Linux memory management on NUMA machines"};
+  app.set_version_flag("--version", std::string("mmsim ") + MMSIM_VERSION);
+  app.require_subcommand(1);
+
+  RunArgs ra;
+  auto* run = app.add_subcommand("run", "Run a scenario and print what happened");
+  run->add_option("scenario", ra.scenario, "Scenario TOML file")->required();
+  run->add_option("--set", ra.sets, "Override a scenario key: key.path=value (repeatable)");
+  run->add_option("--seed", ra.seed, "Seed (replaces scenario.seed)");
+  run->add_option("--json", ra.json, "Write the results as JSON to this file");
+  run->add_flag("--check", ra.check, "Run the invariant checker (mapcounts, rmap, node pages)");
+  run->add_flag("--tasks", ra.tasks, "List every task, not a summary by program");
+  run->add_flag("--no-timing", ra.no_timing, "Leave host timings out, for byte-identical output");
+
+  std::string machine = "2s-16c";
+  auto* topology = app.add_subcommand("topology", "Print a machine as numactl --hardware does");
+  topology->add_option("--machine", machine, "Preset name or host")->capture_default_str();
+
+  auto* costs = app.add_subcommand("costs", "List the cost profile's defaults and their sources");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    // --help and --version: print and succeed.
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    err << "mmsim: error: " << e.what() << "\n";
+    err << "Run 'mmsim --help' or 'mmsim SUBCOMMAND --help'.\n";
+    return 2;
+  }
+  try {
+    if (*run) return cmd_run(ra, out, err);
+    if (*topology) return cmd_topology(machine, out, err);
+    if (*costs) return cmd_costs(out);
+  } catch (const std::exception& e) {
+    err << "mmsim: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace mmsim::cli

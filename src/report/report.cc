@@ -1,0 +1,196 @@
+#include "report/report.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace mmsim::report {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+double secs(double ns) { return ns * 1e-9; }
+
+struct Totals {
+  double user = 0, sys = 0, iowait = 0, sleep = 0, wait = 0;
+  uint64_t minflt = 0, majflt = 0;
+  std::vector<uint64_t> counters;
+  size_t tasks = 0;
+};
+
+Totals totals(const RunInfo& info, const std::string* program) {
+  Totals t;
+  t.counters.assign(info.scenario->workload.counters.size(), 0);
+  for (const auto& task : info.result->tasks) {
+    if (program && task.program != *program) continue;
+    ++t.tasks;
+    t.user += task.times.user_ns;
+    t.sys += task.times.sys_ns;
+    t.iowait += task.times.iowait_ns;
+    t.sleep += task.times.sleep_ns;
+    t.wait += task.times.wait_ns;
+    t.minflt += task.min_flt;
+    t.majflt += task.maj_flt;
+    for (size_t i = 0; i < task.counters.size(); ++i) t.counters[i] += task.counters[i];
+  }
+  return t;
+}
+
+}  // namespace
+
+ordered_json metrics_json(const RunInfo& info) {
+  const Totals t = totals(info, nullptr);
+  ordered_json m;
+  const auto& names = info.scenario->workload.counters;
+  for (size_t i = 0; i < names.size(); ++i) m[names[i]] = t.counters[i];
+  m["elapsed_s"] = info.result->elapsed_s;
+  m["user_s"] = secs(t.user);
+  m["sys_s"] = secs(t.sys);
+  m["iowait_s"] = secs(t.iowait);
+  return m;
+}
+
+ordered_json run_json(const RunInfo& info) {
+  const scenario::Scenario& sc = *info.scenario;
+  const topo::Topology& topo = *info.topology;
+  const workload::RunResult& r = *info.result;
+  ordered_json j;
+  j["scenario"] = {{"name", sc.name}, {"path", sc.path}, {"overrides", sc.overrides}};
+  j["seed"] = sc.seed;
+  ordered_json nodes = ordered_json::array();
+  for (const auto& n : topo.nodes()) {
+    nodes.push_back({{"node", n.id.v}, {"cpus", n.cpus.size()}, {"mem_bytes", n.mem_bytes}});
+  }
+  ordered_json dist = ordered_json::array();
+  for (const auto& a : topo.nodes()) {
+    ordered_json row = ordered_json::array();
+    for (const auto& b : topo.nodes()) row.push_back(topo.distance(a.id, b.id));
+    dist.push_back(row);
+  }
+  j["machine"] = {{"name", topo.name()},     {"nodes", topo.nr_nodes()},
+                  {"cpus", topo.nr_cpus()},  {"sockets", topo.nr_sockets()},
+                  {"llc_bytes_per_socket", topo.nr_sockets() ? topo.llc_bytes(0) : 0},
+                  {"node_list", nodes},      {"distance", dist}};
+  j["kernel"] = {{"version", sc.kernel.version},
+                 {"fault_around_kb", sc.kernel.fault_around_kb},
+                 {"read_ahead_kb", sc.kernel.read_ahead_kb}};
+  j["metrics"] = metrics_json(info);
+  ordered_json vm;
+  for (const auto& [name, v] : r.vmstat) vm[name] = v;
+  j["vmstat"] = vm;
+  ordered_json tasks = ordered_json::array();
+  for (const auto& t : r.tasks) {
+    ordered_json counters;
+    for (size_t i = 0; i < t.counters.size(); ++i) counters[sc.workload.counters[i]] = t.counters[i];
+    tasks.push_back({{"pid", t.pid},
+                     {"tgid", t.tgid},
+                     {"ppid", t.ppid},
+                     {"comm", t.comm},
+                     {"cpu", t.cpu},
+                     {"node", t.node},
+                     {"start_s", t.start_s},
+                     {"exit_s", t.exit_s},
+                     {"user_s", secs(t.times.user_ns)},
+                     {"sys_s", secs(t.times.sys_ns)},
+                     {"iowait_s", secs(t.times.iowait_ns)},
+                     {"sleep_s", secs(t.times.sleep_ns)},
+                     {"wait_s", secs(t.times.wait_ns)},
+                     {"minflt", t.min_flt},
+                     {"majflt", t.maj_flt},
+                     {"nvcsw", t.nvcsw},
+                     {"nivcsw", t.nivcsw},
+                     {"counters", counters}});
+  }
+  j["tasks"] = tasks;
+  ordered_json sim = {{"events", r.events},
+                      {"page_events", r.page_events},
+                      {"time_limit_hit", r.time_limit_hit},
+                      {"errors", r.errors},
+                      {"check_failures", r.check_failures}};
+  if (info.timing) {
+    sim["wall_s"] = info.wall_s;
+    sim["page_events_per_s"] = info.wall_s > 0 ? static_cast<double>(r.page_events) / info.wall_s : 0.0;
+  }
+  j["sim"] = sim;
+  return j;
+}
+
+std::string summary_text(const RunInfo& info, bool all_tasks) {
+  const scenario::Scenario& sc = *info.scenario;
+  const topo::Topology& topo = *info.topology;
+  const workload::RunResult& r = *info.result;
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  line(fmt::format("scenario {} (seed {})", sc.name, sc.seed));
+  line(fmt::format("machine  {}: {} nodes, {} CPUs; kernel {} (fault-around {} KiB)", topo.name(),
+                   topo.nr_nodes(), topo.nr_cpus(), sc.kernel.version, sc.kernel.fault_around_kb));
+  std::string simline = fmt::format("elapsed  {:.6f} s simulated, {} events", r.elapsed_s, r.events);
+  if (info.timing) {
+    simline += fmt::format(", {:.3f} s wall, {:.3g} page events/s", info.wall_s,
+                           info.wall_s > 0 ? static_cast<double>(r.page_events) / info.wall_s : 0.0);
+  }
+  line(simline);
+  if (r.time_limit_hit) line("WARNING: the time limit ended the run with tasks still alive");
+
+  const Totals all = totals(info, nullptr);
+  line("");
+  line("metrics");
+  for (size_t i = 0; i < sc.workload.counters.size(); ++i)
+    line(fmt::format("  {:<24} {}", sc.workload.counters[i], all.counters[i]));
+  line(fmt::format("  {:<24} {:.6f}", "elapsed_s", r.elapsed_s));
+  line(fmt::format("  {:<24} {:.6f}", "user_s", secs(all.user)));
+  line(fmt::format("  {:<24} {:.6f}", "sys_s", secs(all.sys)));
+  line(fmt::format("  {:<24} {:.6f}", "iowait_s", secs(all.iowait)));
+
+  line("");
+  const std::string counters_hdr = [&] {
+    std::string h;
+    for (const auto& c : sc.workload.counters) h += fmt::format(" {:>12}", c);
+    return h;
+  }();
+  if (all_tasks || r.tasks.size() <= 16) {
+    line(fmt::format("tasks ({})", r.tasks.size()));
+    line(fmt::format("  {:>6} {:>6} {:<12} {:>4} {:>4} {:>10} {:>10} {:>10} {:>9} {:>7}{}", "pid", "ppid",
+                     "comm", "cpu", "node", "user_s", "sys_s", "iowait_s", "minflt", "majflt",
+                     counters_hdr));
+    for (const auto& t : r.tasks) {
+      std::string cs;
+      for (uint64_t c : t.counters) cs += fmt::format(" {:>12}", c);
+      line(fmt::format("  {:>6} {:>6} {:<12} {:>4} {:>4} {:>10.4f} {:>10.4f} {:>10.4f} {:>9} {:>7}{}", t.pid,
+                       t.ppid, t.comm.substr(0, 12), t.cpu, t.node, secs(t.times.user_ns),
+                       secs(t.times.sys_ns), secs(t.times.iowait_ns), t.min_flt, t.maj_flt, cs));
+    }
+  } else {
+    line(fmt::format("tasks ({}), by program (--tasks lists each)", r.tasks.size()));
+    line(fmt::format("  {:<12} {:>6} {:>12} {:>12} {:>12} {:>10} {:>7}{}", "program", "tasks", "user_s",
+                     "sys_s", "iowait_s", "minflt", "majflt", counters_hdr));
+    std::map<std::string, int> seen;
+    for (const auto& t : r.tasks) {
+      if (seen[t.program]++) continue;
+      const Totals pt = totals(info, &t.program);
+      std::string cs;
+      for (uint64_t c : pt.counters) cs += fmt::format(" {:>12}", c);
+      line(fmt::format("  {:<12} {:>6} {:>12.4f} {:>12.4f} {:>12.4f} {:>10} {:>7}{}", t.program.substr(0, 12),
+                       pt.tasks, secs(pt.user), secs(pt.sys), secs(pt.iowait), pt.minflt, pt.majflt, cs));
+    }
+  }
+  line("");
+  line("vmstat (change over the run; unchanged counters omitted)");
+  for (const auto& [name, v] : r.vmstat) {
+    if (v != 0) line(fmt::format("  {:<30} {}", name, v));
+  }
+  if (!r.errors.empty()) {
+    line("");
+    line(fmt::format("errors ({})", r.errors.size()));
+    for (size_t i = 0; i < r.errors.size() && i < 20; ++i) line("  " + r.errors[i]);
+  }
+  if (!r.check_failures.empty()) {
+    line("");
+    line(fmt::format("INVARIANT CHECK FAILED ({})", r.check_failures.size()));
+    for (const auto& e : r.check_failures) line("  " + e);
+  }
+  return out;
+}
+
+}  // namespace mmsim::report

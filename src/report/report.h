@@ -1,0 +1,28 @@
+// Reports of a run: a readable summary and JSON, both using the kernel's
+// counter names (/proc/vmstat, /proc/<pid>/stat) so that a simulated run and a
+// real one diff directly.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "scenario/scenario.h"
+#include "topo/topology.h"
+#include "workload/world.h"
+
+namespace mmsim::report {
+
+struct RunInfo {
+  const scenario::Scenario* scenario = nullptr;
+  const topo::Topology* topology = nullptr;
+  const workload::RunResult* result = nullptr;
+  double wall_s = 0;       // host time the simulation took
+  bool timing = true;      // false: leave host timings out (byte-identical output)
+};
+
+// Named counters summed over tasks, elapsed_s, user_s, sys_s, iowait_s.
+nlohmann::ordered_json metrics_json(const RunInfo& info);
+nlohmann::ordered_json run_json(const RunInfo& info);
+std::string summary_text(const RunInfo& info, bool all_tasks);
+
+}  // namespace mmsim::report

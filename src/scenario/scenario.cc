@@ -1,0 +1,926 @@
+// Scenario loading: TOML parse, --set overrides, validation of every key, and
+// kernel-version presets. Unknown keys are errors, never ignored.
+#include "scenario/scenario.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+namespace mmsim::scenario {
+
+std::string Diagnostic::str() const {
+  return fmt::format("{}:{}:{}: error: {}: {}", file, line, col, key, message);
+}
+
+namespace {
+
+using workload::Op;
+using workload::OpKind;
+
+// Where diagnostics go, and the names that ops refer to.
+struct Ctx {
+  std::string file;
+  std::vector<Diagnostic>* diags;
+  // Keys set by --set: (key path, where to point, column of the value).
+  std::vector<std::tuple<std::string, std::string, uint32_t>> overridden;
+  // "programs.main[0].region" as --set spells it: "programs.main.0.region".
+  static std::string dotted(const std::string& key) {
+    std::string norm = key;
+    for (auto& ch : norm) ch = (ch == '[' || ch == ']') ? '.' : ch;
+    std::string nk;
+    for (size_t i = 0; i < norm.size(); ++i)
+      if (!(norm[i] == '.' && (i + 1 == norm.size() || norm[i + 1] == '.'))) nk += norm[i];
+    return nk;
+  }
+  // The text after '=' of the --set that gave `key` its value, if one did.
+  std::optional<std::string> override_text(const std::string& key) const {
+    const std::string nk = dotted(key);
+    std::optional<std::string> text;
+    for (const auto& [k, arg, col] : overridden)
+      if (k == nk) text = arg.substr(col - 1 + 6);  // col is 1-based within arg, after "--set "
+    return text;
+  }
+  void error(const toml::source_region& where, const std::string& key, const std::string& msg) {
+    Diagnostic d;
+    d.file = where.path && !where.path->empty() ? *where.path : file;
+    d.line = where.begin.line ? where.begin.line : 1;
+    d.col = where.begin.column ? where.begin.column : 1;
+    for (const auto& [k, arg, col] : overridden) {
+      // A key set on the command line, or one inside a table set there.
+      const std::string nk = dotted(key);
+      if (nk == k || nk.starts_with(k + ".")) {
+        d.file = arg;
+        d.line = 1;
+        d.col = col;
+      }
+    }
+    d.key = key;
+    d.message = msg;
+    diags->push_back(std::move(d));
+  }
+};
+
+const char* type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    default: return "a date or time";
+  }
+}
+
+// Reads the keys of one table, each at most once, and reports the rest as unknown.
+class TableReader {
+ public:
+  TableReader(const toml::table& t, std::string prefix, Ctx& ctx)
+      : t_(t), prefix_(std::move(prefix)), ctx_(ctx) {}
+
+  std::string path(const std::string& key) const {
+    return prefix_.empty() ? key : prefix_ + "." + key;
+  }
+  const toml::node* get(const std::string& key) {
+    known_.push_back(key);
+    return t_.get(key);
+  }
+  void error(const toml::node* n, const std::string& key, const std::string& msg) {
+    ctx_.error(n ? n->source() : t_.source(), path(key), msg);
+  }
+  void missing(const std::string& key) { error(nullptr, key, "missing required key"); }
+
+  std::optional<std::string> string(const std::string& key) {
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_string()) {
+      // --set kernel.version=3.10 means the string "3.10", not the float 3.1.
+      if (auto text = ctx_.override_text(path(key))) return *text;
+      error(n, key, fmt::format("expected a string, got {}", type_name(*n)));
+      return std::nullopt;
+    }
+    return n->as_string()->get();
+  }
+  std::optional<bool> boolean(const std::string& key) {
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    if (n->is_boolean()) return n->as_boolean()->get();
+    if (n->is_string()) {
+      const std::string s = n->as_string()->get();
+      if (s == "on" || s == "true") return true;
+      if (s == "off" || s == "false") return false;
+    }
+    error(n, key, fmt::format("expected a boolean (true/false, on/off), got {}", type_name(*n)));
+    return std::nullopt;
+  }
+  std::optional<int64_t> integer(const std::string& key, int64_t lo, int64_t hi) {
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_integer()) {
+      error(n, key, fmt::format("expected an integer, got {}", type_name(*n)));
+      return std::nullopt;
+    }
+    const int64_t v = n->as_integer()->get();
+    if (v < lo || v > hi) {
+      error(n, key, fmt::format("{} is out of range [{}, {}]", v, lo, hi));
+      return std::nullopt;
+    }
+    return v;
+  }
+  std::optional<double> number(const std::string& key, double lo, double hi) {
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    double v;
+    if (n->is_integer()) {
+      v = static_cast<double>(n->as_integer()->get());
+    } else if (n->is_floating_point()) {
+      v = n->as_floating_point()->get();
+    } else {
+      error(n, key, fmt::format("expected a number, got {}", type_name(*n)));
+      return std::nullopt;
+    }
+    if (!(v >= lo && v <= hi)) {
+      error(n, key, fmt::format("{} is out of range [{}, {}]", v, lo, hi));
+      return std::nullopt;
+    }
+    return v;
+  }
+  // An integer of bytes or a string with a unit ("4MiB", "1GB").
+  std::optional<uint64_t> size(const std::string& key) {
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    uint64_t bytes = 0;
+    if (n->is_integer() && n->as_integer()->get() >= 0) {
+      return static_cast<uint64_t>(n->as_integer()->get());
+    }
+    if (n->is_string() && parse_size(n->as_string()->get(), bytes)) return bytes;
+    error(n, key,
+          n->is_string() ? fmt::format("\"{}\" is not a size (e.g. 4096, \"4MiB\", \"1GB\")",
+                                       n->as_string()->get())
+                         : fmt::format("expected a size, got {}", type_name(*n)));
+    return std::nullopt;
+  }
+  // A string with a unit ("10s", "5ms") or a number of seconds.
+  std::optional<int64_t> duration(const std::string& key) {
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    int64_t ns = 0;
+    if (n->is_integer() && n->as_integer()->get() >= 0) return n->as_integer()->get() * 1000000000;
+    if (n->is_floating_point() && n->as_floating_point()->get() >= 0)
+      return static_cast<int64_t>(std::llround(n->as_floating_point()->get() * 1e9));
+    if (n->is_string() && parse_duration(n->as_string()->get(), ns)) return ns;
+    error(n, key, "expected a duration (seconds, or a string like \"10s\", \"5ms\", \"100us\")");
+    return std::nullopt;
+  }
+  // One of the given words.
+  std::optional<std::string> choice(const std::string& key, std::vector<std::string> words) {
+    auto s = string(key);
+    if (!s) return std::nullopt;
+    if (std::find(words.begin(), words.end(), *s) == words.end()) {
+      error(t_.get(key), key, fmt::format("unknown value \"{}\" (known: {})", *s, fmt::join(words, ", ")));
+      return std::nullopt;
+    }
+    return s;
+  }
+  const toml::table* table(const std::string& key) {
+    const toml::node* n = get(key);
+    if (!n) return nullptr;
+    if (!n->is_table()) {
+      error(n, key, fmt::format("expected a table, got {}", type_name(*n)));
+      return nullptr;
+    }
+    return n->as_table();
+  }
+  void finish() {
+    for (auto&& [k, v] : t_) {
+      const std::string key(k.str());
+      if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+      std::vector<std::string> known = known_;
+      std::sort(known.begin(), known.end());
+      known.erase(std::unique(known.begin(), known.end()), known.end());
+      ctx_.error(k.source().begin.line ? k.source() : v.source(), path(key),
+                 fmt::format("unknown key (known: {})", fmt::join(known, ", ")));
+    }
+  }
+  const toml::table& raw() const { return t_; }
+
+ private:
+  const toml::table& t_;
+  std::string prefix_;
+  Ctx& ctx_;
+  std::vector<std::string> known_;
+};
+
+// Names that ops use, resolved to ids after every program is read.
+struct Names {
+  std::map<std::string, uint32_t> programs;
+  std::map<std::string, uint32_t> regions;
+  std::map<std::string, uint32_t> counters;
+  std::map<std::string, uint32_t> files;
+  std::set<uint32_t> mapped_regions;
+  std::map<uint32_t, std::vector<uint32_t>> forks;  // program -> programs it starts
+  struct Ref {
+    std::string name;
+    toml::source_region where;
+    std::string key;
+    uint32_t program;
+  };
+  std::vector<Ref> program_refs;
+  std::vector<std::pair<uint32_t, Ref>> region_refs;
+  uint32_t region(const std::string& n) {
+    auto [it, inserted] = regions.emplace(n, static_cast<uint32_t>(regions.size()));
+    return it->second;
+  }
+  uint32_t counter(const std::string& n) {
+    auto [it, inserted] = counters.emplace(n, static_cast<uint32_t>(counters.size()));
+    return it->second;
+  }
+};
+
+const std::vector<std::string> kOpNames = {"map",   "unmap",   "fork",  "threads", "wait",  "loop",
+                                           "sweep", "touch",   "madvise", "mlock", "sleep", "count"};
+
+bool takes_time(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kCount:
+      return false;
+    case OpKind::kLoop:
+      return std::any_of(op.body.begin(), op.body.end(), takes_time);
+    default:
+      return true;
+  }
+}
+
+void read_range(TableReader& r, Op& op) {
+  if (auto off = r.size("offset")) {
+    if (*off % kPageSize) r.error(r.raw().get("offset"), "offset", "must be a multiple of 4096");
+    op.first_page = *off / kPageSize;
+  }
+  if (auto sz = r.size("size")) {
+    if (*sz == 0) r.error(r.raw().get("size"), "size", "must be positive");
+    op.nr_pages = (*sz + kPageSize - 1) / kPageSize;
+  }
+}
+
+std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint32_t program,
+                          Names& names, const Scenario& sc, Ctx& ctx, int depth);
+
+std::vector<Op> read_body(const toml::node* n, TableReader& r, uint32_t program, Names& names,
+                          const Scenario& sc, Ctx& ctx, int depth) {
+  std::vector<Op> body;
+  const toml::array* a = n ? n->as_array() : nullptr;
+  if (!a) {
+    if (n) r.error(n, "body", fmt::format("expected an array of op tables, got {}", type_name(*n)));
+    return body;
+  }
+  if (a->empty()) r.error(n, "body", "a loop needs at least one op");
+  for (size_t i = 0; i < a->size(); ++i) {
+    const toml::node& e = *a->get(i);
+    const std::string p = fmt::format("{}.body[{}]", r.path("").substr(0, r.path("").size() - 1), i);
+    if (!e.is_table()) {
+      ctx.error(e.source(), p, fmt::format("expected an op table, got {}", type_name(e)));
+      continue;
+    }
+    if (auto op = read_op(*e.as_table(), p, program, names, sc, ctx, depth + 1)) body.push_back(std::move(*op));
+  }
+  return body;
+}
+
+std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint32_t program,
+                          Names& names, const Scenario& sc, Ctx& ctx, int depth) {
+  TableReader r(t, prefix, ctx);
+  Op op;
+  auto kind = r.choice("op", kOpNames);
+  if (!kind) {
+    if (!t.get("op")) r.missing("op");
+    return std::nullopt;
+  }
+  const size_t before = ctx.diags->size();
+  auto region_ref = [&](bool defines) -> bool {
+    auto name = r.string("region");
+    if (!name) {
+      if (!t.get("region")) r.missing("region");
+      return false;
+    }
+    op.region = names.region(*name);
+    if (defines) {
+      names.mapped_regions.insert(op.region);
+    } else {
+      names.region_refs.push_back({op.region, {*name, t.get("region")->source(), r.path("region"), program}});
+    }
+    return true;
+  };
+  auto mode = [&]() {
+    if (auto m = r.choice("mode", {"read", "write"})) op.write = (*m == "write");
+  };
+  const std::string& k = *kind;
+  if (k == "map") {
+    op.kind = OpKind::kMap;
+    region_ref(true);
+    uint64_t file_pages = 0;
+    if (auto f = r.string("file")) {
+      auto it = names.files.find(*f);
+      if (it == names.files.end()) {
+        r.error(t.get("file"), "file", fmt::format("no [[files]] entry is named \"{}\"", *f));
+      } else {
+        op.file = static_cast<int32_t>(it->second);
+        file_pages = sc.workload.files[it->second].pages;
+      }
+    }
+    if (auto off = r.size("offset")) {
+      if (*off % kPageSize) r.error(t.get("offset"), "offset", "must be a multiple of 4096");
+      op.file_offset_pages = *off / kPageSize;
+      if (op.file < 0) r.error(t.get("offset"), "offset", "only a file mapping has an offset");
+    }
+    if (auto sz = r.size("size")) {
+      if (*sz == 0) r.error(t.get("size"), "size", "must be positive");
+      op.pages = (*sz + kPageSize - 1) / kPageSize;
+    } else if (op.file >= 0) {
+      op.pages = file_pages > op.file_offset_pages ? file_pages - op.file_offset_pages : 0;
+    } else if (!t.get("size")) {
+      r.missing("size");
+    }
+    if (auto prot = r.choice("prot", {"r", "rw", "rx", "rwx"})) {
+      op.writable = prot->find('w') != std::string::npos;
+      op.exec = prot->find('x') != std::string::npos;
+    } else if (!t.get("prot")) {
+      op.writable = true;
+    }
+    if (auto fl = r.choice("flags", {"private", "shared"})) op.shared = (*fl == "shared");
+    const size_t nodes = sc.host_machine ? 1024 : size_t{sc.machine.sockets} * sc.machine.nodes_per_socket;
+    if (auto pol = r.choice("policy", {"default", "bind", "preferred", "interleave"})) {
+      using Mode = mm::MemPolicy::Mode;
+      op.policy.mode = *pol == "bind" ? Mode::kBind
+                       : *pol == "preferred" ? Mode::kPreferred
+                       : *pol == "interleave" ? Mode::kInterleave
+                                              : Mode::kDefault;
+    }
+    if (const toml::node* n = r.get("nodes")) {
+      const toml::array* a = n->as_array();
+      if (!a) {
+        r.error(n, "nodes", "expected an array of node numbers");
+      } else {
+        for (const auto& e : *a) {
+          if (!e.is_integer() || e.as_integer()->get() < 0 ||
+              static_cast<size_t>(e.as_integer()->get()) >= nodes) {
+            r.error(&e, "nodes", fmt::format("not a node of this machine (0 to {})", nodes - 1));
+          } else {
+            op.policy.nodes.push_back(NodeId(static_cast<uint16_t>(e.as_integer()->get())));
+          }
+        }
+      }
+    }
+    const bool needs_nodes = op.policy.mode != mm::MemPolicy::Mode::kDefault;
+    if (needs_nodes && op.policy.nodes.empty() && !t.get("nodes"))
+      r.error(t.get("policy"), "nodes", "this policy needs a non-empty nodes list");
+    if (!needs_nodes && t.get("nodes"))
+      r.error(t.get("nodes"), "nodes", "the default policy takes no nodes");
+    if (op.policy.mode == mm::MemPolicy::Mode::kPreferred && op.policy.nodes.size() > 1)
+      r.error(t.get("nodes"), "nodes", "preferred takes exactly one node");
+  } else if (k == "unmap") {
+    op.kind = OpKind::kUnmap;
+    region_ref(false);
+  } else if (k == "fork" || k == "threads") {
+    op.kind = k == "fork" ? OpKind::kFork : OpKind::kThreads;
+    op.count = static_cast<uint64_t>(r.integer("count", 1, 100000).value_or(1));
+    if (auto p = r.string("program")) {
+      names.program_refs.push_back({*p, t.get("program")->source(), r.path("program"), program});
+      auto it = names.programs.find(*p);
+      if (it != names.programs.end()) {
+        op.program = it->second;
+        names.forks[program].push_back(it->second);
+      }
+    } else if (!t.get("program")) {
+      r.missing("program");
+    }
+  } else if (k == "wait") {
+    op.kind = OpKind::kWait;
+  } else if (k == "loop") {
+    op.kind = OpKind::kLoop;
+    auto count = r.integer("count", 1, INT64_MAX);
+    auto dur = r.duration("duration");
+    if (count) op.count = static_cast<uint64_t>(*count);
+    if (dur) op.duration = Tick(*dur);
+    if (t.get("count") && t.get("duration"))
+      r.error(t.get("duration"), "duration", "give count or duration, not both");
+    if (!t.get("count") && !t.get("duration")) r.error(nullptr, "count", "a loop needs count or duration");
+    if (depth > 16) r.error(nullptr, "body", "loops nest too deeply (16 levels at most)");
+    op.body = read_body(r.get("body"), r, program, names, sc, ctx, depth);
+    if (!t.get("body")) r.missing("body");
+    if (dur && !std::any_of(op.body.begin(), op.body.end(), takes_time))
+      r.error(t.get("duration"), "duration", "the body takes no time, so the loop would never end");
+  } else if (k == "sweep" || k == "touch") {
+    op.kind = k == "sweep" ? OpKind::kSweep : OpKind::kTouch;
+    region_ref(false);
+    mode();
+    read_range(r, op);
+    if (k == "sweep") {
+      if (auto es = r.integer("elem_size", 1, 4096)) {
+        if (4096 % *es) r.error(t.get("elem_size"), "elem_size", "must divide 4096");
+        op.elem_size = static_cast<uint32_t>(*es);
+      }
+      if (auto c = r.number("compute_ns", 0, 1e9)) op.compute_ns = *c;
+    }
+  } else if (k == "madvise") {
+    op.kind = OpKind::kMadvise;
+    region_ref(false);
+    read_range(r, op);
+    r.choice("advice", {"dontneed"});
+    if (!t.get("advice")) r.missing("advice");
+  } else if (k == "mlock") {
+    op.kind = OpKind::kMlock;
+    region_ref(false);
+    read_range(r, op);
+  } else if (k == "sleep") {
+    op.kind = OpKind::kSleep;
+    if (auto d = r.duration("duration")) {
+      op.duration = Tick(*d);
+    } else if (!t.get("duration")) {
+      r.missing("duration");
+    }
+  } else if (k == "count") {
+    op.kind = OpKind::kCount;
+    if (auto c = r.string("counter")) {
+      op.counter = names.counter(*c);
+    } else if (!t.get("counter")) {
+      r.missing("counter");
+    }
+    op.count = static_cast<uint64_t>(r.integer("by", 1, INT64_MAX).value_or(1));
+  }
+  r.finish();
+  if (ctx.diags->size() != before) return std::nullopt;
+  return op;
+}
+
+void read_machine(TableReader& r, Scenario& sc) {
+  auto preset = r.string("preset");
+  if (!preset) {
+    if (!r.raw().get("preset")) r.missing("preset");
+    preset = "2s-16c";
+  }
+  if (*preset == "host") {
+    sc.host_machine = true;
+  } else if (auto spec = topo::preset(*preset)) {
+    sc.machine = *spec;
+  } else {
+    r.error(r.raw().get("preset"), "preset",
+            fmt::format("unknown machine \"{}\" (known: {})", *preset, fmt::join(topo::preset_names(), ", ")));
+    sc.machine = *topo::preset("2s-16c");  // so that only the keys given are checked below
+  }
+  topo::MachineSpec& m = sc.machine;
+  const size_t before_overrides = m.distance.size();
+  bool changed = false;
+  auto u16 = [&](const char* key, uint16_t& field) {
+    if (auto v = r.integer(key, 1, 65535)) {
+      field = static_cast<uint16_t>(*v);
+      changed = true;
+    }
+  };
+  u16("sockets", m.sockets);
+  u16("cores_per_socket", m.cores_per_socket);
+  u16("threads_per_core", m.threads_per_core);
+  u16("nodes_per_socket", m.nodes_per_socket);
+  if (auto v = r.size("mem_per_node")) {
+    m.mem_per_node = *v;
+    changed = true;
+  }
+  if (auto v = r.size("llc_per_socket")) {
+    m.llc_per_socket = *v;
+    changed = true;
+  }
+  if (const toml::node* n = r.get("distance")) {
+    std::vector<std::vector<int>> d;
+    bool ok = n->is_array();
+    if (ok) {
+      for (const auto& row : *n->as_array()) {
+        if (!row.is_array()) {
+          ok = false;
+          break;
+        }
+        d.emplace_back();
+        for (const auto& x : *row.as_array()) {
+          if (!x.is_integer()) {
+            ok = false;
+            break;
+          }
+          d.back().push_back(static_cast<int>(x.as_integer()->get()));
+        }
+      }
+    }
+    if (!ok) {
+      r.error(n, "distance", "expected an array of arrays of integers (the SLIT matrix)");
+    } else {
+      m.distance = std::move(d);
+      changed = true;
+    }
+  } else if (changed && before_overrides) {
+    // A preset's matrix no longer fits a changed shape; use the default one.
+    const size_t nodes = size_t{m.sockets} * m.nodes_per_socket;
+    if (m.distance.size() != nodes) m.distance.clear();
+  }
+  if (sc.host_machine && changed) {
+    r.error(r.raw().get("preset"), "preset", "the host machine cannot be reshaped");
+  } else if (!sc.host_machine) {
+    for (const auto& msg : topo::validate_machine_spec(m)) {
+      const auto colon = msg.find(':');
+      const std::string key = msg.substr(0, colon);
+      r.error(r.raw().get(key) ? r.raw().get(key) : r.raw().get("preset"), key,
+              colon == std::string::npos ? msg : msg.substr(colon + 2));
+    }
+  }
+  r.finish();
+}
+
+void read_kernel(TableReader& r, Scenario& sc) {
+  if (auto v = r.string("version")) {
+    if (!apply_kernel_version(*v, sc.kernel)) {
+      r.error(r.raw().get("version"), "version",
+              fmt::format("\"{}\" is not a kernel version from 2.6 to 6.19 (\"X.Y\")", *v));
+    }
+  }
+  if (auto v = r.integer("fault_around_kb", 0, 2048)) {
+    if (*v % 4) r.error(r.raw().get("fault_around_kb"), "fault_around_kb", "must be a multiple of 4");
+    sc.kernel.fault_around_kb = static_cast<uint32_t>(*v);
+  }
+  if (auto v = r.integer("read_ahead_kb", 4, 65536)) {
+    if (*v % 4) r.error(r.raw().get("read_ahead_kb"), "read_ahead_kb", "must be a multiple of 4");
+    sc.kernel.read_ahead_kb = static_cast<uint32_t>(*v);
+  }
+  r.finish();
+}
+
+void read_costs(TableReader& r, Scenario& sc, Ctx& ctx);
+
+void apply_cost_table(TableReader& r, Scenario& sc) {
+  for (const auto& p : cost::cost_params()) {
+    if (auto v = r.number(std::string(p.name), 0, 1e12)) sc.costs.*(p.field) = *v;
+  }
+}
+
+void read_costs(TableReader& r, Scenario& sc, Ctx& ctx) {
+  if (auto f = r.string("profile")) {
+    std::string path = *f;
+    if (!path.empty() && path[0] != '/') {
+      const auto slash = ctx.file.rfind('/');
+      if (slash != std::string::npos) path = ctx.file.substr(0, slash + 1) + path;
+    }
+    std::ifstream in(path);
+    if (!in) {
+      r.error(r.raw().get("profile"), "profile", fmt::format("cannot read cost profile \"{}\"", path));
+    } else {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      try {
+        toml::table prof = toml::parse(ss.str(), path);
+        Ctx pctx{path, ctx.diags, {}};
+        TableReader top(prof, "", pctx);
+        if (const toml::table* c = top.table("costs")) {
+          TableReader cr(*c, "costs", pctx);
+          apply_cost_table(cr, sc);
+          cr.finish();
+        }
+        top.finish();
+      } catch (const toml::parse_error& e) {
+        ctx.error(e.source(), "costs.profile", std::string(e.description()));
+      }
+    }
+  }
+  apply_cost_table(r, sc);
+  r.finish();
+}
+
+// Applies one --set: "a.b.c=value".
+void apply_override(toml::table& root, const std::string& arg, Ctx& ctx) {
+  const toml::source_region where{{1, 1}, {1, 1}, std::make_shared<const std::string>("--set " + arg)};
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    ctx.error(where, arg, "expected key=value");
+    return;
+  }
+  const std::string key = arg.substr(0, eq);
+  const std::string value = arg.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::stringstream ks(key);
+  for (std::string part; std::getline(ks, part, '.');) parts.push_back(part);
+  // Walk tables by name and arrays by index ("files.0.size").
+  toml::node* cur = &root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    toml::node* next = nullptr;
+    if (toml::array* arr = cur->as_array()) {
+      const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
+      if (!numeric || std::stoul(part) >= arr->size()) {
+        ctx.error(where, key, fmt::format("\"{}\" is not an index of that array (0 to {})", part,
+                                          arr->size() ? arr->size() - 1 : 0));
+        return;
+      }
+      next = arr->get(std::stoul(part));
+    } else if (toml::table* tbl = cur->as_table()) {
+      next = tbl->get(part);
+      if (!next) {
+        tbl->insert(part, toml::table{});
+        next = tbl->get(part);
+      }
+    }
+    if (!next || !(next->is_table() || next->is_array())) {
+      ctx.error(where, key, fmt::format("\"{}\" is not a table or an array", part));
+      return;
+    }
+    cur = next;
+  }
+  toml::table* t = cur->as_table();
+  if (!t) {
+    ctx.error(where, key, "the last part must name a key of a table");
+    return;
+  }
+  // The value is TOML; a bare word, or any value for a key that holds a
+  // string, is taken as a string.
+  const toml::node* existing = t->get(parts.back());
+  const bool quoted = value.size() >= 2 && value.front() == '"' && value.back() == '"';
+  if (existing && existing->is_string() && !quoted) {
+    t->insert_or_assign(parts.back(), value);
+  } else {
+    toml::table parsed;
+    try {
+      parsed = toml::parse("v = " + value, "--set " + arg);
+    } catch (const toml::parse_error&) {
+      parsed = toml::table{};
+      parsed.insert("v", value);
+    }
+    t->insert_or_assign(parts.back(), *parsed.get("v"));
+  }
+  ctx.overridden.emplace_back(key, "--set " + arg, static_cast<uint32_t>(eq + 2));
+}
+
+void check_programs(Names& names, Scenario& sc, Ctx& ctx) {
+  for (const auto& ref : names.program_refs) {
+    if (!names.programs.count(ref.name)) {
+      std::vector<std::string> known;
+      for (const auto& [n, id] : names.programs) known.push_back(n);
+      ctx.error(ref.where, ref.key,
+                fmt::format("no program is named \"{}\" (known: {})", ref.name, fmt::join(known, ", ")));
+    }
+  }
+  for (const auto& [region, ref] : names.region_refs) {
+    if (!names.mapped_regions.count(region))
+      ctx.error(ref.where, ref.key, fmt::format("no map op creates region \"{}\"", ref.name));
+  }
+  // A program may not start itself, directly or not: that would never end.
+  std::vector<int> state(names.programs.size(), 0);
+  std::function<bool(uint32_t)> cyclic = [&](uint32_t p) {
+    if (state[p] == 1) return true;
+    if (state[p] == 2) return false;
+    state[p] = 1;
+    for (uint32_t q : names.forks[p]) {
+      if (cyclic(q)) return true;
+    }
+    state[p] = 2;
+    return false;
+  };
+  for (const auto& [name, id] : names.programs) {
+    std::fill(state.begin(), state.end(), 0);
+    if (cyclic(id)) {
+      for (const auto& ref : names.program_refs) {
+        if (ref.program == id) {
+          ctx.error(ref.where, ref.key, fmt::format("program \"{}\" starts itself (fork cycle)", name));
+          break;
+        }
+      }
+    }
+  }
+}
+
+LoadResult parse_table(toml::table root, const std::string& file,
+                       const std::vector<std::string>& overrides, std::optional<uint64_t> seed) {
+  LoadResult out;
+  Ctx ctx{file, &out.diagnostics, {}};
+  for (const auto& o : overrides) apply_override(root, o, ctx);
+  Scenario sc;
+  sc.path = file;
+  sc.overrides = overrides;
+  sc.costs = cost::default_costs();
+  apply_kernel_version(sc.kernel.version, sc.kernel);
+  TableReader top(root, "", ctx);
+
+  if (const toml::table* t = top.table("scenario")) {
+    TableReader r(*t, "scenario", ctx);
+    sc.name = r.string("name").value_or("");
+    sc.description = r.string("description").value_or("");
+    if (auto s = r.integer("seed", 0, INT64_MAX)) sc.seed = static_cast<uint64_t>(*s);
+    if (auto d = r.duration("time_limit")) {
+      if (*d <= 0) r.error(t->get("time_limit"), "time_limit", "must be positive");
+      sc.time_limit = Tick(*d);
+    }
+    r.finish();
+  }
+  if (seed) sc.seed = *seed;
+  if (sc.name.empty()) {
+    const auto slash = file.rfind('/');
+    std::string base = slash == std::string::npos ? file : file.substr(slash + 1);
+    if (base.size() > 5 && base.ends_with(".toml")) base.resize(base.size() - 5);
+    sc.name = base;
+  }
+  if (const toml::table* t = top.table("machine")) {
+    TableReader r(*t, "machine", ctx);
+    read_machine(r, sc);
+  } else {
+    if (!root.get("machine")) top.missing("machine");
+  }
+  if (const toml::table* t = top.table("kernel")) {
+    TableReader r(*t, "kernel", ctx);
+    read_kernel(r, sc);
+  }
+  if (const toml::table* t = top.table("costs")) {
+    TableReader r(*t, "costs", ctx);
+    read_costs(r, sc, ctx);
+  }
+
+  Names names;
+  if (const toml::node* n = top.get("files")) {
+    const toml::array* a = n->as_array();
+    if (!a || !a->is_array_of_tables()) {
+      top.error(n, "files", "expected [[files]] tables");
+    } else {
+      for (size_t i = 0; i < a->size(); ++i) {
+        TableReader r(*a->get(i)->as_table(), fmt::format("files[{}]", i), ctx);
+        workload::FileSpec f;
+        if (auto name = r.string("name")) {
+          f.name = *name;
+          if (!names.files.emplace(f.name, static_cast<uint32_t>(sc.workload.files.size())).second)
+            r.error(a->get(i)->as_table()->get("name"), "name", fmt::format("a file \"{}\" exists already", f.name));
+        } else if (!a->get(i)->as_table()->get("name")) {
+          r.missing("name");
+        }
+        if (auto sz = r.size("size")) {
+          if (*sz == 0) r.error(a->get(i)->as_table()->get("size"), "size", "must be positive");
+          f.pages = (*sz + kPageSize - 1) / kPageSize;
+        } else if (!a->get(i)->as_table()->get("size")) {
+          r.missing("size");
+        }
+        f.cached = r.boolean("cached").value_or(false);
+        const int64_t max_node = sc.host_machine ? 1023 : int64_t{sc.machine.sockets} * sc.machine.nodes_per_socket - 1;
+        f.cached_node = static_cast<uint16_t>(r.integer("node", 0, std::max<int64_t>(0, max_node)).value_or(0));
+        r.finish();
+        sc.workload.files.push_back(f);
+      }
+    }
+  }
+
+  const toml::table* programs = top.table("programs");
+  if (!programs) {
+    if (!root.get("programs")) top.missing("programs");
+  } else {
+    // Names first, so that ops can refer to programs defined later.
+    for (auto&& [k, v] : *programs) {
+      names.programs.emplace(std::string(k.str()), static_cast<uint32_t>(names.programs.size()));
+      sc.workload.programs.push_back(workload::Program{std::string(k.str()), {}});
+    }
+    for (auto&& [k, v] : *programs) {
+      const std::string pname(k.str());
+      const uint32_t pid = names.programs[pname];
+      const toml::array* a = v.as_array();
+      if (!a || !a->is_array_of_tables() || a->empty()) {
+        ctx.error(v.source(), "programs." + pname, "expected [[programs." + pname + "]] op tables");
+        continue;
+      }
+      for (size_t i = 0; i < a->size(); ++i) {
+        const std::string prefix = fmt::format("programs.{}[{}]", pname, i);
+        if (auto op = read_op(*a->get(i)->as_table(), prefix, pid, names, sc, ctx, 0))
+          sc.workload.programs[pid].ops.push_back(std::move(*op));
+      }
+    }
+  }
+  if (const toml::table* t = top.table("run")) {
+    TableReader r(*t, "run", ctx);
+    if (auto p = r.string("program")) {
+      auto it = names.programs.find(*p);
+      if (it == names.programs.end()) {
+        r.error(t->get("program"), "program", fmt::format("no program is named \"{}\"", *p));
+      } else {
+        sc.workload.init_program = it->second;
+        sc.workload.init_comm = *p;
+      }
+    } else if (!t->get("program")) {
+      r.missing("program");
+    }
+    r.finish();
+  } else if (!root.get("run")) {
+    top.missing("run");
+  }
+  top.finish();
+  check_programs(names, sc, ctx);
+
+  sc.workload.regions.resize(names.regions.size());
+  for (const auto& [n, id] : names.regions) sc.workload.regions[id].name = n;
+  sc.workload.counters.resize(names.counters.size());
+  for (const auto& [n, id] : names.counters) sc.workload.counters[id] = n;
+
+  std::stable_sort(out.diagnostics.begin(), out.diagnostics.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     if (a.file != b.file) return a.file > b.file;  // --set lines last
+                     if (a.line != b.line) return a.line < b.line;
+                     return a.col < b.col;
+                   });
+  if (out.diagnostics.empty()) out.scenario = std::move(sc);
+  return out;
+}
+
+}  // namespace
+
+LoadResult parse_scenario(const std::string& text, const std::string& name,
+                          const std::vector<std::string>& overrides, std::optional<uint64_t> seed) {
+  try {
+    return parse_table(toml::parse(text, name), name, overrides, seed);
+  } catch (const toml::parse_error& e) {
+    LoadResult out;
+    Ctx ctx{name, &out.diagnostics, {}};
+    ctx.error(e.source(), "toml", std::string(e.description()));
+    return out;
+  }
+}
+
+LoadResult load_scenario(const std::string& path, const std::vector<std::string>& overrides,
+                         std::optional<uint64_t> seed) {
+  std::ifstream in(path);
+  if (!in) {
+    LoadResult out;
+    out.diagnostics.push_back(Diagnostic{path, 1, 1, "scenario", "cannot open the file"});
+    return out;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_scenario(ss.str(), path, overrides, seed);
+}
+
+mm::MmConfig Scenario::mm_config() const {
+  mm::MmConfig c;
+  c.fault_around_pages = kernel.fault_around_kb / 4;
+  c.read_ahead_pages = kernel.read_ahead_kb / 4;
+  return c;
+}
+
+bool apply_kernel_version(const std::string& version, KernelConfig& k) {
+  int major = 0, minor = 0;
+  char dot = 0;
+  std::istringstream in(version);
+  if (!(in >> major >> dot >> minor) || dot != '.' || !in.eof()) return false;
+  if (major < 2 || major > 6 || minor < 0 || minor > 99 || (major == 2 && minor != 6)) return false;
+  if (major == 6 && minor > 19) return false;
+  k.version = version;
+  const auto at_least = [&](int ma, int mi) { return major > ma || (major == ma && minor >= mi); };
+  // Fault-around (do_fault_around, fault_around_bytes = 64 KiB) arrived in 3.15.
+  k.fault_around_kb = at_least(3, 15) ? 64 : 0;
+  return true;
+}
+
+std::optional<topo::Topology> build_topology(const Scenario& s, std::string* error) {
+  if (s.host_machine) return topo::load_host("/sys", error);
+  return topo::Topology(s.machine);
+}
+
+bool parse_size(const std::string& text, uint64_t& bytes) {
+  size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == 0 || i > 18) return false;
+  const uint64_t n = std::stoull(text.substr(0, i));
+  std::string unit = text.substr(i);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+  static const std::map<std::string, uint64_t> kUnits = {
+      {"", 1},           {"B", 1},
+      {"K", 1ull << 10}, {"KiB", 1ull << 10}, {"KB", 1000},
+      {"M", 1ull << 20}, {"MiB", 1ull << 20}, {"MB", 1000000},
+      {"G", 1ull << 30}, {"GiB", 1ull << 30}, {"GB", 1000000000},
+      {"T", 1ull << 40}, {"TiB", 1ull << 40}, {"TB", 1000000000000}};
+  auto it = kUnits.find(unit);
+  if (it == kUnits.end()) return false;
+  if (n > UINT64_MAX / it->second) return false;
+  bytes = n * it->second;
+  return true;
+}
+
+bool parse_duration(const std::string& text, int64_t& ns) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0) return false;
+  double v;
+  try {
+    v = std::stod(text.substr(0, i));
+  } catch (...) {
+    return false;
+  }
+  static const std::map<std::string, double> kUnits = {
+      {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"min", 60e9}};
+  auto it = kUnits.find(text.substr(i));
+  if (it == kUnits.end() || v < 0 || v * it->second > 9e18) return false;
+  ns = static_cast<int64_t>(std::llround(v * it->second));
+  return true;
+}
+
+}  // namespace mmsim::scenario

@@ -1,0 +1,240 @@
+// The mmsim command, run in-process: exit codes, diagnostics on stderr, the
+// JSON report and its determinism, topology and costs listings.
+#include "cli/cli.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cost/cost_profile.h"
+#include "support/run.h"
+
+namespace mmsim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> n{0};
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() /
+            ("mmsim-cli-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + "-" +
+             (info ? info->name() : "x"));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(file(name), std::ios::binary) << text;
+    return file(name);
+  }
+
+ private:
+  fs::path path_;
+};
+
+struct Cli {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Cli mmsim(std::vector<std::string> args) {
+  args.insert(args.begin(), "mmsim");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  Cli r;
+  r.code = run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A run of a few milliseconds on the small machine, with one named counter.
+std::string small_scenario() {
+  return std::string(mmsim::testing::kSmallMachine) + R"(
+[run]
+program = "main"
+
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64KiB"
+
+[[programs.main]]
+op = "loop"
+duration = "1ms"
+body = [ { op = "sweep", region = "a", mode = "write" }, { op = "count", counter = "passes" } ]
+)";
+}
+
+TEST(Cli, VersionPrintsTheNameAndSucceeds) {
+  const Cli r = mmsim({"--version"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("mmsim ")) << r.out;
+}
+
+TEST(Cli, RunOfAMissingFileExitsTwoWithAPositionedError) {
+  TempDir dir;
+  const std::string path = dir.file("nosuch.toml");
+  const Cli r = mmsim({"run", path});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(path + ":1:1: error:"), std::string::npos) << r.err;
+}
+
+TEST(Cli, RunOfAScenarioWithErrorsPrintsEveryDiagnosticAndWritesNoJson) {
+  TempDir dir;
+  std::string text = "colour = \"red\"\n" + small_scenario();
+  text += "[[programs.main]]\nop = \"touch\"\nregion = \"ghost\"\n";
+  const std::string path = dir.write("bad.toml", text);
+  const std::string json = dir.file("out.json");
+  const Cli r = mmsim({"run", path, "--json", json});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(path + ":1:1: error: colour: unknown key"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(": error: programs.main[2].region: no map op creates region \"ghost\""),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(json));
+}
+
+TEST(Cli, RunJsonHasExactlyTheDocumentedTopLevelKeys) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const std::string json = dir.file("out.json");
+  const Cli r = mmsim({"run", path, "--json", json});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  std::set<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.insert(k);
+  EXPECT_EQ(keys, (std::set<std::string>{"scenario", "seed", "machine", "kernel", "metrics", "vmstat",
+                                         "tasks", "sim"}));
+}
+
+TEST(Cli, RunJsonMetricsHoldTimesAndNamedCounters) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const std::string json = dir.file("out.json");
+  const Cli r = mmsim({"run", path, "--json", json});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto m = nlohmann::json::parse(slurp(json)).at("metrics");
+  for (const char* k : {"elapsed_s", "user_s", "sys_s", "iowait_s", "passes"})
+    EXPECT_TRUE(m.contains(k)) << k << " missing from " << m.dump();
+  EXPECT_GT(m.at("passes").get<uint64_t>(), 0u);
+  EXPECT_GT(m.at("elapsed_s").get<double>(), 0.0);
+}
+
+TEST(Cli, TwoRunsWithoutTimingAndTheSameSeedAreByteIdentical) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const Cli a = mmsim({"run", path, "--no-timing", "--seed", "3", "--json", dir.file("a.json")});
+  const Cli b = mmsim({"run", path, "--no-timing", "--seed", "3", "--json", dir.file("b.json")});
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  const std::string ja = slurp(dir.file("a.json"));
+  EXPECT_FALSE(ja.empty());
+  EXPECT_EQ(ja, slurp(dir.file("b.json")));
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(Cli, SeedOptionAppearsInTheJson) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const std::string json = dir.file("out.json");
+  const Cli r = mmsim({"run", path, "--seed", "7", "--json", json});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(slurp(json).find("\"seed\": 7"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(slurp(json)).at("seed"), 7);
+}
+
+TEST(Cli, SetOptionIsAppliedAndRecordedInTheJson) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const std::string json = dir.file("out.json");
+  const Cli r = mmsim({"run", path, "--set", "kernel.version=3.3", "--json", json});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j.at("kernel").at("fault_around_kb"), 0);
+  EXPECT_EQ(j.at("scenario").at("overrides"), nlohmann::json::array({"kernel.version=3.3"}));
+}
+
+TEST(Cli, TopologyOfTheEightSocketXeonListsEightNodesAnd288Cpus) {
+  const Cli r = mmsim({"topology", "--machine", "xeon-8s-144c"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("available: 8 nodes (0-7)\n"), std::string::npos) << r.out;
+  const std::regex cpus_line(R"(^node (\d+) cpus:(( \d+)*)$)");
+  size_t cpus = 0, lines = 0;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, cpus_line)) continue;
+    ++lines;
+    std::istringstream ids(m[2].str());
+    for (int id; ids >> id;) ++cpus;
+  }
+  EXPECT_EQ(lines, 8u);
+  EXPECT_EQ(cpus, 288u);
+}
+
+TEST(Cli, TopologyOfAnUnknownMachineExitsTwo) {
+  const Cli r = mmsim({"topology", "--machine", "nosuch"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("nosuch"), std::string::npos) << r.err;
+}
+
+TEST(Cli, UnknownOptionExitsTwo) {
+  const Cli r = mmsim({"run", "--bogus"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("mmsim: error:"), std::string::npos) << r.err;
+}
+
+TEST(Cli, NoSubcommandExitsTwo) {
+  const Cli r = mmsim({});
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST(Cli, CostsListsEveryParameterWithItsSource) {
+  const Cli r = mmsim({"costs"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_FALSE(cost::cost_params().empty());
+  for (const auto& p : cost::cost_params()) {
+    EXPECT_FALSE(p.source.empty()) << p.name << " has no source";
+    const auto it = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
+      return l.starts_with(std::string(p.name) + " ");
+    });
+    ASSERT_NE(it, lines.end()) << p.name << " not listed in:\n" << r.out;
+    EXPECT_NE(it->find(std::string(p.source)), std::string::npos) << *it;
+  }
+}
+
+}  // namespace
+}  // namespace mmsim::cli
