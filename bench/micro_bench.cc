@@ -1,0 +1,70 @@
+// Hot paths: the event queue, the page-table scan for the next blocked page,
+// and the file fault / zap cycle of seed B.
+#include <benchmark/benchmark.h>
+
+#include "cost/cost_profile.h"
+#include "mm/memory_manager.h"
+#include "sim/event_queue.h"
+#include "topo/topology.h"
+
+namespace mmsim {
+namespace {
+
+struct Nop : sim::EventHandler {
+  void on_event(sim::EventQueue&, const sim::Event&) override {}
+};
+
+void BM_EventQueueScheduleRun(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Nop nop;
+  for (auto _ : state) {
+    sim::EventQueue q;
+    for (int64_t i = 0; i < n; ++i) q.schedule(Tick((i * 7919) % n), &nop, 0);
+    q.run();
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_EventQueueScheduleRun)->Arg(288)->Arg(100000);
+
+void BM_NextBlockedOverPresentRange(benchmark::State& state) {
+  mm::PageTable pt;
+  const uint64_t pages = static_cast<uint64_t>(state.range(0));
+  for (uint64_t v = 0; v < pages; ++v) {
+    mm::Pte pte;
+    pte.flags = mm::Pte::kPresent;
+    pt.table_alloc(Vpn(v)).set(v & 511, pte);
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(pt.next_blocked(Vpn(0), Vpn(pages), false));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(pages));
+}
+BENCHMARK(BM_NextBlockedOverPresentRange)->Arg(1024)->Arg(262144);
+
+// One file fault per page, then MADV_DONTNEED over the range (seed B's loop).
+void BM_FileFaultAndZap(benchmark::State& state) {
+  topo::MachineSpec spec = *topo::preset("2s-16c");
+  const topo::Topology topo(spec);
+  const cost::CostProfile costs = cost::default_costs();
+  mm::MmConfig cfg;
+  cfg.fault_around_pages = 0;
+  mm::MemoryManager mgr(topo, costs, cfg);
+  const uint64_t pages = 65536;
+  mm::AddressSpace& file = mgr.create_file("data", pages, false);
+  mgr.preload_file(file, NodeId(0));
+  auto mm = mgr.mm_alloc();
+  mm::MmapArgs a;
+  a.pages = pages;
+  a.vm_flags = mm::Vma::kRead | mm::Vma::kShared;
+  a.file = &file;
+  const Vpn start = mgr.mmap(*mm, a, CpuId(0)).addr;
+  mm::FaultCtx ctx{CpuId(0), NodeId(0), nullptr, nullptr};
+  for (auto _ : state) {
+    for (uint64_t i = 0; i < pages; ++i) mgr.handle_mm_fault(*mm, Vpn(start.v + i), false, ctx);
+    mgr.madvise_dontneed(*mm, start, pages, CpuId(0));
+  }
+  mgr.munmap(*mm, start, pages, CpuId(0));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(pages));
+}
+BENCHMARK(BM_FileFaultAndZap)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace mmsim
