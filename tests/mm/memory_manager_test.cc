@@ -61,6 +61,28 @@ TEST(AnonFault, AllocationFallsBackToTheNearestNodeWhenTheLocalOneIsFull) {
   w.teardown(*mm);
 }
 
+TEST(AnonFault, FallbackPrefersTheNearerOfTwoRemoteNodes) {
+  // 4 nodes where node 2 is nearer to node 0 than node 1 is.
+  topo::MachineSpec spec = testing::small_machine(4);
+  spec.sockets = 4;
+  spec.cores_per_socket = 1;
+  spec.distance = {{10, 30, 20, 30}, {30, 10, 30, 20}, {20, 30, 10, 30}, {30, 20, 30, 10}};
+  const topo::Topology topo(spec);
+  const cost::CostProfile costs = cost::default_costs();
+  MemoryManager mgr(topo, costs, {});
+  auto mm = mgr.mm_alloc();
+  MmapArgs args;
+  args.pages = 8;
+  args.vm_flags = kRW;
+  const Vpn a = mgr.mmap(*mm, args, CpuId(0)).addr;
+  FaultCtx ctx{CpuId(0), NodeId(0), nullptr, nullptr};
+  for (uint64_t i = 0; i < 8; ++i) mgr.handle_mm_fault(*mm, Vpn(a.v + i), true, ctx);
+  EXPECT_EQ(mgr.folios().folio(Pfn(mm->pgtable().get(Vpn(a.v + 3)).pfn)).node, NodeId(0));
+  EXPECT_EQ(mgr.folios().folio(Pfn(mm->pgtable().get(Vpn(a.v + 4)).pfn)).node, NodeId(2));
+  EXPECT_EQ(mgr.folios().folio(Pfn(mm->pgtable().get(Vpn(a.v + 7)).pfn)).node, NodeId(2));
+  mgr.exit_mmap(*mm, CpuId(0));
+}
+
 TEST(AnonFault, FaultFailsWithOomWhenEveryNodeIsFull) {
   MmWorld w({}, 2);
   auto mm = w.mgr.mm_alloc();
