@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "report/compare.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
 #include "topo/topology.h"
@@ -70,9 +71,7 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
     err << fmt::format("{}:1:1: error: machine.preset: cannot read the host: {}\n", sc.path, terr);
     return 2;
   }
-  workload::WorldConfig wc;
-  wc.seed = sc.seed;
-  wc.time_limit = sc.time_limit;
+  workload::WorldConfig wc = scenario::world_config(sc, *topo);
   wc.check_invariants = a.check;
   const auto t0 = std::chrono::steady_clock::now();
   workload::RunResult result;
@@ -90,6 +89,17 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
     err << "mmsim: error: the invariant checker found violations (see above)\n";
     return 1;
   }
+  return 0;
+}
+
+// Runs every combination of the varied settings and sets them side by side.
+int cmd_compare(const report::CompareOptions& options, const std::string& json, std::ostream& out,
+                std::ostream& err) {
+  const report::CompareReport r = report::compare(options);
+  out << r.out;
+  err << r.err;
+  if (r.exit_code != 0) return r.exit_code;
+  if (!json.empty() && !write_atomically(json, r.json.dump(2) + "\n", err)) return 1;
   return 0;
 }
 
@@ -142,6 +152,23 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_flag("--tasks", ra.tasks, "List every task, not a summary by program");
   run->add_flag("--no-timing", ra.no_timing, "Leave host timings out, for byte-identical output");
 
+  report::CompareOptions co;
+  std::string compare_json;
+  auto* compare = app.add_subcommand(
+      "compare", "Run every combination of varied settings, repeatedly, and compare them");
+  compare->add_option("scenario", co.scenario, "Scenario TOML file")->required();
+  compare->add_option("--vary", co.vary, "KEY=V1,V2,...: a setting to vary (repeatable; the first varies slowest)")
+      ->allow_extra_args(false);
+  compare->add_option("--repeat", co.repeat, "Runs per combination, seeds S, S+1, ...")
+      ->capture_default_str();
+  compare->add_option("--seed", co.seed, "First seed (default: scenario.seed)");
+  compare->add_option("--set", co.sets, "Override a scenario key in every run: key.path=value (repeatable)")
+      ->allow_extra_args(false);
+  compare->add_option("--json", compare_json, "Write every run and the comparison as JSON to this file");
+  compare->add_option("--metric", co.metric,
+                      "The throughput counter (default: the scenario's first counter, else elapsed_s)");
+  compare->add_option("--jobs", co.jobs, "Simulations run at once")->capture_default_str();
+
   std::string machine = "2s-16c";
   auto* topology = app.add_subcommand("topology", "Print a machine as numactl --hardware does");
   topology->add_option("--machine", machine, "Preset name or host")->capture_default_str();
@@ -160,6 +187,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   }
   try {
     if (*run) return cmd_run(ra, out, err);
+    if (*compare) return cmd_compare(co, compare_json, out, err);
     if (*topology) return cmd_topology(machine, out, err);
     if (*costs) return cmd_costs(out);
   } catch (const std::exception& e) {

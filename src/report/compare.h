@@ -1,0 +1,93 @@
+// A/B comparison of scenario settings: every combination of the varied
+// settings runs N times with consecutive seeds, on a few threads, and the
+// results are set side by side with a confidence interval on the throughput
+// change, as one would compare two kernels with repeated benchmark runs.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scenario/scenario.h"
+#include "topo/topology.h"
+#include "workload/world.h"
+
+namespace mmsim::report {
+
+// One scenario ready to run: loaded, validated and its machine built.
+struct PreparedRun {
+  scenario::Scenario scenario;
+  topo::Topology topology;
+};
+
+struct PrepareResult {
+  std::optional<PreparedRun> run;                // set iff diagnostics is empty
+  std::vector<scenario::Diagnostic> diagnostics;
+};
+
+// Loads `path` with `overrides` ("key.path=value") and `seed` (replaces
+// scenario.seed when set), and builds its machine. A machine that cannot be
+// built (the host's /sys unreadable) is reported as a diagnostic.
+PrepareResult prepare_run(const std::string& path, const std::vector<std::string>& overrides,
+                          std::optional<uint64_t> seed);
+
+// Runs one World over a prepared scenario. Thread-safe: worlds share nothing,
+// so several may run at once on different threads.
+workload::RunResult run_prepared(const PreparedRun& run, bool check_invariants = false);
+
+// One `--vary KEY=V1,V2,...` argument.
+struct Vary {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+// Splits "KEY=V1,V2" at the first '=' and the values at commas. nullopt, with
+// `error` set, when there is no '=', no key, or an empty value.
+std::optional<Vary> parse_vary(const std::string& arg, std::string* error);
+
+struct CompareOptions {
+  std::string scenario;              // the TOML file
+  std::vector<std::string> vary;     // "KEY=V1,V2,..." each; the first varies slowest
+  std::vector<std::string> sets;     // "key.path=value", applied before the varied keys
+  uint32_t repeat = 1;               // runs per combination; REQUIRES: >= 1
+  std::optional<uint64_t> seed;      // the first run's seed; default scenario.seed
+  std::string metric;                // a named counter; empty: the first one, else elapsed_s
+  uint32_t jobs = 2;                 // worlds run at once; REQUIRES: >= 1
+};
+
+struct CompareReport {
+  int exit_code = 0;          // 0 ok, 2 bad input (nothing ran)
+  std::string out;            // the table
+  std::string err;            // diagnostics and warnings, one per line
+  nlohmann::ordered_json json;  // set when exit_code is 0
+};
+
+// Validates every combination first (nothing runs if any fails), then runs
+// them all on `jobs` threads. The results do not depend on `jobs`. An
+// exception from a run (a bug) propagates to the caller.
+CompareReport compare(const CompareOptions& options);
+
+// The statistics behind "change vs first", exposed for tests.
+struct Sample {
+  double mean = 0;
+  double var = 0;  // unbiased sample variance; 0 with one value
+  size_t n = 0;
+};
+Sample sample_of(const std::vector<double>& values);
+
+// The change of x's mean relative to base's mean, in %, and Welch's 95%
+// interval on the difference of the means, in % of base's mean.
+struct Change {
+  std::optional<double> pct;                    // none: base's mean is 0
+  std::optional<std::pair<double, double>> ci;  // none: either has fewer than 2 values
+};
+Change change_vs(const Sample& base, const Sample& x);
+
+// The two-sided 95% quantile of Student's t with `df` degrees of freedom
+// (rounded down; df >= 1). Exposed for tests.
+double t_quantile_975(double df);
+
+}  // namespace mmsim::report
