@@ -282,15 +282,19 @@ FaultResult MemoryManager::handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx
     return r;
   }
   if (pte.protnone()) {
-    // A NUMA hinting fault; balancing arrives with issue [2]. Restore access.
-    Pte restored = pte;
-    restored.flags = static_cast<uint8_t>(restored.flags & ~Pte::kProtNone);
-    mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), restored);
-    cost.sys_ns += costs_.pte_protect_ns;
+    // A NUMA hinting fault: do_numa_page is the caller's (numa::Balancer).
+    r.status = FaultStatus::kNumaHint;
+    r.pfn = Pfn(pte.pfn);
     account_fault(ctx, false);
     return r;
   }
-  check(!pte.migration(), "migration entries arrive with issue [2]");
+  if (pte.migration()) {
+    // migration_entry_wait: the caller sleeps until the migration ends.
+    r.status = FaultStatus::kMigrationWait;
+    r.pfn = Pfn(pte.pfn);
+    account_fault(ctx, false);
+    return r;
+  }
 
   if (vma->is_anonymous()) {
     if (!write) {
@@ -641,6 +645,99 @@ OpCost MemoryManager::exit_mmap(Mm& mm, CpuId cpu) {
   // tlb_finish_mmu of a dying mm flushes only its last CPU.
   if (zapped) cost.sys_ns += costs_.tlb_flush_local_ns;
   return cost;
+}
+
+ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn end,
+                                               const ProtNumaRules& rules, CpuId cpu) {
+  ProtNumaResult r;
+  mm.pgtable().for_each(start, end, [&](Vpn, PteTable& t, uint32_t i) {
+    Pte pte = t.get(i);
+    // The skip rules of change_pte_range under prot_numa, in 4.16 order.
+    if (!pte.present() || pte.protnone()) return;                    // (d) and non-present
+    if (pte.pfn == kZeroPfn) return;                                  // (a) no normal page
+    const Folio& f = folios_.folio(Pfn(pte.pfn));
+    if (rules.skip_shared_cow && vma.is_cow_mapping() && f.mapcount != 1) return;  // (b)
+    if (!f.test(Folio::kAnon) && f.test(Folio::kDirty)) return;      // (c) dirty file page
+    if (rules.target_node && f.node == *rules.target_node) return;   // (e) already local
+    if (pte.flags & Pte::kWrite) pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kWrite) | Pte::kSavedWrite);
+    pte.flags |= Pte::kProtNone;
+    t.set(i, pte);
+    ++r.updated;
+  });
+  if (r.updated) {
+    r.cost_ns = static_cast<double>(r.updated) * costs_.pte_protect_ns +
+                flush_tlb_range(mm, cpu, r.updated);
+    vmstat_.add(Vm::numa_pte_updates, static_cast<int64_t>(r.updated));
+    mm.revoke(start, end);
+  }
+  return r;
+}
+
+Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn, OpCost& cost) {
+  PteTable& t = mm.pgtable().table_alloc(vpn);
+  const uint32_t i = vpn.v & (kPtesPerTable - 1);
+  Pte pte = t.get(i);
+  pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kProtNone);
+  if (pte.flags & Pte::kSavedWrite)
+    pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kSavedWrite) | Pte::kWrite);
+  pte.flags |= Pte::kYoung;
+  t.set(i, pte);
+  cost.sys_ns += costs_.pte_protect_ns;
+  return pte;
+}
+
+MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
+  MigrateStep s;
+  std::vector<std::pair<Mm*, Vpn>> maps;
+  rmap_walk(folio, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
+  for (auto [mm, vpn] : maps) {
+    PteTable& t = mm->pgtable().table_alloc(vpn);
+    const uint32_t i = vpn.v & (kPtesPerTable - 1);
+    Pte pte = t.get(i);
+    const bool write = pte.flags & (Pte::kWrite | Pte::kSavedWrite);
+    pte.flags = static_cast<uint8_t>(Pte::kMigration | (write ? Pte::kSavedWrite : 0) |
+                                     (pte.flags & Pte::kDirty));
+    t.set(i, pte);
+    // One PTE cleared and one flush of that mm's TLB per mapping.
+    s.cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
+    ++s.mappings;
+    mm->revoke(vpn, Vpn(vpn.v + 1));
+  }
+  return s;
+}
+
+MemoryManager::MigrateStep MemoryManager::migrate_remap(Pfn from, Pfn to) {
+  MigrateStep s;
+  std::vector<std::pair<Mm*, Vpn>> maps;
+  rmap_walk(from, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
+  for (auto [mm, vpn] : maps) {
+    PteTable& t = mm->pgtable().table_alloc(vpn);
+    const uint32_t i = vpn.v & (kPtesPerTable - 1);
+    Pte pte = t.get(i);
+    if (!pte.migration()) continue;
+    const bool write = pte.flags & Pte::kSavedWrite;
+    Pte mapped;
+    mapped.pfn = to.v;
+    mapped.flags = static_cast<uint8_t>(Pte::kPresent | (write ? Pte::kWrite : 0) | (pte.flags & Pte::kDirty));
+    t.set(i, mapped);
+    s.cost_ns += costs_.pte_set_ns;
+    ++s.mappings;
+  }
+  return s;
+}
+
+void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
+  Folio& old = folios_.folio(from);
+  Folio& f = folios_.folio(to);
+  const NodeId node = f.node;
+  f = old;
+  f.node = node;
+  f.flags &= static_cast<uint16_t>(~Folio::kLocked);
+  if (!f.test(Folio::kAnon)) files_[f.mapping]->store(f.index, to.v);
+  old.mapcount = 0;
+  old.mlock_count = 0;
+  old.flags = Folio::kInUse;
+  folios_.free(from);
 }
 
 void MemoryManager::rmap_walk(Pfn pfn, const std::function<void(Mm&, Vma&, Vpn)>& f) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,10 +47,29 @@ struct FaultCtx {
   uint64_t* maj_flt = nullptr;
 };
 
-enum class FaultStatus { kOk, kSegv, kOom };
+enum class FaultStatus {
+  kOk,
+  kSegv,
+  kOom,
+  kNumaHint,       // a PROT_NONE hinting PTE: the caller runs do_numa_page
+  kMigrationWait,  // a migration entry: the caller waits for the folio's migration
+};
 struct FaultResult {
   FaultStatus status = FaultStatus::kOk;
   OpCost cost;
+  Pfn pfn{};  // kNumaHint, kMigrationWait: the folio
+};
+
+// What change_prot_numa did to a range.
+struct ProtNumaResult {
+  uint64_t updated = 0;  // PTEs made PROT_NONE (numa_pte_updates)
+  double cost_ns = 0;
+};
+
+// Which PTEs change_prot_numa leaves alone (mm/mprotect.c, prot_numa_skip).
+struct ProtNumaRules {
+  bool skip_shared_cow = true;  // 4.16+: COW mapping and mapcount != 1
+  std::optional<NodeId> target_node;  // skip pages already there (P2, P3e)
 };
 
 enum class MmError { kOk, kInval, kNoMem, kOom };
@@ -94,6 +114,27 @@ class MemoryManager {
   OpCost dup_mmap(Mm& parent, Mm& child, CpuId cpu);
   // exit_mmap: unmaps everything.
   OpCost exit_mmap(Mm& mm, CpuId cpu);
+
+  // change_prot_numa: makes the present PTEs of [start, end) in the VMA
+  // PROT_NONE hinting PTEs, except those the rules skip, then flushes the TLB.
+  ProtNumaResult change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn end, const ProtNumaRules& rules,
+                                  CpuId cpu);
+  // First half of do_numa_page: restores the PTE's access (and its saved
+  // write bit) and returns the restored PTE.
+  Pte restore_numa_pte(Mm& mm, Vpn vpn, OpCost& cost);
+  // Migration (mm/migrate.c). migrate_unmap replaces every PTE mapping the
+  // folio with a migration entry (try_to_migrate via the rmap), flushing each
+  // mm's TLB; it returns the mappings it replaced. migrate_remap points those
+  // entries at `to` (the new folio, or the old one when migration failed).
+  struct MigrateStep {
+    uint64_t mappings = 0;
+    double cost_ns = 0;
+  };
+  MigrateStep migrate_unmap(Pfn folio, CpuId cpu);
+  MigrateStep migrate_remap(Pfn from, Pfn to);
+  // Moves the folio's identity (page cache slot or anon rmap, flags,
+  // last_cpupid) to `to`, after its contents were copied; frees `from`.
+  void migrate_folio_finish(Pfn from, Pfn to);
 
   // Calls f(Mm&, Vma&, Vpn) for every PTE mapping the folio, found through the
   // rmap (anon_vma chain or the file's i_mmap), as rmap_walk() does.

@@ -107,6 +107,10 @@ class Mm {
   uint64_t rss_shmem = 0;  // MM_SHMEMPAGES
   PteObserver* observer = nullptr;
   int runahead_tasks = 0;  // tasks of this mm that ran ahead (see PteObserver)
+  // Automatic NUMA balancing state of the mm (mm->numa_*).
+  Tick numa_next_scan;     // no scan pass starts before this
+  uint64_t numa_scan_offset = 0;  // vpn where the next pass resumes
+  int numa_scan_seq = 0;   // completed passes over the address space
   void revoke(Vpn start, Vpn end) {
     if (runahead_tasks && observer) observer->on_pte_revoked(*this, start, end);
   }

@@ -36,6 +36,13 @@ enum class Vm : uint8_t {
   nr_tlb_remote_flush_received,
   unevictable_pgs_mlocked,
   unevictable_pgs_munlocked,
+  numa_pte_updates,
+  numa_huge_pte_updates,
+  numa_hint_faults,
+  numa_hint_faults_local,
+  numa_pages_migrated,
+  pgmigrate_success,
+  pgmigrate_fail,
   kCount
 };
 
@@ -65,6 +72,13 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(Vm::kCount)> k
     "nr_tlb_remote_flush_received",
     "unevictable_pgs_mlocked",
     "unevictable_pgs_munlocked",
+    "numa_pte_updates",
+    "numa_huge_pte_updates",
+    "numa_hint_faults",
+    "numa_hint_faults_local",
+    "numa_pages_migrated",
+    "pgmigrate_success",
+    "pgmigrate_fail",
 };
 
 class VmStat {

@@ -553,6 +553,42 @@ void read_kernel(TableReader& r, Scenario& sc) {
     if (*v % 4) r.error(r.raw().get("read_ahead_kb"), "read_ahead_kb", "must be a multiple of 4");
     sc.kernel.read_ahead_kb = static_cast<uint32_t>(*v);
   }
+  // The sysctls of automatic NUMA balancing, by their names.
+  numa::NumaConfig& n = sc.kernel.numa;
+  if (auto v = r.integer("numa_balancing", 0, 1)) {
+    sc.kernel.numa_balancing = static_cast<int>(*v);
+    if (*v && !sc.kernel.has_numa_balancing)
+      r.error(r.raw().get("numa_balancing"), "numa_balancing",
+              fmt::format("automatic NUMA balancing arrived in 3.8; kernel {} has none", sc.kernel.version));
+  }
+  auto ms = [&](const char* key, uint32_t& field) {
+    if (auto v = r.integer(key, 1, 3600000)) field = static_cast<uint32_t>(*v);
+  };
+  ms("numa_balancing_scan_delay_ms", n.scan_delay_ms);
+  ms("numa_balancing_scan_period_min_ms", n.scan_period_min_ms);
+  ms("numa_balancing_scan_period_max_ms", n.scan_period_max_ms);
+  if (auto v = r.integer("numa_balancing_scan_size_mb", 1, 1 << 20)) n.scan_size_mb = static_cast<uint32_t>(*v);
+  if (n.scan_period_min_ms > n.scan_period_max_ms)
+    r.error(r.raw().get("numa_balancing_scan_period_min_ms"), "numa_balancing_scan_period_min_ms",
+            "must not exceed numa_balancing_scan_period_max_ms");
+  r.finish();
+}
+
+// [numa]: the version rules of NUMA balancing, each a switch.
+void read_numa(TableReader& r, Scenario& sc) {
+  numa::NumaConfig& n = sc.kernel.numa;
+  auto sw = [&](const char* key, bool& field) {
+    if (auto v = r.boolean(key)) field = *v;
+  };
+  sw("skip_shared_cow", n.skip_shared_cow);
+  sw("migrate_rate_limit", n.migrate_rate_limit);
+  sw("scan_start_is_min", n.scan_start_is_min);
+  sw("placement_every_fault", n.placement_every_fault);
+  sw("waiter_pins_page", n.waiter_pins_page);
+  if (auto v = r.choice("scan_period_update", {"3.13", "4.14"})) n.period_update_v414 = (*v == "4.14");
+  if (auto v = r.integer("migrate_passes", 1, 100)) n.migrate_passes = static_cast<uint32_t>(*v);
+  if (auto v = r.integer("ratelimit_pages", 1, INT64_MAX)) n.ratelimit_pages = static_cast<uint64_t>(*v);
+  if (auto v = r.integer("tick_hz", 100, 1000)) n.tick_ns = static_cast<uint32_t>(1000000000 / *v);
   r.finish();
 }
 
@@ -737,6 +773,10 @@ LoadResult parse_table(toml::table root, const std::string& file,
     TableReader r(*t, "kernel", ctx);
     read_kernel(r, sc);
   }
+  if (const toml::table* t = top.table("numa")) {
+    TableReader r(*t, "numa", ctx);
+    read_numa(r, sc);
+  }
   if (const toml::table* t = top.table("costs")) {
     TableReader r(*t, "costs", ctx);
     read_costs(r, sc, ctx);
@@ -875,9 +915,33 @@ bool apply_kernel_version(const std::string& version, KernelConfig& k) {
   if (major == 6 && minor > 19) return false;
   k.version = version;
   const auto at_least = [&](int ma, int mi) { return major > ma || (major == ma && minor >= mi); };
+  const auto at_most = [&](int ma, int mi) { return major < ma || (major == ma && minor <= mi); };
   // Fault-around (do_fault_around, fault_around_bytes = 64 KiB) arrived in 3.15.
   k.fault_around_kb = at_least(3, 15) ? 64 : 0;
+  // Automatic NUMA balancing and its rules (spec part A).
+  k.has_numa_balancing = at_least(3, 8);
+  k.numa.skip_shared_cow = at_least(4, 16);               // 859d4adc3415
+  k.numa.migrate_rate_limit = at_least(3, 8) && at_most(4, 18);  // removed by efaffc5e40ae
+  k.numa.scan_start_is_min = at_least(4, 14);
+  k.numa.period_update_v414 = at_least(4, 14);
+  k.numa.placement_every_fault = at_most(4, 18);
+  k.numa.waiter_pins_page = at_most(4, 20);               // put_and_wait_on_page_locked in 5.0
   return true;
+}
+
+workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo) {
+  workload::WorldConfig wc;
+  wc.seed = s.seed;
+  wc.time_limit = s.time_limit;
+  wc.numa = s.numa_config(topo.nr_nodes());
+  return wc;
+}
+
+numa::NumaConfig Scenario::numa_config(size_t nodes) const {
+  numa::NumaConfig c = kernel.numa;
+  c.enabled = kernel.has_numa_balancing &&
+              (kernel.numa_balancing == 1 || (kernel.numa_balancing == -1 && nodes > 1));
+  return c;
 }
 
 std::optional<topo::Topology> build_topology(const Scenario& s, std::string* error) {

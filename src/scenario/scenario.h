@@ -11,8 +11,10 @@
 
 #include "cost/cost_profile.h"
 #include "mm/memory_manager.h"
+#include "numa/balancer.h"
 #include "topo/topology.h"
 #include "workload/program.h"
+#include "workload/world.h"
 
 namespace mmsim::scenario {
 
@@ -30,6 +32,9 @@ struct KernelConfig {
   std::string version = "6.6";
   uint32_t fault_around_kb = 64;  // 0 before 3.15
   uint32_t read_ahead_kb = 128;
+  bool has_numa_balancing = true;  // 3.8+
+  int numa_balancing = -1;         // kernel.numa_balancing; -1: on if the machine has > 1 node
+  numa::NumaConfig numa;           // knobs and version rules ([numa], [kernel] sysctls)
 };
 
 struct Scenario {
@@ -46,6 +51,8 @@ struct Scenario {
   std::vector<std::string> overrides;  // the --set arguments, as given
 
   mm::MmConfig mm_config() const;
+  // The NUMA balancing configuration for a machine of `nodes` nodes.
+  numa::NumaConfig numa_config(size_t nodes) const;
 };
 
 struct LoadResult {
@@ -68,6 +75,9 @@ bool apply_kernel_version(const std::string& version, KernelConfig& k);
 
 // Builds the machine: a preset/spec or the host.
 std::optional<topo::Topology> build_topology(const Scenario& s, std::string* error);
+
+// The World settings of a scenario on its machine (seed, time limit, NUMA).
+workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo);
 
 // Parses "4MiB", "4MB", "4096", "1G": bytes. False on a malformed size.
 bool parse_size(const std::string& text, uint64_t& bytes);

@@ -73,6 +73,7 @@ class RunQueues {
   std::deque<uint32_t>& queue(CpuId cpu) { return queues_[cpu.v]; }
   // The task on the CPU, or 0 if idle.
   uint32_t& current(CpuId cpu) { return current_[cpu.v]; }
+  uint32_t current_const(CpuId cpu) const { return current_[cpu.v]; }
   Tick& slice_end(CpuId cpu) { return slice_end_[cpu.v]; }
 
  private:

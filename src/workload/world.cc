@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "sim/check.h"
+#include "sim/rng.h"
 
 namespace mmsim::workload {
 
@@ -26,10 +27,21 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, mm::MmC
       config_(config),
       mm_(topo, costs, mm_config),
       rq_(topo),
+      balancer_(config.numa, topo, mm_, *this),
       slices_(sched::SliceConfig::for_cpus(topo.nr_cpus())),
       llc_sets_(topo.nr_sockets()),
       llc_bytes_(topo.nr_sockets(), 0) {
   tasks_.emplace_back();  // pid 0 is the idle task
+  // Each CPU's scheduler tick has its own phase: the seed's only role.
+  sim::Rng rng(config.seed);
+  tick_phase_.reserve(topo.nr_cpus());
+  for (size_t c = 0; c < topo.nr_cpus(); ++c)
+    tick_phase_.push_back(Tick(static_cast<int64_t>(rng.below(config.numa.tick_ns))));
+}
+
+uint32_t World::mm_id(uint32_t pid) const {
+  const TaskExec& t = *tasks_[pid];
+  return t.proc ? t.proc->mm->id() : 0;
 }
 
 World::~World() {
@@ -99,6 +111,20 @@ RunResult World::run() {
     tr.start_s = t.task.start_time.seconds();
     tr.exit_s = t.task.state == sched::TaskState::kDead ? t.task.exit_time.seconds() : r.elapsed_s;
     tr.counters = t.counters;
+    if (const numa::TaskNuma* n = balancer_.find(t.task.pid)) {
+      tr.numa.numa_scan_seq = n->scan_seq;
+      tr.numa.numa_pages_migrated = n->pages_migrated;
+      tr.numa.numa_preferred_nid = n->preferred_nid;
+      tr.numa.total_numa_faults = n->total_faults;
+      tr.numa.numa_group_id = n->group ? n->group->gid : 0;
+      tr.numa.numa_scan_period_ms = n->scan_period_ms;
+      const size_t nodes = topo_.nr_nodes();
+      for (size_t node = 0; node < nodes; ++node) {
+        std::array<int64_t, 4> f{n->faults[node * 2 + 1], n->faults[node * 2], 0, 0};
+        if (n->group) f = {f[0], f[1], n->group->mem[node * 2 + 1], n->group->mem[node * 2]};
+        tr.numa.numa_faults.push_back(f);
+      }
+    }
     r.tasks.push_back(std::move(tr));
   }
   r.errors = errors_;
@@ -113,6 +139,7 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   TaskExec& t = *te;
   tasks_.push_back(std::move(te));
   t.task.pid = pid;
+  const bool new_mm = proc->tgid == 0;
   if (proc->tgid == 0) proc->tgid = pid;
   t.task.tgid = proc->tgid;
   t.ppid = parent_pid;
@@ -128,6 +155,7 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   t.clock = at;
   mm::Mm& mm = *t.proc->mm;
   ++mm.users;
+  balancer_.task_init(pid, mm, new_mm, at);
   if (tasks_by_mm_.size() <= mm.id()) tasks_by_mm_.resize(mm.id() + 1);
   tasks_by_mm_[mm.id()].push_back(pid);
   ++live_tasks_;
@@ -216,14 +244,24 @@ void World::wake(TaskExec& t, Tick at) {
 }
 
 void World::on_event(sim::EventQueue&, const sim::Event& e) {
+  if (e.kind == kMigrationCheck || e.kind == kMigrationEnd) {
+    auto it = migrations_.find(static_cast<uint32_t>(e.arg0));
+    if (it == migrations_.end()) return;
+    if (e.kind == kMigrationCheck) {
+      migration_check(it->second);
+    } else {
+      migration_end(it->second);
+    }
+    return;
+  }
   TaskExec& t = exec(static_cast<uint32_t>(e.arg0));
   if (e.kind == kWakeTask) {
     wake(t, e.time);
     return;
   }
-  if (e.arg1 != t.gen || t.task.state != sched::TaskState::kRunning) return;
+  if (e.arg1 != t.gen || t.task.state != sched::TaskState::kRunning || t.blocked_on) return;
   t.clock = std::max(t.clock, e.time);
-  if (t.seg.active) apply_segment(t, e.time);
+  if (t.seg.active && apply_segment(t, e.time)) return;  // it reached a migrating page
   run_task(t);
 }
 
@@ -233,27 +271,49 @@ void World::on_pte_revoked(mm::Mm& mm, Vpn start, Vpn end) {
   for (uint32_t pid : tasks_by_mm_[mm.id()]) {
     TaskExec& t = exec(pid);
     if (!t.seg.active || t.seg.hi <= start || t.seg.lo >= end) continue;
-    apply_segment(t, std::max(now, t.seg.t0));
-    schedule_run(t, t.clock);
+    if (unmapping_) {
+      // A folio being migrated: the task is cut only if and when it reaches
+      // the page before the migration ends (see migration_end).
+      const Tick reach = reach_time(t, start, std::max(now, t.seg.t0));
+      if (reach == Tick::max()) continue;
+      migrations_.at(unmapping_).waiters.push_back(Waiter{pid, reach, true, t.seg.id});
+      t.reaches.emplace_back(unmapping_, reach);
+      continue;
+    }
+    if (!apply_segment(t, std::max(now, t.seg.t0))) schedule_run(t, t.clock);
   }
 }
 
-void World::apply_segment(TaskExec& t, Tick at) {
+bool World::apply_segment(TaskExec& t, Tick at) {
   Segment& s = t.seg;
   check(s.active, "no segment to apply");
-  const Tick x = std::clamp(at, s.t0, s.stop);
+  Tick x = std::clamp(at, s.t0, s.stop);
+  // A page it relied on went into migration, and it got there first: it
+  // stops at that page and waits for the migration (D state).
+  uint32_t blocked = 0;
+  for (const auto& [mig, reach] : t.reaches) {
+    if (reach < x && migrations_.count(mig)) {
+      x = reach;
+      blocked = mig;
+    }
+  }
+  t.reaches.clear();
   const double elapsed = static_cast<double>((x - s.t0).ns);
   s.active = false;
   --t.proc->mm->runahead_tasks;
   t.task.times.user_ns += elapsed;
   t.clock = x;
+  if (blocked) {
+    t.blocked_on = blocked;
+    t.task.state_since = x;
+  }
   uint64_t done = s.unit_ns > 0 ? static_cast<uint64_t>(elapsed / s.unit_ns) : s.units;
   if (x == s.stop && s.stop == s.t0 + to_tick(s.unit_ns * static_cast<double>(s.units)))
     done = s.units;  // finished exactly: no rounding loss
   done = std::min(done, s.units);
   if (s.kind == Segment::Kind::kStretch) {
     t.cursor = s.p0 + done;
-    return;
+    return blocked != 0;
   }
   // A loop: whole iterations, then the position inside the body.
   Frame& f = t.stack.back();
@@ -267,24 +327,41 @@ void World::apply_segment(TaskExec& t, Tick at) {
   count_body(body.size(), done);
   f.pc = 0;
   t.cursor = 0;
-  if (done == s.units) return;
-  double rem = elapsed - static_cast<double>(done) * s.unit_ns;
-  for (size_t j = 0; j < body.size(); ++j) {
-    const Op& op = body[j];
-    if (op.kind != OpKind::kSweep) continue;
-    const uint64_t pages = op_pages(t, op);
-    const Vpn from = op_start(t, op);
-    const double cost = range_cost_ns(t, op, from, Vpn(from.v + pages));
-    if (rem < cost) {
-      count_body(j, 1);
-      f.pc = j;
-      t.cursor = std::min<uint64_t>(pages, static_cast<uint64_t>(rem / (cost / static_cast<double>(pages))));
-      return;
+  if (done == s.units) return blocked != 0;
+  const double rem = elapsed - static_cast<double>(done) * s.unit_ns;
+  for (const Piece& p : s.pieces) {
+    if (rem < p.offset_ns + p.ns) {
+      count_body(p.op, 1);
+      f.pc = p.op;
+      const double per_page = p.ns / static_cast<double>(p.pages);
+      t.cursor = std::min<uint64_t>(p.pages, static_cast<uint64_t>((rem - p.offset_ns) / per_page));
+      return blocked != 0;
     }
-    rem -= cost;
   }
   count_body(body.size(), 1);
   f.pc = body.size();
+  return blocked != 0;
+}
+
+Tick World::reach_time(const TaskExec& t, Vpn vpn, Tick now) const {
+  const Segment& s = t.seg;
+  for (const Piece& p : s.pieces) {
+    if (vpn < p.start || vpn.v >= p.start.v + p.pages) continue;
+    const double off = p.offset_ns + static_cast<double>(vpn.v - p.start.v) * (p.ns / static_cast<double>(p.pages));
+    const double elapsed = static_cast<double>((now - s.t0).ns);
+    double at;
+    if (s.kind == Segment::Kind::kStretch) {
+      at = off;
+      if (at < elapsed) return Tick::max();  // already read
+    } else {
+      double delta = off - std::fmod(elapsed, s.unit_ns);
+      if (delta < 0) delta += s.unit_ns;
+      at = elapsed + delta;
+    }
+    const Tick reach = s.t0 + to_tick(at);
+    return reach < s.stop ? reach : Tick::max();
+  }
+  return Tick::max();
 }
 
 bool World::start_segment(TaskExec& t) {
@@ -292,10 +369,13 @@ bool World::start_segment(TaskExec& t) {
   s.active = true;
   ++t.proc->mm->runahead_tasks;
   s.t0 = t.clock;
+  s.id = next_segment_++;
+  t.reaches.clear();
   s.stop = t.clock + to_tick(s.unit_ns * static_cast<double>(s.units));
   if (others_waiting(t)) s.stop = std::min(s.stop, std::max(rq_.slice_end(t.task.cpu), t.clock));
+  s.stop = std::min(s.stop, std::max(numa_deadline(t), t.clock));
   if (s.stop <= horizon()) {
-    apply_segment(t, s.stop);
+    apply_segment(t, s.stop);  // no migration can have begun meanwhile
     return true;
   }
   schedule_run(t, s.stop);
@@ -380,6 +460,242 @@ void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
   t.clock += to_tick(c.sys_ns);
 }
 
+// NUMA balancing ------------------------------------------------------------
+
+Tick World::numa_deadline(const TaskExec& t) const {
+  if (!balancer_.enabled()) return Tick::max();
+  // The first scheduler tick of this CPU after the task's runtime passes
+  // node_stamp + period (task_tick_numa), assuming it keeps running.
+  const int64_t due = balancer_.next_tick_runtime(t.task.pid);
+  if (runtime_ns(t) > due) return t.clock;  // this tick acts
+  const int64_t crossing = t.clock.ns + (due - runtime_ns(t)) + 1;
+  const int64_t tick = balancer_.config().tick_ns;
+  const int64_t phase = tick_phase_[t.task.cpu.v].ns;
+  const int64_t k = (crossing - phase + tick - 1) / tick;
+  return Tick(phase + k * tick);
+}
+
+bool World::numa_tick(TaskExec& t) {
+  mm::Mm& mm = *t.proc->mm;
+  if (!balancer_.task_tick(t.task.pid, mm, t.clock)) return false;
+  const double cost = balancer_.task_numa_work(t.task.pid, mm, t.task.cpu, t.clock);
+  mm::OpCost c;
+  c.sys_ns = cost;
+  charge_sys(t, c);
+  balancer_.scan_done(t.task.pid, cost);
+  return true;
+}
+
+bool World::numa_hint_fault(TaskExec& t, Vpn vpn, Pfn pfn) {
+  mm::Mm& mm = *t.proc->mm;
+  mm::OpCost cost;
+  const numa::HintDecision d = balancer_.do_numa_page(t.task.pid, mm, vpn, t.task.cpu, cost);
+  charge_sys(t, cost);
+  if (!d.target) {
+    finish_hint_fault(t, d, d.page_node, d.flags);
+    return true;
+  }
+  const mm::Vma* vma = mm.find_vma(vpn);
+  if (migrating_.count(pfn.v) || !balancer_.migrate_allowed(pfn, *vma, *d.target, t.clock)) {
+    finish_hint_fault(t, d, d.page_node, d.flags | numa::kTnfMigrateFail);
+    return true;
+  }
+  // migrate_misplaced_page: the task stays in the kernel until it is done.
+  const uint32_t id = next_migration_++;
+  Migration& m = migrations_[id];
+  m.id = id;
+  m.folio = pfn;
+  m.target = *d.target;
+  m.pid = t.task.pid;
+  m.begin = t.clock;
+  m.hint = d;
+  migrating_[pfn.v] = id;
+  mm_.folios().folio(pfn).flags |= mm::Folio::kLocked;
+  ++t.gen;
+  t.blocked_on = 0;
+  start_migration_pass(m, t.clock);
+  return false;
+}
+
+void World::start_migration_pass(Migration& m, Tick at) {
+  ++m.pass;
+  m.pass_start = at;
+  m.waiters.clear();
+  unmapping_ = m.id;
+  const auto step = mm_.migrate_unmap(m.folio, exec(m.pid).task.cpu);
+  unmapping_ = 0;
+  m.check = at + to_tick(step.cost_ns);
+  queue_.schedule(m.check, this, kMigrationCheck, m.id, 0, 0);
+}
+
+void World::migration_check(Migration& m) {
+  // The reference count must be the expected one: up to 4.20 every task
+  // sleeping on the migration entry holds a reference (M5.3, M7).
+  bool pinned = false;
+  if (balancer_.config().waiter_pins_page) {
+    for (const Waiter& w : m.waiters) {
+      if (w.since > m.check) continue;
+      const TaskExec& wt = exec(w.pid);
+      if (!w.deferred || wt.blocked_on == m.id || (wt.seg.active && wt.seg.id == w.segment)) pinned = true;
+    }
+  }
+  uint64_t mappings = 0;
+  mm_.rmap_walk(m.folio, [&](mm::Mm&, mm::Vma&, Vpn) { ++mappings; });
+  const double remap = static_cast<double>(mappings) * costs_.pte_set_ns;
+  Tick end = m.check + to_tick(remap);
+  m.success = false;
+  if (!pinned) {
+    if (auto fresh = mm_.folios().alloc_on(m.target)) {
+      m.success = true;
+      m.new_folio = *fresh;
+      const NodeId cpu_node = exec(m.pid).task.node;
+      const NodeId src = mm_.folios().folio(m.folio).node;
+      const double copy = costs_.page_copy_ns *
+                          (topo_.distance(cpu_node, src) + topo_.distance(cpu_node, m.target)) / 20.0;
+      end += to_tick(copy);
+    }
+  }
+  queue_.schedule(end, this, kMigrationEnd, m.id, static_cast<uint64_t>(pinned), 0);
+}
+
+void World::migration_end(Migration& m) {
+  const Tick now = queue_.now();
+  if (m.success) {
+    mm_.migrate_remap(m.folio, m.new_folio);
+    mm_.migrate_folio_finish(m.folio, m.new_folio);
+    mm_.vmstat().add(mm::Vm::pgmigrate_success);
+    mm_.vmstat().add(mm::Vm::numa_pages_migrated);
+  } else {
+    mm_.migrate_remap(m.folio, m.folio);
+  }
+  // Wake everyone who reached the migration entry before now.
+  for (const Waiter& w : m.waiters) {
+    TaskExec& wt = exec(w.pid);
+    if (wt.blocked_on != m.id && w.deferred && wt.seg.active && wt.seg.id == w.segment &&
+        w.since < now) {
+      apply_segment(wt, now);  // cuts it where it first reached a migrating page
+    }
+    if (wt.blocked_on != m.id) continue;
+    wt.blocked_on = 0;
+    if (wt.task.state == sched::TaskState::kUninterruptible) {
+      wake(wt, now);
+    } else {
+      // Cut while running ahead: it waited on its CPU since it got there.
+      wt.task.times.iowait_ns += static_cast<double>((now - wt.task.state_since).ns);
+      ++wt.task.nvcsw;
+      wt.clock = now;
+      schedule_run(wt, now);
+    }
+  }
+  m.waiters.clear();
+  const bool retry = !m.success && m.pass < balancer_.config().migrate_passes &&
+                     mm_.folios().free_pages(m.target) > 0;
+  if (retry) {
+    start_migration_pass(m, now);
+    return;
+  }
+  const Pfn page = m.success ? m.new_folio : m.folio;
+  mm_.folios().folio(page).flags &= static_cast<uint16_t>(~mm::Folio::kLocked);
+  if (!m.success) mm_.vmstat().add(mm::Vm::pgmigrate_fail);
+  migrating_.erase(m.folio.v);
+  TaskExec& t = exec(m.pid);
+  t.task.times.sys_ns += static_cast<double>((now - t.clock).ns);
+  t.clock = now;
+  const numa::HintDecision hint = m.hint;
+  const bool ok = m.success;
+  const NodeId target = m.target;
+  migrations_.erase(m.id);
+  finish_hint_fault(t, hint, ok ? target : hint.page_node,
+                    hint.flags | (ok ? numa::kTnfMigrated : numa::kTnfMigrateFail));
+  if (t.task.state == sched::TaskState::kRunning) schedule_run(t, t.clock);
+}
+
+void World::wait_on_migration(TaskExec& t, Pfn pfn) {
+  auto it = migrating_.find(pfn.v);
+  if (it == migrating_.end()) return;  // already over: the access retries
+  Migration& m = migrations_.at(it->second);
+  m.waiters.push_back(Waiter{t.task.pid, t.clock, false, 0});
+  t.blocked_on = m.id;
+  // migration_entry_wait: TASK_UNINTERRUPTIBLE on the page lock (iowait).
+  leave_cpu(t, sched::TaskState::kUninterruptible);
+}
+
+void World::finish_hint_fault(TaskExec& t, const numa::HintDecision& d, NodeId mem_node,
+                              uint32_t flags) {
+  const auto move = balancer_.task_numa_fault(t.task.pid, *t.proc->mm, d.last_cpupid, mem_node,
+                                              t.task.node, 1, flags, t.clock, runtime_ns(t));
+  if (move) move_task(t, *move);
+}
+
+void World::move_task(TaskExec& t, NodeId node) {
+  // T7, simplified as the spec allows: an idle CPU on the preferred node, or
+  // a swap with the task there that gains most, if the gain beats SMALLIMP.
+  const topo::Node& n = topo_.node(node);
+  for (CpuId c : n.cpus) {
+    if (rq_.nr_running(c) == 0) {
+      migrate_task_to_cpu(t, c);
+      return;
+    }
+  }
+  const NodeId src = t.task.node;
+  int64_t best_gain = 30;  // SMALLIMP
+  TaskExec* best = nullptr;
+  for (CpuId c : n.cpus) {
+    const uint32_t other = rq_.current(c);
+    if (!other || rq_.nr_running(c) != 1) continue;
+    TaskExec& o = exec(other);
+    if (o.blocked_on || in_kernel_migration(other)) continue;
+    const int64_t gain = balancer_.task_weight(t.task.pid, node) - balancer_.task_weight(t.task.pid, src) +
+                         balancer_.task_weight(other, src) - balancer_.task_weight(other, node);
+    if (gain > best_gain) {
+      best_gain = gain;
+      best = &o;
+    }
+  }
+  if (!best || rq_.nr_running(t.task.cpu) != 1) return;
+  TaskExec& o = *best;
+  if (o.seg.active && apply_segment(o, std::max(queue_.now(), o.seg.t0))) return;
+  const CpuId mine = t.task.cpu, theirs = o.task.cpu;
+  for (TaskExec* x : {&t, &o}) {
+    auto& mask = x->proc->mm->cpumask();
+    mask.erase(std::remove(mask.begin(), mask.end(), x->task.cpu), mask.end());
+    drop_footprints(*x);
+  }
+  t.task.cpu = theirs;
+  o.task.cpu = mine;
+  for (TaskExec* x : {&t, &o}) {
+    x->task.node = topo_.cpu_to_node(x->task.cpu);
+    rq_.current(x->task.cpu) = x->task.pid;
+    x->proc->mm->cpumask().push_back(x->task.cpu);
+    ++x->task.nivcsw;
+  }
+  schedule_run(o, std::max(o.clock, queue_.now()));
+}
+
+bool World::in_kernel_migration(uint32_t pid) const {
+  for (const auto& [id, mig] : migrations_) {
+    if (mig.pid == pid) return true;
+  }
+  return false;
+}
+
+void World::migrate_task_to_cpu(TaskExec& t, CpuId cpu) {
+  const CpuId old = t.task.cpu;
+  if (rq_.nr_running(old) != 1) return;  // only a task alone on its CPU moves here
+  auto& mask = t.proc->mm->cpumask();
+  mask.erase(std::remove(mask.begin(), mask.end(), old), mask.end());
+  drop_footprints(t);
+  rq_.current(old) = 0;
+  rq_.remove(old);
+  t.task.cpu = cpu;
+  t.task.node = topo_.cpu_to_node(cpu);
+  rq_.add(cpu);
+  rq_.current(cpu) = t.task.pid;
+  rq_.slice_end(cpu) = t.clock + slices_.slice(1);
+  mask.push_back(cpu);
+  ++t.task.nivcsw;
+}
+
 bool World::fault(TaskExec& t, Vpn vpn, bool write) {
   mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt};
   mm::FaultResult r = mm_.handle_mm_fault(*t.proc->mm, vpn, write, ctx);
@@ -390,6 +706,11 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
   }
   if (r.status == mm::FaultStatus::kOom) {
     kill_task(t, "out of memory");
+    return false;
+  }
+  if (r.status == mm::FaultStatus::kNumaHint) return numa_hint_fault(t, vpn, r.pfn);
+  if (r.status == mm::FaultStatus::kMigrationWait) {
+    wait_on_migration(t, r.pfn);
     return false;
   }
   if (r.cost.io_ns > 0) {
@@ -408,16 +729,18 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
   const Vpn end(base.v + pages);
   const Tick h = horizon();  // only this task's I/O waits schedule events here
   const bool preemptible = others_waiting(t);
+  const Tick deadline = numa_deadline(t);
   for (;;) {
     if (t.cursor >= pages) return Step::kNext;
     if (preemptible && t.clock >= rq_.slice_end(t.task.cpu)) return Step::kContinue;
+    if (t.clock >= deadline) return Step::kContinue;  // the NUMA tick is due
     const Vpn cur(base.v + t.cursor);
     const Vpn blocked = mm.pgtable().next_blocked(cur, end, op.write);
     if (blocked > cur) {
       // Pages the task can access without the kernel: pure user time.
       const double cost = range_cost_ns(t, op, cur, blocked);
       const Tick done = t.clock + to_tick(cost);
-      if (done <= h && !(preemptible && done > rq_.slice_end(t.task.cpu))) {
+      if (done <= h && done <= deadline && !(preemptible && done > rq_.slice_end(t.task.cpu))) {
         t.clock = done;
         t.task.times.user_ns += cost;
         t.cursor += blocked.v - cur.v;
@@ -430,6 +753,7 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
       s.p0 = t.cursor;
       s.lo = cur;
       s.hi = blocked;
+      s.pieces.assign(1, Piece{0, cur, s.units, 0.0, cost});
       return start_segment(t) ? Step::kContinue : Step::kStopped;
     }
     // The page needs the kernel: only in time order.
@@ -564,13 +888,18 @@ bool World::try_fast_forward(TaskExec& t) {
   double c = 0;
   uint64_t lo = UINT64_MAX, hi = 0;
   const mm::PageTable& pt = t.proc->mm->pgtable();
-  for (const Op& op : body) {
+  std::vector<Piece> pieces;
+  for (size_t j = 0; j < body.size(); ++j) {
+    const Op& op = body[j];
     if (!is_pure(op)) return false;
     if (op.kind != OpKind::kSweep) continue;
     const Vpn from = op_start(t, op);
     const Vpn to(from.v + op_pages(t, op));
+    if (to == from) continue;
     if (pt.next_blocked(from, to, op.write) != to) return false;
-    c += range_cost_ns(t, op, from, to);
+    const double cost = range_cost_ns(t, op, from, to);
+    pieces.push_back(Piece{j, from, to.v - from.v, c, cost});
+    c += cost;
     lo = std::min(lo, from.v);
     hi = std::max(hi, to.v);
   }
@@ -589,12 +918,22 @@ bool World::try_fast_forward(TaskExec& t) {
   s.units = k;
   s.lo = Vpn(lo);
   s.hi = Vpn(hi);
+  s.pieces = std::move(pieces);
   return true;
 }
 
 void World::run_task(TaskExec& t) {
   for (;;) {
-    if (t.task.state != sched::TaskState::kRunning) return;
+    if (t.task.state != sched::TaskState::kRunning || t.blocked_on) return;
+    if (t.clock >= numa_deadline(t)) {
+      // task_tick_numa; its scan work changes PTEs, so only in time order.
+      if (t.clock > horizon()) {
+        schedule_run(t, t.clock);
+        return;
+      }
+      numa_tick(t);
+      continue;
+    }
     Frame& f = t.stack.back();
     if (f.pc >= f.ops->size()) {
       if (!f.loop) {
@@ -666,6 +1005,7 @@ void World::exit_task(TaskExec& t) {
     run_checker("after exit_mmap");
   }
   drop_footprints(t);
+  balancer_.task_exit(t.task.pid);
   auto& list = tasks_by_mm_[mm.id()];
   list.erase(std::remove(list.begin(), list.end(), t.task.pid), list.end());
   t.task.exit_time = t.clock;

@@ -10,6 +10,7 @@
 // faulted then. So cost grows with kernel events, not with memory accesses.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "cost/cost_profile.h"
 #include "mm/memory_manager.h"
+#include "numa/balancer.h"
 #include "sched/task.h"
 #include "sim/event_queue.h"
 #include "topo/topology.h"
@@ -29,6 +31,19 @@ struct WorldConfig {
   Tick time_limit = seconds(3600);  // the run stops here if tasks are still alive
   bool check_invariants = false;    // run the DEBUG_VM-like checker (tests: on)
   bool fast_forward = true;         // off: run loops pass by pass (tests compare)
+  numa::NumaConfig numa;            // automatic NUMA balancing
+};
+
+// The /proc/<pid>/sched NUMA fields of a task.
+struct TaskNumaResult {
+  int numa_scan_seq = 0;
+  uint64_t numa_pages_migrated = 0;
+  int numa_preferred_nid = -1;
+  int64_t total_numa_faults = 0;
+  uint32_t numa_group_id = 0;
+  int64_t numa_scan_period_ms = 0;
+  // Per node: task_private, task_shared, group_private, group_shared.
+  std::vector<std::array<int64_t, 4>> numa_faults;
 };
 
 struct TaskResult {
@@ -47,6 +62,7 @@ struct TaskResult {
   double start_s = 0;
   double exit_s = 0;
   std::vector<uint64_t> counters;  // by Workload::counters index
+  TaskNumaResult numa;
 };
 
 struct RunResult {
@@ -60,7 +76,7 @@ struct RunResult {
   uint64_t page_events = 0;  // faults + PTEs zapped/copied: the speed denominator
 };
 
-class World final : public sim::EventHandler, public mm::PteObserver {
+class World final : public sim::EventHandler, public mm::PteObserver, public numa::TaskView {
  public:
   World(const topo::Topology& topo, const cost::CostProfile& costs, mm::MmConfig mm_config,
         const Workload& workload, WorldConfig config);
@@ -75,6 +91,9 @@ class World final : public sim::EventHandler, public mm::PteObserver {
 
   void on_event(sim::EventQueue& q, const sim::Event& e) override;
   void on_pte_revoked(mm::Mm& mm, Vpn start, Vpn end) override;
+  uint32_t current_pid(CpuId cpu) const override { return rq_.current_const(cpu); }
+  uint32_t mm_id(uint32_t pid) const override;
+  NodeId task_node(uint32_t pid) const override { return tasks_[pid]->task.node; }
 
  private:
   struct Region {
@@ -94,6 +113,15 @@ class World final : public sim::EventHandler, public mm::PteObserver {
     uint64_t iter = 0;
     Tick end;  // duration loops: no iteration starts at or after this
   };
+  // One sweep of a segment: where it is in the pass, for finding when the
+  // task reaches a given page.
+  struct Piece {
+    size_t op = 0;  // index in the loop body (kLoop)
+    Vpn start;
+    uint64_t pages = 0;
+    double offset_ns = 0;  // time into the pass (kLoop) or segment (kStretch)
+    double ns = 0;
+  };
   // Pure user work running ahead of the other tasks.
   struct Segment {
     enum class Kind : uint8_t { kStretch, kLoop };
@@ -104,6 +132,31 @@ class World final : public sim::EventHandler, public mm::PteObserver {
     uint64_t units = 0;  // pages or iterations planned
     uint64_t p0 = 0;     // kStretch: first page (op cursor at the start)
     Vpn lo, hi;          // the pages the segment relies on
+    std::vector<Piece> pieces;
+    uint64_t id = 0;     // a new id for every segment
+  };
+  // A task that will reach, or has reached, a folio under migration.
+  struct Waiter {
+    uint32_t pid = 0;
+    Tick since;            // when it touched the migration entry
+    bool deferred = false;  // a run-ahead task that has not been cut yet
+    uint64_t segment = 0;   // deferred: the segment it was in
+  };
+  // A migration in progress (migrate_misplaced_page), pass by pass.
+  struct Migration {
+    uint32_t id = 0;
+    Pfn folio;
+    NodeId target;
+    uint32_t pid = 0;  // the task migrating it (in the kernel meanwhile)
+    Tick begin;        // start of the first pass
+    Tick pass_start;
+    Tick check;        // when this pass checks the reference count
+    uint32_t pass = 0;
+    bool success = false;
+    Pfn new_folio;
+    std::vector<Waiter> waiters;
+    // The hinting fault that started it.
+    numa::HintDecision hint;
   };
   struct Footprint {
     uint16_t socket;
@@ -123,9 +176,11 @@ class World final : public sim::EventHandler, public mm::PteObserver {
     uint32_t live_children = 0;
     bool waiting = false;
     std::vector<Footprint> footprints;
+    uint32_t blocked_on = 0;  // migration id while waiting on a migration entry
+    std::vector<std::pair<uint32_t, Tick>> reaches;  // (migration, when) for run-ahead
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
-  enum EventKind : uint32_t { kRunTask = 1, kWakeTask = 2 };
+  enum EventKind : uint32_t { kRunTask = 1, kWakeTask = 2, kMigrationCheck = 3, kMigrationEnd = 4 };
 
   TaskExec& exec(uint32_t pid) { return *tasks_[pid]; }
   uint32_t spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32_t program, Tick at);
@@ -143,7 +198,8 @@ class World final : public sim::EventHandler, public mm::PteObserver {
   // comes first, else schedules the task for its end. Returns whether the
   // task may go on executing now.
   bool start_segment(TaskExec& t);
-  void apply_segment(TaskExec& t, Tick at);
+  // Returns true if the task stopped at a page under migration (blocked_on).
+  bool apply_segment(TaskExec& t, Tick at);
   bool fault(TaskExec& t, Vpn vpn, bool write);
   void exit_task(TaskExec& t);
   void kill_task(TaskExec& t, std::string why);
@@ -157,6 +213,24 @@ class World final : public sim::EventHandler, public mm::PteObserver {
   double range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to);
   void drop_footprints(TaskExec& t);
   void run_checker(const char* when);
+  // NUMA balancing.
+  Tick numa_deadline(const TaskExec& t) const;
+  bool numa_tick(TaskExec& t);
+  bool numa_hint_fault(TaskExec& t, Vpn vpn, Pfn pfn);
+  void start_migration_pass(Migration& m, Tick at);
+  void migration_check(Migration& m);
+  void migration_end(Migration& m);
+  void finish_hint_fault(TaskExec& t, const numa::HintDecision& d, NodeId mem_node, uint32_t flags);
+  void wait_on_migration(TaskExec& t, Pfn pfn);
+  void move_task(TaskExec& t, NodeId node);
+  void migrate_task_to_cpu(TaskExec& t, CpuId cpu);
+  bool in_kernel_migration(uint32_t pid) const;
+  Tick reach_time(const TaskExec& t, Vpn vpn, Tick now) const;
+  // Cuts a run-ahead task at the first migration entry it reached before `at`.
+  bool cut_at_reached_migration(TaskExec& t, Tick at);
+  int64_t runtime_ns(const TaskExec& t) const {
+    return static_cast<int64_t>(t.task.times.user_ns + t.task.times.sys_ns);
+  }
   void record_error(const TaskExec& t, const std::string& what);
 
   const topo::Topology& topo_;
@@ -166,6 +240,13 @@ class World final : public sim::EventHandler, public mm::PteObserver {
   sim::EventQueue queue_;
   mm::MemoryManager mm_;
   sched::RunQueues rq_;
+  numa::Balancer balancer_;
+  std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires
+  std::map<uint32_t, Migration> migrations_;  // by id
+  std::map<uint32_t, uint32_t> migrating_;    // folio -> migration id
+  uint32_t next_migration_ = 1;
+  uint64_t next_segment_ = 1;
+  uint32_t unmapping_ = 0;  // migration whose unmap is revoking PTEs now
   sched::SliceConfig slices_;
   std::vector<std::unique_ptr<TaskExec>> tasks_;      // by pid; [0] unused
   std::vector<std::vector<uint32_t>> tasks_by_mm_;    // by mm id

@@ -42,9 +42,7 @@ inline Ran run_text(const std::string& toml, const std::vector<std::string>& set
   ran.scenario = *lr.scenario;
   std::string err;
   auto topo = scenario::build_topology(ran.scenario, &err);
-  workload::WorldConfig wc;
-  wc.seed = ran.scenario.seed;
-  wc.time_limit = ran.scenario.time_limit;
+  workload::WorldConfig wc = scenario::world_config(ran.scenario, *topo);
   wc.check_invariants = true;
   wc.fast_forward = fast_forward;
   workload::World world(*topo, ran.scenario.costs, ran.scenario.mm_config(),

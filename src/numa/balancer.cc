@@ -1,0 +1,474 @@
+// Automatic NUMA balancing, restated from part A of the spec in our words.
+#include "numa/balancer.h"
+
+#include <algorithm>
+
+#include "sim/check.h"
+
+namespace mmsim::numa {
+
+namespace {
+
+constexpr int kMem = 0, kCpu = 1, kMemBuf = 2, kCpuBuf = 3;
+constexpr int64_t kMaxScanWindowMBps = 2560;  // MAX_SCAN_WINDOW
+constexpr int64_t kPeriodSlots = 10;          // NUMA_PERIOD_SLOTS
+constexpr int64_t kPeriodThreshold = 7;       // NUMA_PERIOD_THRESHOLD
+constexpr int64_t kActiveNodeFraction = 3;    // ACTIVE_NODE_FRACTION
+
+int64_t ms(Tick t) { return t.ns / 1000000; }
+
+}  // namespace
+
+Balancer::Balancer(const NumaConfig& cfg, const topo::Topology& topo, mm::MemoryManager& mm,
+                   const TaskView& view)
+    : cfg_(cfg),
+      topo_(topo),
+      mm_(mm),
+      view_(view),
+      nodes_(topo.nr_nodes()),
+      ratelimit_window_end_(topo.nr_nodes()),
+      ratelimit_pages_(topo.nr_nodes(), 0) {}
+
+void Balancer::task_init(uint32_t pid, mm::Mm& mm, bool new_mm, Tick now) {
+  if (tasks_.size() <= pid) tasks_.resize(pid + 1);
+  auto t = std::make_unique<TaskNuma>();
+  t->scan_period_ms = cfg_.scan_delay_ms;
+  t->node_stamp_ns = 0;
+  t->faults.assign(4 * nodes_ * 2, 0);
+  if (new_mm) {
+    mm.numa_next_scan = now + milliseconds(cfg_.scan_delay_ms);
+    mm.numa_scan_seq = 0;
+    mm.numa_scan_offset = 0;
+  }
+  t->scan_seq = mm.numa_scan_seq;
+  tasks_[pid] = std::move(t);
+}
+
+void Balancer::task_exit(uint32_t pid) {
+  TaskNuma& t = task(pid);
+  if (t.group) {
+    NumaGroup& g = *t.group;
+    for (size_t n = 0; n < nodes_; ++n) {
+      for (int p = 0; p < 2; ++p) {
+        g.mem[n * 2 + p] -= t.faults[idx(kMem, static_cast<int>(n), p)];
+        g.cpu[n * 2 + p] -= t.faults[idx(kCpu, static_cast<int>(n), p)];
+      }
+    }
+    g.total_faults -= t.total_faults;
+    --g.nr_tasks;
+    t.group.reset();
+  }
+}
+
+// S9 ------------------------------------------------------------------------
+
+int64_t Balancer::task_scan_min(uint32_t, const mm::Mm& mm) const {
+  const int64_t scan_pages = int64_t{cfg_.scan_size_mb} << (20 - kPageShift);
+  int64_t rss = static_cast<int64_t>(mm_rss_pages(mm));
+  if (rss == 0) rss = scan_pages;
+  const int64_t windows = (rss + scan_pages - 1) / scan_pages;
+  const int64_t floor = 1000 / std::max<int64_t>(1, kMaxScanWindowMBps / cfg_.scan_size_mb);
+  return std::max(floor, int64_t{cfg_.scan_period_min_ms} / windows);
+}
+
+int64_t Balancer::task_scan_max(uint32_t pid, const mm::Mm& mm) const {
+  const int64_t smin = task_scan_min(pid, mm);
+  const int64_t scan_pages = int64_t{cfg_.scan_size_mb} << (20 - kPageShift);
+  int64_t rss = static_cast<int64_t>(mm_rss_pages(mm));
+  if (rss == 0) rss = scan_pages;
+  const int64_t windows = (rss + scan_pages - 1) / scan_pages;
+  int64_t smax = int64_t{cfg_.scan_period_max_ms} / windows;
+  const TaskNuma* t = find(pid);
+  if (t && t->group) {
+    // Grouped tasks share the work: scale by members and the shared ratio.
+    const NumaGroup& g = *t->group;
+    int64_t shared = 0, priv = 0;
+    for (size_t n = 0; n < nodes_; ++n) {
+      shared += g.mem[n * 2];
+      priv += g.mem[n * 2 + 1];
+    }
+    const int64_t period = smax * g.nr_tasks * (shared + 1) / (priv + shared + 1);
+    smax = std::max(smax, period);
+  }
+  return std::max(smin, smax);
+}
+
+int64_t Balancer::task_scan_start(uint32_t pid, const mm::Mm& mm) const {
+  if (!cfg_.scan_start_is_min) return cfg_.scan_delay_ms;
+  int64_t period = task_scan_min(pid, mm);
+  const TaskNuma* t = find(pid);
+  if (t && t->group) {
+    const NumaGroup& g = *t->group;
+    int64_t shared = 0, priv = 0;
+    for (size_t n = 0; n < nodes_; ++n) {
+      shared += g.mem[n * 2];
+      priv += g.mem[n * 2 + 1];
+    }
+    period = std::max(period, period * g.nr_tasks * (shared + 1) / (priv + shared + 1));
+  }
+  return period;
+}
+
+// S1-S8 ---------------------------------------------------------------------
+
+int64_t Balancer::next_tick_runtime(uint32_t pid) const {
+  const TaskNuma& t = *tasks_[pid];
+  return t.node_stamp_ns + t.scan_period_ms * 1000000;
+}
+
+bool Balancer::task_tick(uint32_t pid, const mm::Mm& mm, Tick now) {
+  TaskNuma& t = task(pid);
+  const int64_t period_ns = t.scan_period_ms * 1000000;
+  if (t.node_stamp_ns == 0) t.scan_period_ms = task_scan_start(pid, mm);
+  t.node_stamp_ns += period_ns;
+  return now >= mm.numa_next_scan;
+}
+
+double Balancer::task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now) {
+  TaskNuma& t = task(pid);
+  if (now < mm.numa_next_scan) return 0;
+  // One scanner per mm per window (the cmpxchg on numa_next_scan).
+  mm.numa_next_scan = now + milliseconds(t.scan_period_ms);
+  t.node_stamp_ns += 2 * int64_t{cfg_.tick_ns};
+
+  int64_t pages = int64_t{cfg_.scan_size_mb} << (20 - kPageShift);
+  int64_t virtpages = pages * 8;
+  double cost = 0;
+  mm::ProtNumaRules rules;
+  rules.skip_shared_cow = cfg_.skip_shared_cow;
+
+  uint64_t start = mm.numa_scan_offset;
+  auto& vmas = mm.vmas();
+  auto first = std::find_if(vmas.begin(), vmas.end(), [&](const auto& v) { return v->end.v > start; });
+  if (first == vmas.end()) {
+    ++mm.numa_scan_seq;  // reset_ptenuma_scan
+    mm.numa_scan_offset = 0;
+    start = 0;
+    first = vmas.begin();
+  }
+  bool stopped = false;
+  for (auto it = first; it != vmas.end() && !stopped; ++it) {
+    mm::Vma& vma = **it;
+    // S6: VMAs that are never scanned.
+    if (vma.flags & mm::Vma::kIo) continue;
+    if (vma.policy.mode != mm::MemPolicy::Mode::kDefault) continue;  // no MPOL_F_MOF
+    if (vma.file && (vma.flags & (mm::Vma::kRead | mm::Vma::kWrite)) == mm::Vma::kRead) continue;
+    if (!(vma.flags & (mm::Vma::kRead | mm::Vma::kWrite | mm::Vma::kExec))) continue;
+    // P2: a private mapping of a single-user mm is aimed at this CPU's node.
+    rules.target_node.reset();
+    if (!(vma.flags & mm::Vma::kShared) && mm.users == 1) rules.target_node = topo_.cpu_to_node(cpu);
+    uint64_t end;
+    do {
+      start = std::max(start, vma.start.v);
+      const uint64_t chunk_pages = uint64_t{1} << 9;  // 2 MiB
+      end = start + static_cast<uint64_t>(pages);
+      end = (end + chunk_pages - 1) / chunk_pages * chunk_pages;
+      end = std::min(end, vma.end.v);
+      const mm::ProtNumaResult pr = mm_.change_prot_numa(mm, vma, Vpn(start), Vpn(end), rules, cpu);
+      cost += pr.cost_ns;
+      if (pr.updated) pages -= static_cast<int64_t>(end - start);
+      virtpages -= static_cast<int64_t>(end - start);
+      start = end;
+      if (pages <= 0 || virtpages <= 0) {
+        stopped = true;
+        break;
+      }
+    } while (end != vma.end.v);
+  }
+  if (stopped) {
+    mm.numa_scan_offset = start;
+  } else {
+    ++mm.numa_scan_seq;
+    mm.numa_scan_offset = 0;
+  }
+  return cost;
+}
+
+void Balancer::scan_done(uint32_t pid, double scan_cost_ns) {
+  // S8: charge the scan 32 times over against the next scan's runtime.
+  task(pid).node_stamp_ns += static_cast<int64_t>(32 * scan_cost_ns);
+}
+
+// F1-F5 ---------------------------------------------------------------------
+
+HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu,
+                                    mm::OpCost& cost) {
+  HintDecision d;
+  const mm::Pte pte = mm_.restore_numa_pte(mm, vpn, cost);
+  mm::Folio& folio = mm_.folios().folio(Pfn(pte.pfn));
+  const mm::Vma* vma = mm.find_vma(vpn);
+  if (!pte.writable()) d.flags |= kTnfNoGroup;
+  if (folio.mapcount > 1 && (vma->flags & mm::Vma::kShared)) d.flags |= kTnfShared;
+  d.last_cpupid = folio.last_cpupid;
+  d.page_node = folio.node;
+  const NodeId this_node = topo_.cpu_to_node(cpu);
+  mm_.vmstat().add(mm::Vm::numa_hint_faults);
+  if (folio.node == this_node) {
+    mm_.vmstat().add(mm::Vm::numa_hint_faults_local);
+    d.flags |= kTnfFaultLocal;
+  }
+  // mpol_misplaced, default policy (MPOL_F_MOF | MPOL_F_MORON): this CPU's
+  // node, if the two-stage filter agrees.
+  if (should_numa_migrate_memory(pid, folio, folio.node, this_node, cpu) &&
+      folio.node != this_node) {
+    d.target = this_node;
+  }
+  return d;
+}
+
+bool Balancer::should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId src, NodeId dst,
+                                          CpuId cpu) {
+  const TaskNuma& t = task(pid);
+  const uint32_t last = folio.last_cpupid;
+  folio.last_cpupid = make_cpupid(cpu, pid);
+  const bool unset = last == kCpupidUnset;
+  // 2: early in the task's life, or a repeat fault by this task.
+  if ((t.preferred_nid == -1 || t.scan_seq <= 4) && (unset || cpupid_match_pid(pid, last))) return true;
+  // 3: the two-stage filter: the previous fault came from another node.
+  if (!unset && topo_.cpu_to_node(cpupid_cpu(last)) != dst) return false;
+  // 4: private.
+  if (cpupid_match_pid(pid, last)) return true;
+  // 5: no group.
+  if (!t.group) return true;
+  const NumaGroup& g = *t.group;
+  // 6 and 7: group CPU faults with 3/4 hysteresis.
+  if (group_faults_cpu(g, dst.v) > group_faults_cpu(g, src.v) * kActiveNodeFraction) return true;
+  return group_faults_cpu(g, dst.v) * group_faults_mem(g, src.v) * 3 >
+         group_faults_cpu(g, src.v) * group_faults_mem(g, dst.v) * 4;
+}
+
+bool Balancer::migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick now) {
+  const mm::Folio& f = mm_.folios().folio(pfn);
+  // M1: shared library pages and dirty file pages stay.
+  if (!f.test(mm::Folio::kAnon) && f.mapcount != 1 && (vma.flags & mm::Vma::kExec)) return false;
+  if (!f.test(mm::Folio::kAnon) && !f.test(mm::Folio::kShmem) && f.test(mm::Folio::kDirty)) return false;
+  // M2 (3.8-4.18): per destination node, a window of 100 ms.
+  if (cfg_.migrate_rate_limit) {
+    if (now > ratelimit_window_end_[target.v]) {
+      ratelimit_pages_[target.v] = 0;
+      ratelimit_window_end_[target.v] = now + milliseconds(100);
+    }
+    if (ratelimit_pages_[target.v] > cfg_.ratelimit_pages) return false;
+    ratelimit_pages_[target.v] += 1;
+  }
+  // M3: the destination must stay above its high watermark.
+  const uint64_t cap = mm_.folios().capacity_pages(target);
+  const uint64_t high = cap / 1000 * 3;  // min + 2 x watermark_scale_factor gaps (0.1% each)
+  if (mm_.folios().free_pages(target) <= high + 1) return false;
+  // M4: isolation fails for a folio off the LRU or already being migrated.
+  if (!f.test(mm::Folio::kLru) || f.test(mm::Folio::kLocked)) return false;
+  return true;
+}
+
+// T1-T6 ---------------------------------------------------------------------
+
+std::optional<NodeId> Balancer::task_numa_fault(uint32_t pid, const mm::Mm& mm,
+                                                uint32_t last_cpupid, NodeId mem_node,
+                                                NodeId cpu_node, int pages, uint32_t flags,
+                                                Tick now, int64_t runtime_ns) {
+  TaskNuma& t = task(pid);
+  int priv = last_cpupid == kCpupidUnset ? 1 : (cpupid_match_pid(pid, last_cpupid) ? 1 : 0);
+  if (!priv && !(flags & kTnfNoGroup)) task_numa_group(pid, last_cpupid, flags, priv);
+  bool local = flags & kTnfFaultLocal;
+  if (!priv && !local && t.group && t.group->active_nodes > 1) {
+    const NumaGroup& g = *t.group;
+    auto active = [&](NodeId n) {
+      return group_faults_cpu(g, n.v) * kActiveNodeFraction > g.max_faults_cpu;
+    };
+    if (active(cpu_node) && active(mem_node)) local = true;
+  }
+  std::optional<NodeId> move;
+  auto migrate_preferred = [&]() {
+    // numa_migrate_preferred: retry every min(period / 16, 1 s).
+    if (t.preferred_nid == -1) return;
+    t.migrate_retry = now + milliseconds(std::min<int64_t>(t.scan_period_ms / 16, 1000));
+    if (view_.task_node(pid).v != t.preferred_nid) move = NodeId(static_cast<uint16_t>(t.preferred_nid));
+  };
+  if (cfg_.placement_every_fault) {
+    task_numa_placement(pid, mm, now, runtime_ns);
+    if (now > t.migrate_retry) migrate_preferred();
+  } else if (now > t.migrate_retry) {
+    task_numa_placement(pid, mm, now, runtime_ns);
+    migrate_preferred();
+  }
+  if (flags & kTnfMigrated) t.pages_migrated += static_cast<uint64_t>(pages);
+  if (flags & kTnfMigrateFail) t.locality[2] += pages;
+  t.faults[idx(kMemBuf, mem_node.v, priv)] += pages;
+  t.faults[idx(kCpuBuf, cpu_node.v, priv)] += pages;
+  t.locality[local ? 1 : 0] += pages;
+  return move;
+}
+
+void Balancer::task_numa_placement(uint32_t pid, const mm::Mm& mm, Tick now, int64_t runtime_ns) {
+  TaskNuma& t = task(pid);
+  // T3: once per completed pass over the address space.
+  if (t.scan_seq == mm.numa_scan_seq) return;
+  t.scan_seq = mm.numa_scan_seq;
+  t.scan_period_max_ms = task_scan_max(pid, mm);
+
+  const int64_t total_faults = t.locality[0] + t.locality[1];
+  // numa_get_avg_runtime: the share of wall time the task ran since last time.
+  int64_t runtime, period;
+  if (t.last_placement.ns) {
+    runtime = runtime_ns - t.last_runtime_ns;
+    period = (now - t.last_placement).ns;
+  } else {
+    runtime = 1;  // no history: count it as running all the time
+    period = 1;
+  }
+  t.last_runtime_ns = runtime_ns;
+  t.last_placement = now;
+
+  int64_t fault_types[2] = {0, 0};
+  int64_t max_faults = 0;
+  int max_nid = -1;
+  NumaGroup* g = t.group.get();
+  for (size_t n = 0; n < nodes_; ++n) {
+    const int nid = static_cast<int>(n);
+    int64_t faults = 0, group_faults = 0;
+    for (int p = 0; p < 2; ++p) {
+      int64_t& mem = t.faults[idx(kMem, nid, p)];
+      int64_t& membuf = t.faults[idx(kMemBuf, nid, p)];
+      int64_t& cpu = t.faults[idx(kCpu, nid, p)];
+      int64_t& cpubuf = t.faults[idx(kCpuBuf, nid, p)];
+      const int64_t diff = membuf - mem / 2;
+      fault_types[p] += membuf;
+      membuf = 0;
+      // runshare x 65536, weighted by this node's CPU faults.
+      int64_t f_weight = static_cast<int64_t>((static_cast<__int128>(runtime) << 16) / (period + 1));
+      f_weight = f_weight * cpubuf / (total_faults + 1);
+      const int64_t f_diff = f_weight - cpu / 2;
+      cpubuf = 0;
+      mem += diff;
+      cpu += f_diff;
+      faults += mem;
+      t.total_faults += diff;
+      if (g) {
+        g->mem[n * 2 + p] += diff;
+        g->cpu[n * 2 + p] += f_diff;
+        g->total_faults += diff;
+        group_faults += g->mem[n * 2 + p];
+      }
+    }
+    const int64_t score = g ? group_faults : faults;
+    if (score > max_faults) {
+      max_faults = score;
+      max_nid = nid;
+    }
+  }
+  if (g) count_active_nodes(*g);
+  if (max_faults && max_nid != t.preferred_nid) t.preferred_nid = max_nid;
+  update_task_scan_period(pid, mm, fault_types[0], fault_types[1], now);
+}
+
+void Balancer::update_task_scan_period(uint32_t pid, const mm::Mm& mm, int64_t shared,
+                                       int64_t priv, Tick now) {
+  TaskNuma& t = task(pid);
+  const int64_t remote = t.locality[0];
+  const int64_t local = t.locality[1];
+  // Nothing useful, or a failed migration: back off (locality is not reset).
+  if (local + shared == 0 || t.locality[2]) {
+    t.scan_period_ms = std::min(t.scan_period_max_ms, t.scan_period_ms << 1);
+    // The kernel writes mm->numa_next_scan here (its mm is shared by threads).
+    const_cast<mm::Mm&>(mm).numa_next_scan = now + milliseconds(t.scan_period_ms);
+    return;
+  }
+  const int64_t slot = (t.scan_period_ms + kPeriodSlots - 1) / kPeriodSlots;
+  const int64_t lr = local + remote ? local * kPeriodSlots / (local + remote) : 0;
+  int64_t diff;
+  if (cfg_.period_update_v414) {
+    const int64_t ps = priv + shared ? priv * kPeriodSlots / (priv + shared) : 0;
+    if (ps >= kPeriodThreshold) {
+      diff = std::max<int64_t>(1, ps - kPeriodThreshold) * slot;
+    } else if (lr >= kPeriodThreshold) {
+      diff = std::max<int64_t>(1, lr - kPeriodThreshold) * slot;
+    } else {
+      diff = -(kPeriodThreshold - std::max(lr, ps)) * slot;
+    }
+  } else {
+    if (lr >= kPeriodThreshold) {
+      diff = std::max<int64_t>(1, lr - kPeriodThreshold) * slot;
+    } else {
+      diff = -(kPeriodThreshold - lr) * slot;
+      const int64_t ratio = (priv * kPeriodSlots + priv + shared) / (priv + shared + 1);
+      diff = diff * ratio / kPeriodSlots;
+    }
+  }
+  t.scan_period_ms = std::clamp(t.scan_period_ms + diff, task_scan_min(pid, mm), task_scan_max(pid, mm));
+  t.locality[0] = t.locality[1] = t.locality[2] = 0;
+}
+
+void Balancer::count_active_nodes(NumaGroup& g) const {
+  int64_t max = 0;
+  for (size_t n = 0; n < nodes_; ++n) max = std::max(max, group_faults_cpu(g, static_cast<int>(n)));
+  int active = 0;
+  for (size_t n = 0; n < nodes_; ++n) {
+    if (group_faults_cpu(g, static_cast<int>(n)) * kActiveNodeFraction > max) ++active;
+  }
+  g.max_faults_cpu = max;
+  g.active_nodes = active;
+}
+
+void Balancer::task_numa_group(uint32_t pid, uint32_t cpupid, uint32_t flags, int& priv) {
+  TaskNuma& t = task(pid);
+  if (!t.group) {
+    // A group of its own on the first attempt (gid = pid).
+    auto g = std::make_shared<NumaGroup>();
+    g->gid = pid;
+    g->nr_tasks = 1;
+    g->mem.assign(nodes_ * 2, 0);
+    g->cpu.assign(nodes_ * 2, 0);
+    for (size_t n = 0; n < nodes_; ++n) {
+      for (int p = 0; p < 2; ++p) {
+        g->mem[n * 2 + p] = t.faults[idx(kMem, static_cast<int>(n), p)];
+        g->cpu[n * 2 + p] = t.faults[idx(kCpu, static_cast<int>(n), p)];
+      }
+    }
+    g->total_faults = t.total_faults;
+    t.group = g;
+  }
+  const uint32_t other = view_.current_pid(cpupid_cpu(cpupid));
+  if (other == 0 || other == pid || !cpupid_match_pid(other, cpupid)) return;
+  const TaskNuma* ot = find(other);
+  if (!ot || !ot->group) return;
+  std::shared_ptr<NumaGroup> grp = ot->group;
+  std::shared_ptr<NumaGroup> mine = t.group;
+  if (grp == mine) return;
+  // Join only a larger group (ties broken by address, here by gid).
+  if (mine->nr_tasks > grp->nr_tasks) return;
+  if (mine->nr_tasks == grp->nr_tasks && mine->gid > grp->gid) return;
+  bool join = view_.mm_id(other) == view_.mm_id(pid) || (flags & kTnfShared);
+  priv = !join;
+  if (!join) return;
+  for (size_t n = 0; n < nodes_; ++n) {
+    for (int p = 0; p < 2; ++p) {
+      const int64_t m = t.faults[idx(kMem, static_cast<int>(n), p)];
+      const int64_t c = t.faults[idx(kCpu, static_cast<int>(n), p)];
+      mine->mem[n * 2 + p] -= m;
+      mine->cpu[n * 2 + p] -= c;
+      grp->mem[n * 2 + p] += m;
+      grp->cpu[n * 2 + p] += c;
+    }
+  }
+  mine->total_faults -= t.total_faults;
+  grp->total_faults += t.total_faults;
+  --mine->nr_tasks;
+  ++grp->nr_tasks;
+  t.group = grp;
+}
+
+int64_t Balancer::task_weight(uint32_t pid, NodeId node) const {
+  const TaskNuma* t = find(pid);
+  if (!t) return 0;
+  if (t->group) {
+    const NumaGroup& g = *t->group;
+    if (g.total_faults <= 0) return 0;
+    return 1000 * group_faults_mem(g, node.v) / g.total_faults;
+  }
+  if (t->total_faults <= 0) return 0;
+  const int64_t f = t->faults[(static_cast<size_t>(kMem) * nodes_ + node.v) * 2] +
+                    t->faults[(static_cast<size_t>(kMem) * nodes_ + node.v) * 2 + 1];
+  return 1000 * f / t->total_faults;
+}
+
+}  // namespace mmsim::numa
