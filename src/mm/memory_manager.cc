@@ -688,8 +688,10 @@ Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn, OpCost& cost) {
 
 MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
   MigrateStep s;
-  std::vector<std::pair<Mm*, Vpn>> maps;
+  auto& maps = scratch_maps_;
+  maps.clear();
   rmap_walk(folio, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
+  s.unmapped.reserve(maps.size());
   for (auto [mm, vpn] : maps) {
     PteTable& t = mm->pgtable().table_alloc(vpn);
     const uint32_t i = vpn.v & (kPtesPerTable - 1);
@@ -698,17 +700,18 @@ MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
     pte.flags = static_cast<uint8_t>(Pte::kMigration | (write ? Pte::kSavedWrite : 0) |
                                      (pte.flags & Pte::kDirty));
     t.set(i, pte);
-    // One PTE cleared and one flush of that mm's TLB per mapping.
+    // One PTE cleared and one flush of that mm's TLB per mapping, in turn.
     s.cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
     ++s.mappings;
-    mm->revoke(vpn, Vpn(vpn.v + 1));
+    s.unmapped.emplace_back(mm, vpn, s.cost_ns);
   }
   return s;
 }
 
 MemoryManager::MigrateStep MemoryManager::migrate_remap(Pfn from, Pfn to) {
   MigrateStep s;
-  std::vector<std::pair<Mm*, Vpn>> maps;
+  auto& maps = scratch_maps_;
+  maps.clear();
   rmap_walk(from, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
   for (auto [mm, vpn] : maps) {
     PteTable& t = mm->pgtable().table_alloc(vpn);
@@ -738,23 +741,6 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
   old.mlock_count = 0;
   old.flags = Folio::kInUse;
   folios_.free(from);
-}
-
-void MemoryManager::rmap_walk(Pfn pfn, const std::function<void(Mm&, Vma&, Vpn)>& f) const {
-  const Folio& folio = folios_.folio(pfn);
-  auto visit = [&](Vma* vma, Vpn vpn) {
-    if (!vma->contains(vpn)) return;
-    const Pte pte = vma->mm->pgtable().get(vpn);
-    if (pte.maps_folio() && pte.pfn == pfn.v) f(*vma->mm, *vma, vpn);
-  };
-  if (folio.test(Folio::kAnon)) {
-    for (Vma* vma : anon_vmas_[folio.mapping]->vmas) visit(vma, Vpn(folio.index));
-  } else {
-    for (Vma* vma : files_[folio.mapping]->i_mmap) {
-      if (folio.index < vma->pgoff) continue;
-      visit(vma, Vpn(vma->start.v + (folio.index - vma->pgoff)));
-    }
-  }
 }
 
 std::vector<std::string> MemoryManager::check_invariants() const {

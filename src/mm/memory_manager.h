@@ -7,6 +7,7 @@
 #include <optional>
 #include <memory>
 #include <span>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -126,9 +127,13 @@ class MemoryManager {
   // folio with a migration entry (try_to_migrate via the rmap), flushing each
   // mm's TLB; it returns the mappings it replaced. migrate_remap points those
   // entries at `to` (the new folio, or the old one when migration failed).
+  // The caller tells the mms' observers (the walk takes time: see unmapped).
   struct MigrateStep {
     uint64_t mappings = 0;
     double cost_ns = 0;
+    // migrate_unmap: each mapping in rmap order, with the time into the walk
+    // at which its PTE became a migration entry.
+    std::vector<std::tuple<Mm*, Vpn, double>> unmapped;
   };
   MigrateStep migrate_unmap(Pfn folio, CpuId cpu);
   MigrateStep migrate_remap(Pfn from, Pfn to);
@@ -138,7 +143,23 @@ class MemoryManager {
 
   // Calls f(Mm&, Vma&, Vpn) for every PTE mapping the folio, found through the
   // rmap (anon_vma chain or the file's i_mmap), as rmap_walk() does.
-  void rmap_walk(Pfn pfn, const std::function<void(Mm&, Vma&, Vpn)>& f) const;
+  template <class F>
+  void rmap_walk(Pfn pfn, F&& f) const {
+    const Folio& folio = folios_.folio(pfn);
+    auto visit = [&](Vma* vma, Vpn vpn) {
+      if (!vma->contains(vpn)) return;
+      const Pte pte = vma->mm->pgtable().get(vpn);
+      if (pte.maps_folio() && pte.pfn == pfn.v) f(*vma->mm, *vma, vpn);
+    };
+    if (folio.test(Folio::kAnon)) {
+      for (Vma* vma : anon_vmas_[folio.mapping]->vmas) visit(vma, Vpn(folio.index));
+    } else {
+      for (Vma* vma : files_[folio.mapping]->i_mmap) {
+        if (folio.index < vma->pgoff) continue;
+        visit(vma, Vpn(vma->start.v + (folio.index - vma->pgoff)));
+      }
+    }
+  }
 
   // The flush after changing `pages` PTEs of mm from cpu: local flush plus one
   // IPI per other CPU in mm_cpumask. Returns its cost.
@@ -195,6 +216,7 @@ class MemoryManager {
   std::vector<Mm*> live_mms_;
   uint32_t next_mm_id_ = 1;
   uint64_t page_events_ = 0;
+  std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
 };
 
 }  // namespace mmsim::mm

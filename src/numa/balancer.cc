@@ -15,7 +15,6 @@ constexpr int64_t kPeriodSlots = 10;          // NUMA_PERIOD_SLOTS
 constexpr int64_t kPeriodThreshold = 7;       // NUMA_PERIOD_THRESHOLD
 constexpr int64_t kActiveNodeFraction = 3;    // ACTIVE_NODE_FRACTION
 
-int64_t ms(Tick t) { return t.ns / 1000000; }
 
 }  // namespace
 

@@ -271,15 +271,6 @@ void World::on_pte_revoked(mm::Mm& mm, Vpn start, Vpn end) {
   for (uint32_t pid : tasks_by_mm_[mm.id()]) {
     TaskExec& t = exec(pid);
     if (!t.seg.active || t.seg.hi <= start || t.seg.lo >= end) continue;
-    if (unmapping_) {
-      // A folio being migrated: the task is cut only if and when it reaches
-      // the page before the migration ends (see migration_end).
-      const Tick reach = reach_time(t, start, std::max(now, t.seg.t0));
-      if (reach == Tick::max()) continue;
-      migrations_.at(unmapping_).waiters.push_back(Waiter{pid, reach, true, t.seg.id});
-      t.reaches.emplace_back(unmapping_, reach);
-      continue;
-    }
     if (!apply_segment(t, std::max(now, t.seg.t0))) schedule_run(t, t.clock);
   }
 }
@@ -441,18 +432,49 @@ double World::page_cost_ns(const TaskExec& t, const Op& op, Vpn vpn, double miss
   const mm::Pte pte = t.proc->mm->pgtable().get(vpn);
   NodeId node = t.task.node;
   if (pte.maps_folio()) node = mm_.folios().folio(Pfn(pte.pfn)).node;
+  return page_cost_on_node(t, op, node, miss_frac);
+}
+
+double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to) {
+  const double miss = op.kind == OpKind::kSweep ? miss_fraction(t, op) : 0.0;
+  // A sweep served from the LLC costs the same on every node: no page walk.
+  if (op.kind == OpKind::kSweep && miss == 0.0)
+    return static_cast<double>(to.v - from.v) * page_cost_on_node(t, op, t.task.node, 0.0);
+  // Pages per node over the range, then one cost per node.
+  const size_t nodes = topo_.nr_nodes();
+  node_pages_.assign(nodes, 0);
+  const mm::PageTable& pt = t.proc->mm->pgtable();
+  const auto& folios = mm_.folios();
+  uint64_t local = 0;
+  for (uint64_t v = from.v; v < to.v;) {
+    const uint64_t table_end = ((v >> mm::kPteTableShift) + 1) << mm::kPteTableShift;
+    const uint64_t end = std::min(table_end, to.v);
+    const mm::PteTable* table = pt.table(Vpn(v));
+    for (uint64_t x = v; x < end; ++x) {
+      const mm::Pte pte = table ? table->get(x & (mm::kPtesPerTable - 1)) : mm::Pte{};
+      if (pte.maps_folio()) {
+        ++node_pages_[folios.folio(Pfn(pte.pfn)).node.v];
+      } else {
+        ++local;
+      }
+    }
+    v = end;
+  }
+  node_pages_[t.task.node.v] += local;
+  double sum = 0;
+  for (size_t n = 0; n < nodes; ++n) {
+    if (!node_pages_[n]) continue;
+    sum += static_cast<double>(node_pages_[n]) * page_cost_on_node(t, op, NodeId(static_cast<uint16_t>(n)), miss);
+  }
+  return sum;
+}
+
+double World::page_cost_on_node(const TaskExec& t, const Op& op, NodeId node, double miss_frac) const {
   const double dist = topo_.distance(t.task.node, node) / 10.0;
   if (op.kind == OpKind::kTouch) return costs_.mem_latency_ns * dist;
   const double elems = static_cast<double>(kPageSize / op.elem_size);
   const double compute = op.compute_ns >= 0 ? op.compute_ns : costs_.sweep_elem_ns;
   return elems * compute + (kPageSize / 64.0) * miss_frac * costs_.dram_line_ns * dist;
-}
-
-double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to) {
-  const double miss = op.kind == OpKind::kSweep ? miss_fraction(t, op) : 0.0;
-  double sum = 0;
-  for (uint64_t v = from.v; v < to.v; ++v) sum += page_cost_ns(t, op, Vpn(v), miss);
-  return sum;
 }
 
 void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
@@ -521,9 +543,23 @@ void World::start_migration_pass(Migration& m, Tick at) {
   ++m.pass;
   m.pass_start = at;
   m.waiters.clear();
-  unmapping_ = m.id;
   const auto step = mm_.migrate_unmap(m.folio, exec(m.pid).task.cpu);
-  unmapping_ = 0;
+  // The walk replaces one PTE after another: a run-ahead task is caught only
+  // if it reaches the page after its own PTE was replaced.
+  m.unmap_offset.clear();
+  for (const auto& [mm, vpn, offset] : step.unmapped) {
+    m.unmap_offset.emplace_back(mm->id(), offset);
+    if (!mm->runahead_tasks) continue;
+    for (uint32_t pid : tasks_by_mm_[mm->id()]) {
+      TaskExec& t = exec(pid);
+      if (!t.seg.active || t.seg.hi <= vpn || t.seg.lo > vpn) continue;
+      const Tick reach = reach_time(t, vpn, std::max(at, t.seg.t0) + to_tick(offset));
+      if (reach == Tick::max()) continue;
+      m.waiters.push_back(Waiter{pid, reach, true, t.seg.id, vpn, offset});
+      t.reaches.emplace_back(m.id, reach);
+    }
+  }
+  m.mappings = step.mappings;
   m.check = at + to_tick(step.cost_ns);
   queue_.schedule(m.check, this, kMigrationCheck, m.id, 0, 0);
 }
@@ -539,9 +575,7 @@ void World::migration_check(Migration& m) {
       if (!w.deferred || wt.blocked_on == m.id || (wt.seg.active && wt.seg.id == w.segment)) pinned = true;
     }
   }
-  uint64_t mappings = 0;
-  mm_.rmap_walk(m.folio, [&](mm::Mm&, mm::Vma&, Vpn) { ++mappings; });
-  const double remap = static_cast<double>(mappings) * costs_.pte_set_ns;
+  const double remap = static_cast<double>(m.mappings) * costs_.pte_set_ns;
   Tick end = m.check + to_tick(remap);
   m.success = false;
   if (!pinned) {
@@ -568,6 +602,8 @@ void World::migration_end(Migration& m) {
   } else {
     mm_.migrate_remap(m.folio, m.folio);
   }
+  const bool retry = !m.success && m.pass < balancer_.config().migrate_passes &&
+                     mm_.folios().free_pages(m.target) > 0;
   // Wake everyone who reached the migration entry before now.
   for (const Waiter& w : m.waiters) {
     TaskExec& wt = exec(w.pid);
@@ -575,8 +611,12 @@ void World::migration_end(Migration& m) {
         w.since < now) {
       apply_segment(wt, now);  // cuts it where it first reached a migrating page
     }
+    std::erase_if(wt.reaches, [&](const auto& r) { return r.first == m.id; });
     if (wt.blocked_on != m.id) continue;
     wt.blocked_on = 0;
+    // If another pass follows, a woken task reads the page if it gets to run
+    // before the walk replaces its PTE again.
+    if (retry && costs_.context_switch_ns < w.offset_ns) wt.escape = w.vpn;
     if (wt.task.state == sched::TaskState::kUninterruptible) {
       wake(wt, now);
     } else {
@@ -588,8 +628,6 @@ void World::migration_end(Migration& m) {
     }
   }
   m.waiters.clear();
-  const bool retry = !m.success && m.pass < balancer_.config().migrate_passes &&
-                     mm_.folios().free_pages(m.target) > 0;
   if (retry) {
     start_migration_pass(m, now);
     return;
@@ -610,14 +648,19 @@ void World::migration_end(Migration& m) {
   if (t.task.state == sched::TaskState::kRunning) schedule_run(t, t.clock);
 }
 
-void World::wait_on_migration(TaskExec& t, Pfn pfn) {
+bool World::wait_on_migration(TaskExec& t, Vpn vpn, Pfn pfn) {
   auto it = migrating_.find(pfn.v);
-  if (it == migrating_.end()) return;  // already over: the access retries
+  if (it == migrating_.end()) return false;
   Migration& m = migrations_.at(it->second);
-  m.waiters.push_back(Waiter{t.task.pid, t.clock, false, 0});
+  double offset = 0;
+  for (const auto& [mm_id, off] : m.unmap_offset) {
+    if (mm_id == t.proc->mm->id()) offset = off;
+  }
+  m.waiters.push_back(Waiter{t.task.pid, t.clock, false, 0, vpn, offset});
   t.blocked_on = m.id;
   // migration_entry_wait: TASK_UNINTERRUPTIBLE on the page lock (iowait).
   leave_cpu(t, sched::TaskState::kUninterruptible);
+  return true;
 }
 
 void World::finish_hint_fault(TaskExec& t, const numa::HintDecision& d, NodeId mem_node,
@@ -628,21 +671,35 @@ void World::finish_hint_fault(TaskExec& t, const numa::HintDecision& d, NodeId m
 }
 
 void World::move_task(TaskExec& t, NodeId node) {
-  // T7, simplified as the spec allows: an idle CPU on the preferred node, or
-  // a swap with the task there that gains most, if the gain beats SMALLIMP.
-  const topo::Node& n = topo_.node(node);
-  for (CpuId c : n.cpus) {
-    if (rq_.nr_running(c) == 0) {
-      migrate_task_to_cpu(t, c);
-      return;
-    }
+  // T7, simplified as the spec allows: an idle CPU on the preferred node if
+  // the node loads stay within imbalance_pct (112%), else a swap with the
+  // task there that gains most, if the gain beats SMALLIMP.
+  std::vector<uint32_t> homed(topo_.nr_cpus(), 0);  // live tasks whose CPU it is
+  for (size_t pid = 1; pid < tasks_.size(); ++pid) {
+    const TaskExec& x = *tasks_[pid];
+    if (x.task.state != sched::TaskState::kDead) ++homed[x.task.cpu.v];
   }
   const NodeId src = t.task.node;
+  auto node_tasks = [&](NodeId n) {
+    uint64_t sum = 0;
+    for (CpuId c : topo_.node(n).cpus) sum += homed[c.v];
+    return sum;
+  };
+  const uint64_t src_cpus = topo_.node(src).cpus.size(), dst_cpus = topo_.node(node).cpus.size();
+  const uint64_t src_after = node_tasks(src) - 1, dst_after = node_tasks(node) + 1;
+  if (dst_after * src_cpus * 100 <= src_after * dst_cpus * 112) {
+    for (CpuId c : topo_.node(node).cpus) {
+      if (homed[c.v] == 0) {
+        migrate_task_to_cpu(t, c);
+        return;
+      }
+    }
+  }
   int64_t best_gain = 30;  // SMALLIMP
   TaskExec* best = nullptr;
-  for (CpuId c : n.cpus) {
+  for (CpuId c : topo_.node(node).cpus) {
     const uint32_t other = rq_.current(c);
-    if (!other || rq_.nr_running(c) != 1) continue;
+    if (!other || homed[c.v] != 1) continue;
     TaskExec& o = exec(other);
     if (o.blocked_on || in_kernel_migration(other)) continue;
     const int64_t gain = balancer_.task_weight(t.task.pid, node) - balancer_.task_weight(t.task.pid, src) +
@@ -652,7 +709,7 @@ void World::move_task(TaskExec& t, NodeId node) {
       best = &o;
     }
   }
-  if (!best || rq_.nr_running(t.task.cpu) != 1) return;
+  if (!best || homed[t.task.cpu.v] != 1) return;
   TaskExec& o = *best;
   if (o.seg.active && apply_segment(o, std::max(queue_.now(), o.seg.t0))) return;
   const CpuId mine = t.task.cpu, theirs = o.task.cpu;
@@ -710,7 +767,7 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
   }
   if (r.status == mm::FaultStatus::kNumaHint) return numa_hint_fault(t, vpn, r.pfn);
   if (r.status == mm::FaultStatus::kMigrationWait) {
-    wait_on_migration(t, r.pfn);
+    check(wait_on_migration(t, vpn, r.pfn), "a migration entry with no migration");
     return false;
   }
   if (r.cost.io_ns > 0) {
@@ -758,7 +815,13 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
     }
     // The page needs the kernel: only in time order.
     if (t.clock > h) return Step::kYield;
-    if (!fault(t, blocked, op.write)) return Step::kStopped;
+    if (blocked == t.escape && mm.pgtable().get(blocked).migration()) {
+      // Read between two migration passes (see migration_end).
+      t.escape = Vpn(UINT64_MAX);
+    } else if (!fault(t, blocked, op.write)) {
+      return Step::kStopped;
+    }
+    t.escape = Vpn(UINT64_MAX);
     // The access that faulted now completes. (If the page is somehow still
     // blocked, stepping over it keeps the task from spinning.)
     const double cost = page_cost_ns(t, op, blocked,

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -141,6 +142,8 @@ class World final : public sim::EventHandler, public mm::PteObserver, public num
     Tick since;            // when it touched the migration entry
     bool deferred = false;  // a run-ahead task that has not been cut yet
     uint64_t segment = 0;   // deferred: the segment it was in
+    Vpn vpn;                // the page it waits for
+    double offset_ns = 0;   // when the unmap walk replaced its PTE, into the pass
   };
   // A migration in progress (migrate_misplaced_page), pass by pass.
   struct Migration {
@@ -155,6 +158,8 @@ class World final : public sim::EventHandler, public mm::PteObserver, public num
     bool success = false;
     Pfn new_folio;
     std::vector<Waiter> waiters;
+    std::vector<std::pair<uint32_t, double>> unmap_offset;  // (mm id, ns into the unmap walk)
+    uint64_t mappings = 0;
     // The hinting fault that started it.
     numa::HintDecision hint;
   };
@@ -177,6 +182,7 @@ class World final : public sim::EventHandler, public mm::PteObserver, public num
     bool waiting = false;
     std::vector<Footprint> footprints;
     uint32_t blocked_on = 0;  // migration id while waiting on a migration entry
+    Vpn escape{UINT64_MAX};   // a page it read between two migration passes
     std::vector<std::pair<uint32_t, Tick>> reaches;  // (migration, when) for run-ahead
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
@@ -211,6 +217,7 @@ class World final : public sim::EventHandler, public mm::PteObserver, public num
   double page_cost_ns(const TaskExec& t, const Op& op, Vpn vpn, double miss_frac) const;
   double miss_fraction(TaskExec& t, const Op& op);
   double range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to);
+  double page_cost_on_node(const TaskExec& t, const Op& op, NodeId node, double miss_frac) const;
   void drop_footprints(TaskExec& t);
   void run_checker(const char* when);
   // NUMA balancing.
@@ -221,7 +228,7 @@ class World final : public sim::EventHandler, public mm::PteObserver, public num
   void migration_check(Migration& m);
   void migration_end(Migration& m);
   void finish_hint_fault(TaskExec& t, const numa::HintDecision& d, NodeId mem_node, uint32_t flags);
-  void wait_on_migration(TaskExec& t, Pfn pfn);
+  bool wait_on_migration(TaskExec& t, Vpn vpn, Pfn pfn);
   void move_task(TaskExec& t, NodeId node);
   void migrate_task_to_cpu(TaskExec& t, CpuId cpu);
   bool in_kernel_migration(uint32_t pid) const;
@@ -242,16 +249,16 @@ class World final : public sim::EventHandler, public mm::PteObserver, public num
   sched::RunQueues rq_;
   numa::Balancer balancer_;
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires
-  std::map<uint32_t, Migration> migrations_;  // by id
-  std::map<uint32_t, uint32_t> migrating_;    // folio -> migration id
+  std::unordered_map<uint32_t, Migration> migrations_;  // by id
+  std::unordered_map<uint32_t, uint32_t> migrating_;    // folio -> migration id
   uint32_t next_migration_ = 1;
   uint64_t next_segment_ = 1;
-  uint32_t unmapping_ = 0;  // migration whose unmap is revoking PTEs now
   sched::SliceConfig slices_;
   std::vector<std::unique_ptr<TaskExec>> tasks_;      // by pid; [0] unused
   std::vector<std::vector<uint32_t>> tasks_by_mm_;    // by mm id
   std::vector<std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, uint32_t>>> llc_sets_;
   std::vector<uint64_t> llc_bytes_;                   // per socket: distinct swept bytes
+  std::vector<uint64_t> node_pages_;                  // scratch of range_cost_ns
   std::vector<std::string> errors_;
   std::vector<std::string> check_failures_;
   uint32_t live_tasks_ = 0;
