@@ -36,6 +36,9 @@ Pfn FolioAllocator::take(NodeId node) {
 
 std::optional<Pfn> FolioAllocator::alloc_on(NodeId node) {
   if (nodes_[node.v].used >= nodes_[node.v].capacity) return std::nullopt;
+  // The node asked for is the node given: a numa_hit there.
+  vmstat_.add(Vm::numa_hit);
+  vmstat_.add(Vm::numa_local);
   return take(node);
 }
 

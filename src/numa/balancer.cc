@@ -54,8 +54,7 @@ void Balancer::task_exit(uint32_t pid) {
       }
     }
     g.total_faults -= t.total_faults;
-    --g.nr_tasks;
-    t.group.reset();
+    --g.nr_tasks;  // the task keeps its pointer so that reports can name the group
   }
 }
 

@@ -37,6 +37,27 @@ Totals totals(const RunInfo& info, const std::string* program) {
   return t;
 }
 
+// The NUMA fields of /proc/<pid>/sched.
+ordered_json task_numa_json(const workload::TaskResult& t) {
+  ordered_json faults = ordered_json::array();
+  for (size_t n = 0; n < t.numa.numa_faults.size(); ++n) {
+    const auto& f = t.numa.numa_faults[n];
+    faults.push_back({{"node", n},
+                      {"task_private", f[0]},
+                      {"task_shared", f[1]},
+                      {"group_private", f[2]},
+                      {"group_shared", f[3]}});
+  }
+  return {{"numa_scan_seq", t.numa.numa_scan_seq},
+          {"numa_pages_migrated", t.numa.numa_pages_migrated},
+          {"numa_preferred_nid", t.numa.numa_preferred_nid},
+          {"total_numa_faults", t.numa.total_numa_faults},
+          {"current_node", t.node},
+          {"numa_group_id", t.numa.numa_group_id},
+          {"numa_scan_period_ms", t.numa.numa_scan_period_ms},
+          {"numa_faults", faults}};
+}
+
 }  // namespace
 
 ordered_json metrics_json(const RunInfo& info) {
@@ -72,9 +93,22 @@ ordered_json run_json(const RunInfo& info) {
                   {"cpus", topo.nr_cpus()},  {"sockets", topo.nr_sockets()},
                   {"llc_bytes_per_socket", topo.nr_sockets() ? topo.llc_bytes(0) : 0},
                   {"node_list", nodes},      {"distance", dist}};
+  const numa::NumaConfig nc = sc.numa_config(topo.nr_nodes());
   j["kernel"] = {{"version", sc.kernel.version},
                  {"fault_around_kb", sc.kernel.fault_around_kb},
-                 {"read_ahead_kb", sc.kernel.read_ahead_kb}};
+                 {"read_ahead_kb", sc.kernel.read_ahead_kb},
+                 {"numa_balancing", nc.enabled ? 1 : 0},
+                 {"numa_balancing_scan_delay_ms", nc.scan_delay_ms},
+                 {"numa_balancing_scan_period_min_ms", nc.scan_period_min_ms},
+                 {"numa_balancing_scan_period_max_ms", nc.scan_period_max_ms},
+                 {"numa_balancing_scan_size_mb", nc.scan_size_mb},
+                 {"numa", {{"skip_shared_cow", nc.skip_shared_cow},
+                           {"migrate_rate_limit", nc.migrate_rate_limit},
+                           {"scan_start_is_min", nc.scan_start_is_min},
+                           {"scan_period_update", nc.period_update_v414 ? "4.14" : "3.13"},
+                           {"placement_every_fault", nc.placement_every_fault},
+                           {"waiter_pins_page", nc.waiter_pins_page},
+                           {"migrate_passes", nc.migrate_passes}}}};
   j["metrics"] = metrics_json(info);
   ordered_json vm;
   for (const auto& [name, v] : r.vmstat) vm[name] = v;
@@ -100,9 +134,21 @@ ordered_json run_json(const RunInfo& info) {
                      {"majflt", t.maj_flt},
                      {"nvcsw", t.nvcsw},
                      {"nivcsw", t.nivcsw},
-                     {"counters", counters}});
+                     {"counters", counters},
+                     {"numa", task_numa_json(t)}});
   }
   j["tasks"] = tasks;
+  if (!r.timeline.empty()) {
+    ordered_json tl = ordered_json::array();
+    for (const auto& smp : r.timeline) {
+      ordered_json row = {{"t_s", smp.t_s}};
+      for (size_t i = 0; i < workload::kTimelineCounters.size(); ++i)
+        row[std::string(mm::kVmNames[static_cast<size_t>(workload::kTimelineCounters[i])])] = smp.vm[i];
+      row["tasks_in_d"] = smp.tasks_in_d;
+      tl.push_back(row);
+    }
+    j["timeline"] = tl;
+  }
   ordered_json sim = {{"events", r.events},
                       {"page_events", r.page_events},
                       {"time_limit_hit", r.time_limit_hit},
@@ -125,6 +171,16 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
   line(fmt::format("scenario {} (seed {})", sc.name, sc.seed));
   line(fmt::format("machine  {}: {} nodes, {} CPUs; kernel {} (fault-around {} KiB)", topo.name(),
                    topo.nr_nodes(), topo.nr_cpus(), sc.kernel.version, sc.kernel.fault_around_kb));
+  const numa::NumaConfig nc = sc.numa_config(topo.nr_nodes());
+  if (nc.enabled) {
+    line(fmt::format("numa     numa_balancing=1: skip_shared_cow {}, migrate_rate_limit {}, scan period "
+                     "{}-{} ms, scan size {} MB, sleepers pin pages {}",
+                     nc.skip_shared_cow ? "on" : "off", nc.migrate_rate_limit ? "on" : "off",
+                     nc.scan_period_min_ms, nc.scan_period_max_ms, nc.scan_size_mb,
+                     nc.waiter_pins_page ? "yes" : "no"));
+  } else {
+    line("numa     numa_balancing=0");
+  }
   std::string simline = fmt::format("elapsed  {:.6f} s simulated, {} events", r.elapsed_s, r.events);
   if (info.timing) {
     simline += fmt::format(", {:.3f} s wall, {:.3g} page events/s", info.wall_s,
@@ -173,6 +229,32 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
       for (uint64_t c : pt.counters) cs += fmt::format(" {:>12}", c);
       line(fmt::format("  {:<12} {:>6} {:>12.4f} {:>12.4f} {:>12.4f} {:>10} {:>7}{}", t.program.substr(0, 12),
                        pt.tasks, secs(pt.user), secs(pt.sys), secs(pt.iowait), pt.minflt, pt.majflt, cs));
+    }
+  }
+  if (nc.enabled && (all_tasks || r.tasks.size() <= 16)) {
+    line("");
+    line("numa per task (/proc/<pid>/sched)");
+    line(fmt::format("  {:>6} {:>8} {:>9} {:>10} {:>12} {:>13} {:>9} {}", "pid", "scan_seq", "preferred",
+                     "cur_node", "total_faults", "pages_migrated", "group", "period_ms"));
+    for (const auto& t : r.tasks) {
+      line(fmt::format("  {:>6} {:>8} {:>9} {:>10} {:>12} {:>13} {:>9} {}", t.pid, t.numa.numa_scan_seq,
+                       t.numa.numa_preferred_nid, t.node, t.numa.total_numa_faults,
+                       t.numa.numa_pages_migrated, t.numa.numa_group_id, t.numa.numa_scan_period_ms));
+    }
+  }
+  if (!r.timeline.empty()) {
+    line("");
+    line("timeline (changes per interval)");
+    std::string hdr = fmt::format("  {:>9}", "t_s");
+    for (auto c : workload::kTimelineCounters)
+      hdr += fmt::format(" {:>12}", mm::kVmNames[static_cast<size_t>(c)].substr(0, 12));
+    line(hdr + fmt::format(" {:>6}", "in_D"));
+    std::array<int64_t, workload::kTimelineCounters.size()> prev{};
+    for (const auto& smp : r.timeline) {
+      std::string row = fmt::format("  {:>9.3f}", smp.t_s);
+      for (size_t i = 0; i < smp.vm.size(); ++i) row += fmt::format(" {:>12}", smp.vm[i] - prev[i]);
+      prev = smp.vm;
+      line(row + fmt::format(" {:>6}", smp.tasks_in_d));
     }
   }
   line("");

@@ -754,6 +754,10 @@ LoadResult parse_table(toml::table root, const std::string& file,
       if (*d <= 0) r.error(t->get("time_limit"), "time_limit", "must be positive");
       sc.time_limit = Tick(*d);
     }
+    if (auto d = r.duration("sample_interval")) {
+      if (*d < 1000000) r.error(t->get("sample_interval"), "sample_interval", "must be at least 1ms");
+      sc.sample_interval = Tick(*d);
+    }
     r.finish();
   }
   if (seed) sc.seed = *seed;
@@ -934,6 +938,7 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.seed = s.seed;
   wc.time_limit = s.time_limit;
   wc.numa = s.numa_config(topo.nr_nodes());
+  wc.sample_interval = s.sample_interval;
   return wc;
 }
 

@@ -43,6 +43,7 @@ struct Scenario {
   std::string description;
   uint64_t seed = 1;
   Tick time_limit = seconds(3600);
+  Tick sample_interval;  // scenario.sample_interval: a timeline of counters
   bool host_machine = false;  // machine.preset = "host": read from /sys at build time
   topo::MachineSpec machine;
   KernelConfig kernel;

@@ -81,6 +81,8 @@ RunResult World::run() {
   proc->regions.resize(workload_.regions.size());
   const uint32_t init = spawn(0, proc, workload_.init_program, Tick(0));
   tasks_[init]->task.comm = workload_.init_comm;
+  timeline_base_ = before;
+  if (config_.sample_interval.ns > 0) queue_.schedule(config_.sample_interval, this, kSample, 0, 0, 2);
 
   RunResult r;
   r.events = queue_.run(config_.time_limit);
@@ -129,6 +131,8 @@ RunResult World::run() {
   }
   r.errors = errors_;
   r.check_failures = check_failures_;
+  r.timeline = timeline_;
+  std::erase_if(r.timeline, [&](const Sample& smp) { return smp.t_s > r.elapsed_s + 1e-9; });
   return r;
 }
 
@@ -244,6 +248,19 @@ void World::wake(TaskExec& t, Tick at) {
 }
 
 void World::on_event(sim::EventQueue&, const sim::Event& e) {
+  if (e.kind == kSample) {
+    Sample smp;
+    smp.t_s = e.time.seconds();
+    for (size_t i = 0; i < kTimelineCounters.size(); ++i)
+      smp.vm[i] = mm_.vmstat()[kTimelineCounters[i]] - timeline_base_[kTimelineCounters[i]];
+    for (size_t pid = 1; pid < tasks_.size(); ++pid) {
+      const TaskExec& x = *tasks_[pid];
+      if (x.task.state == sched::TaskState::kUninterruptible || x.blocked_on) ++smp.tasks_in_d;
+    }
+    timeline_.push_back(smp);
+    if (live_tasks_ > 0) queue_.schedule(e.time + config_.sample_interval, this, kSample, 0, 0, 2);
+    return;
+  }
   if (e.kind == kMigrationCheck || e.kind == kMigrationEnd) {
     auto it = migrations_.find(static_cast<uint32_t>(e.arg0));
     if (it == migrations_.end()) return;

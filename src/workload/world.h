@@ -33,6 +33,18 @@ struct WorldConfig {
   bool check_invariants = false;    // run the DEBUG_VM-like checker (tests: on)
   bool fast_forward = true;         // off: run loops pass by pass (tests compare)
   numa::NumaConfig numa;            // automatic NUMA balancing
+  Tick sample_interval;             // > 0: record a timeline of counters
+};
+
+// Counters sampled over time (RunResult::timeline).
+inline constexpr std::array<mm::Vm, 7> kTimelineCounters = {
+    mm::Vm::pgfault,           mm::Vm::numa_pte_updates, mm::Vm::numa_hint_faults,
+    mm::Vm::numa_hint_faults_local, mm::Vm::numa_pages_migrated, mm::Vm::pgmigrate_success,
+    mm::Vm::pgmigrate_fail};
+struct Sample {
+  double t_s = 0;
+  std::array<int64_t, kTimelineCounters.size()> vm{};
+  uint32_t tasks_in_d = 0;  // tasks waiting in D state at that moment
 };
 
 // The /proc/<pid>/sched NUMA fields of a task.
@@ -75,6 +87,7 @@ struct RunResult {
   std::vector<std::string> check_failures;
   uint64_t events = 0;
   uint64_t page_events = 0;  // faults + PTEs zapped/copied: the speed denominator
+  std::vector<Sample> timeline;
 };
 
 class World final : public sim::EventHandler, public mm::PteObserver, public numa::TaskView {
@@ -186,7 +199,7 @@ class World final : public sim::EventHandler, public mm::PteObserver, public num
     std::vector<std::pair<uint32_t, Tick>> reaches;  // (migration, when) for run-ahead
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
-  enum EventKind : uint32_t { kRunTask = 1, kWakeTask = 2, kMigrationCheck = 3, kMigrationEnd = 4 };
+  enum EventKind : uint32_t { kRunTask = 1, kWakeTask = 2, kMigrationCheck = 3, kMigrationEnd = 4, kSample = 5 };
 
   TaskExec& exec(uint32_t pid) { return *tasks_[pid]; }
   uint32_t spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32_t program, Tick at);
@@ -261,6 +274,8 @@ class World final : public sim::EventHandler, public mm::PteObserver, public num
   std::vector<uint64_t> node_pages_;                  // scratch of range_cost_ns
   std::vector<std::string> errors_;
   std::vector<std::string> check_failures_;
+  std::vector<Sample> timeline_;
+  mm::VmStat timeline_base_;
   uint32_t live_tasks_ = 0;
   Tick last_exit_;
 };
