@@ -1,0 +1,226 @@
+// End-to-end NUMA balancing: small versions of the scenarios, checker on.
+#include <gtest/gtest.h>
+
+#include "support/run.h"
+
+namespace mmsim::numa {
+namespace {
+
+using testing::run_text;
+
+// Seed A in small: 14 forked readers of a 1 MiB initialised .data array on
+// two nodes, for 2 s.
+std::string shared_cow(const std::string& kernel_extra, const std::string& numa_extra = "") {
+  return R"(
+[scenario]
+sample_interval = "100ms"
+[machine]
+preset = "2s-16c"
+mem_per_node = "256MiB"
+[kernel]
+version = "4.15"
+)" + kernel_extra + "\n[numa]\n" + numa_extra + R"(
+[[files]]
+name = "exe"
+size = 1052672
+cached = true
+[run]
+program = "parent"
+[[programs.parent]]
+op = "map"
+region = "rw"
+file = "exe"
+prot = "rw"
+[[programs.parent]]
+op = "touch"
+region = "rw"
+mode = "write"
+size = 4096
+[[programs.parent]]
+op = "fork"
+count = 14
+program = "child"
+[[programs.parent]]
+op = "wait"
+[[programs.child]]
+op = "loop"
+duration = "2s"
+body = [ { op = "sweep", region = "rw", offset = 4096 }, { op = "count", counter = "iterations" } ]
+)";
+}
+
+TEST(NumaSharedCow, BalancingOffTakesNoHintingFaultsAndMigratesNothing) {
+  auto ran = run_text(shared_cow("numa_balancing = 0"));
+  EXPECT_EQ(ran.vm("numa_pte_updates"), 0);
+  EXPECT_EQ(ran.vm("numa_hint_faults"), 0);
+  EXPECT_EQ(ran.vm("pgmigrate_success") + ran.vm("pgmigrate_fail"), 0);
+}
+
+TEST(NumaSharedCow, WithoutTheSkipSharedPagesBounceAndReadersWaitInDState) {
+  auto off = run_text(shared_cow("numa_balancing = 0"));
+  auto on = run_text(shared_cow("numa_balancing = 1"));
+  EXPECT_GT(on.vm("numa_hint_faults"), 0);
+  EXPECT_GT(on.vm("pgmigrate_success"), 0);
+  double iowait = 0;
+  for (const auto& t : on.result.tasks) iowait += t.times.iowait_ns;
+  EXPECT_GT(iowait, 0);
+  EXPECT_LT(on.counter("iterations"), off.counter("iterations"));
+}
+
+TEST(NumaSharedCow, WithTheSkipSharedCowPagesStayUnmarkedAndThroughputMatchesOff) {
+  auto off = run_text(shared_cow("numa_balancing = 0"));
+  auto skip = run_text(shared_cow("numa_balancing = 1", "skip_shared_cow = true"));
+  EXPECT_EQ(skip.vm("numa_pte_updates"), 0);
+  EXPECT_EQ(skip.vm("numa_hint_faults"), 0);
+  EXPECT_EQ(skip.counter("iterations"), off.counter("iterations"));
+}
+
+TEST(NumaSharedCow, ForkedReadersOfCowMemoryNeverFormAGroup) {
+  auto on = run_text(shared_cow("numa_balancing = 1"));
+  for (const auto& t : on.result.tasks) EXPECT_EQ(t.numa.numa_group_id, 0u) << "pid " << t.pid;
+}
+
+TEST(NumaSharedCow, SleepersPinningThePageMakeMigrationsFailMoreOften) {
+  auto pin = run_text(shared_cow("numa_balancing = 1", "waiter_pins_page = true"));
+  auto nopin = run_text(shared_cow("numa_balancing = 1", "waiter_pins_page = false"));
+  const double pin_fail = static_cast<double>(pin.vm("pgmigrate_fail")) /
+                          static_cast<double>(pin.vm("pgmigrate_fail") + pin.vm("pgmigrate_success"));
+  const double nopin_fail = static_cast<double>(nopin.vm("pgmigrate_fail")) /
+                            static_cast<double>(nopin.vm("pgmigrate_fail") + nopin.vm("pgmigrate_success"));
+  EXPECT_GT(pin_fail, nopin_fail);
+}
+
+TEST(NumaSharedCow, SameSeedGivesTheSameRunAndAnotherSeedMovesTheTicks) {
+  auto a = run_text(shared_cow("numa_balancing = 1"));
+  auto b = run_text(shared_cow("numa_balancing = 1"));
+  EXPECT_EQ(a.vm("numa_hint_faults"), b.vm("numa_hint_faults"));
+  EXPECT_EQ(a.counter("iterations"), b.counter("iterations"));
+  auto c = run_text(shared_cow("numa_balancing = 1"), {"scenario.seed=2"});
+  EXPECT_NE(a.counter("iterations"), c.counter("iterations"));
+}
+
+std::string converge(const std::string& extra = "") {
+  return R"(
+[scenario]
+sample_interval = "2s"
+[machine]
+preset = "2s-16c"
+mem_per_node = "256MiB"
+[kernel]
+version = "4.15"
+numa_balancing = 1
+)" + extra + R"(
+[run]
+program = "main"
+[[programs.main]]
+op = "map"
+region = "data"
+size = "16MiB"
+[[programs.main]]
+op = "touch"
+region = "data"
+mode = "write"
+[[programs.main]]
+op = "threads"
+count = 1
+program = "worker"
+[[programs.main]]
+op = "wait"
+[[programs.worker]]
+op = "loop"
+duration = "30s"
+body = [ { op = "sweep", region = "data" } ]
+)";
+}
+
+TEST(NumaConverge, PrivatePagesMoveToTheNodeOfTheTaskThatUsesThem) {
+  auto ran = run_text(converge());
+  ASSERT_EQ(ran.result.tasks.size(), 2u);
+  EXPECT_EQ(ran.result.tasks[0].node, 0);
+  EXPECT_EQ(ran.result.tasks[1].node, 1);
+  EXPECT_EQ(ran.vm("numa_pages_migrated"), 4096);
+  EXPECT_EQ(ran.result.tasks[1].numa.numa_preferred_nid, 1);
+}
+
+TEST(NumaConverge, HintingFaultsFallAsTheScanPeriodGrows) {
+  auto ran = run_text(converge());
+  const auto& tl = ran.result.timeline;
+  ASSERT_GE(tl.size(), 10u);
+  const int64_t first_half = tl[tl.size() / 2].vm[2];
+  const int64_t second_half = tl.back().vm[2] - first_half;
+  EXPECT_LT(second_half, first_half);
+  EXPECT_GT(ran.result.tasks[1].numa.numa_scan_period_ms, 1000);
+}
+
+TEST(NumaConverge, NothingMovesWithBalancingOff) {
+  auto ran = run_text(converge(), {"kernel.numa_balancing=0"});
+  EXPECT_EQ(ran.vm("numa_pages_migrated"), 0);
+  EXPECT_EQ(ran.vm("numa_hint_faults"), 0);
+}
+
+TEST(NumaGroups, ThreadsWritingSharedMemoryJoinOneGroup) {
+  auto ran = run_text(R"(
+[machine]
+preset = "2s-16c"
+mem_per_node = "256MiB"
+[kernel]
+version = "6.6"
+numa_balancing = 1
+[run]
+program = "main"
+[[programs.main]]
+op = "map"
+region = "shared"
+size = "8MiB"
+[[programs.main]]
+op = "touch"
+region = "shared"
+mode = "write"
+[[programs.main]]
+op = "threads"
+count = 4
+program = "worker"
+[[programs.main]]
+op = "wait"
+[[programs.worker]]
+op = "loop"
+duration = "10s"
+body = [ { op = "sweep", region = "shared", mode = "write" } ]
+)");
+  ASSERT_EQ(ran.result.tasks.size(), 5u);
+  const uint32_t gid = ran.result.tasks[1].numa.numa_group_id;
+  EXPECT_NE(gid, 0u);
+  for (size_t i = 2; i < 5; ++i) EXPECT_EQ(ran.result.tasks[i].numa.numa_group_id, gid);
+}
+
+TEST(NumaVersions, KernelVersionPresetsTheRules) {
+  auto at = [](const char* v) {
+    auto lr = scenario::parse_scenario("[machine]\npreset = \"2s-16c\"\n[run]\nprogram = \"m\"\n"
+                                       "[[programs.m]]\nop = \"sleep\"\nduration = \"1ms\"\n",
+                                       "v.toml", {std::string("kernel.version=") + v});
+    EXPECT_TRUE(lr.ok());
+    return lr.scenario->kernel.numa;
+  };
+  EXPECT_FALSE(at("4.15").skip_shared_cow);
+  EXPECT_TRUE(at("4.16").skip_shared_cow);
+  EXPECT_TRUE(at("4.18").migrate_rate_limit);
+  EXPECT_FALSE(at("4.19").migrate_rate_limit);
+  EXPECT_TRUE(at("4.18").placement_every_fault);
+  EXPECT_FALSE(at("4.19").placement_every_fault);
+  EXPECT_TRUE(at("4.20").waiter_pins_page);
+  EXPECT_FALSE(at("5.0").waiter_pins_page);
+  EXPECT_FALSE(at("4.13").period_update_v414);
+  EXPECT_TRUE(at("4.14").scan_start_is_min);
+}
+
+TEST(NumaVersions, BalancingOnAKernelWithoutItIsAnError) {
+  auto lr = scenario::parse_scenario("[machine]\npreset = \"2s-16c\"\n[kernel]\nversion = \"3.7\"\n"
+                                     "numa_balancing = 1\n[run]\nprogram = \"m\"\n"
+                                     "[[programs.m]]\nop = \"sleep\"\nduration = \"1ms\"\n",
+                                     "v.toml", {});
+  ASSERT_EQ(lr.diagnostics.size(), 1u);
+  EXPECT_EQ(lr.diagnostics[0].key, "kernel.numa_balancing");
+}
+
+}  // namespace
+}  // namespace mmsim::numa
