@@ -79,6 +79,28 @@ constexpr std::array kParams = {
     CostParam{"context_switch_ns", &CostProfile::context_switch_ns, 3474.0, "ns",
               "dev host calibration (PVM guest): pipe ping-pong between two threads on one CPU, "
               "per switch"},
+    // memcg page-stat pieces: user-mode operations measured natively on the
+    // development host by tools/calibrate/calibrate_memcg.cc
+    // (costs/host-calibration-memcg.toml).
+    CostParam{"memcg_rcu_ns", &CostProfile::memcg_rcu_ns, 0.613, "ns",
+              "dev host calibration: preempt_toggle_ns, preempt_count inc+dec (rcu_read_lock "
+              "and unlock of a non-preemptible kernel)"},
+    CostParam{"memcg_flag_read_ns", &CostProfile::memcg_flag_read_ns, 0.115, "ns",
+              "dev host calibration: global_flag_read_ns, memcg_moving read and branch"},
+    CostParam{"memcg_pc_lookup_ns", &CostProfile::memcg_pc_lookup_ns, 0.421, "ns",
+              "dev host calibration: page_cgroup_lookup_seq_ns, 16-byte entries in pfn order"},
+    CostParam{"memcg_percpu_add_ns", &CostProfile::memcg_percpu_add_ns, 0.308, "ns",
+              "dev host calibration: percpu_add_ns, a non-atomic add to a hot counter"},
+    CostParam{"memcg_bitlock_ns", &CostProfile::memcg_bitlock_ns, 13.71, "ns",
+              "dev host calibration: bit_spinlock_ns, atomic set and clear of a flag bit"},
+    CostParam{"memcg_spinlock_ns", &CostProfile::memcg_spinlock_ns, 6.67, "ns",
+              "dev host calibration: spin_lock_irqsave_ns, uncontended (interrupt masking "
+              "cannot be measured in user space)"},
+    CostParam{"memcg_atomic_read_ns", &CostProfile::memcg_atomic_read_ns, 0.078, "ns",
+              "dev host calibration: atomic_read_ns, moving_account read"},
+    CostParam{"synchronize_rcu_ns", &CostProfile::synchronize_rcu_ns, 8000000.0, "ns",
+              "derived: quiescent states are seen at scheduler ticks, so a grace period spans at "
+              "least two jiffies; 2 x 4 ms at HZ=250 (Documentation/RCU)"},
 };
 
 }  // namespace

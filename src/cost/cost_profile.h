@@ -57,6 +57,19 @@ struct CostProfile {
   double lock_handoff_ns = 0;
   // Reading one readahead window (read_ahead_kb) from storage, as a latency.
   double storage_read_ns = 0;
+  // memcg page-stat pieces (spec B3): rcu_read_lock+unlock (preempt_count
+  // inc/dec), a read of a global flag, a page_cgroup lookup by pfn, a per-CPU
+  // counter add, a bit spinlock lock+unlock, a spin_lock_irqsave+unlock, an
+  // atomic read.
+  double memcg_rcu_ns = 0;
+  double memcg_flag_read_ns = 0;
+  double memcg_pc_lookup_ns = 0;
+  double memcg_percpu_add_ns = 0;
+  double memcg_bitlock_ns = 0;
+  double memcg_spinlock_ns = 0;
+  double memcg_atomic_read_ns = 0;
+  // synchronize_rcu: a grace period.
+  double synchronize_rcu_ns = 0;
 };
 
 struct CostParam {

@@ -34,6 +34,10 @@ void MemoryManager::preload_file(AddressSpace& file, NodeId node) {
     f.flags |= Folio::kUptodate | Folio::kLru | (file.shmem ? Folio::kShmem : 0);
     f.mapping = file.id;
     f.index = i;
+    if (memcg_) {
+      double ignored = 0;
+      memcg_->charge(0, *pfn, f, CpuId(0), ignored);  // cached before the run: the root's
+    }
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);
     if (file.shmem) vmstat_.add(Vm::nr_shmem);
@@ -80,6 +84,7 @@ double MemoryManager::flush_tlb_range(Mm& mm, CpuId cpu, uint64_t pages) {
 
 void MemoryManager::account_fault(FaultCtx& ctx, bool major) {
   ++page_events_;
+  if (memcg_) memcg_->count_fault(ctx.memcg, major);
   vmstat_.add(Vm::pgfault);
   if (major) {
     vmstat_.add(Vm::pgmajfault);
@@ -107,7 +112,11 @@ void MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool writ
   mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), pte);
   if (pfn == kZeroPfn) return;
   Folio& f = folios_.folio(Pfn(pfn));
-  if (f.mapcount++ == 0 && !f.test(Folio::kAnon)) vmstat_.add(Vm::nr_mapped);
+  const bool first = f.mapcount++ == 0;
+  if (!f.test(Folio::kAnon)) {
+    if (first) vmstat_.add(Vm::nr_mapped);
+    if (memcg_) memcg_->file_rmap(f, true, first, hook_cost_ns_);
+  }
   if (f.test(Folio::kAnon)) {
     ++mm.rss_anon;
   } else if (f.test(Folio::kShmem)) {
@@ -157,10 +166,13 @@ void MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i) {
     vmstat_.add(Vm::nr_dirty);
   }
   check(f.mapcount > 0, "zap of an unmapped folio");
-  if (--f.mapcount == 0) {
+  const bool last = --f.mapcount == 0;
+  if (!anon && memcg_) memcg_->file_rmap(f, false, last, hook_cost_ns_);
+  if (last) {
     if (anon) {
       // No swap: the last unmap of an anonymous folio frees it.
       vmstat_.add(Vm::nr_anon_pages, -1);
+      if (memcg_) memcg_->uncharge(pfn, f);
       folios_.free(pfn);
     } else {
       vmstat_.add(Vm::nr_mapped, -1);
@@ -200,8 +212,15 @@ std::optional<uint32_t> MemoryManager::filemap_get(AddressSpace& file, uint64_t 
     f.flags |= Folio::kUptodate | Folio::kLru | (file.shmem ? Folio::kShmem : 0);
     f.mapping = file.id;
     f.index = i;
+    if (memcg_ && !memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu, cost.sys_ns)) {
+      f.flags = Folio::kInUse;
+      folios_.free(*pfn);
+      if (i == index) return std::nullopt;
+      continue;
+    }
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);
+    if (file.shadows.erase(i)) vmstat_.add(Vm::workingset_refault);
     cost.sys_ns += costs_.page_alloc_ns;
     if (file.shmem) {
       vmstat_.add(Vm::nr_shmem);
@@ -254,11 +273,22 @@ std::optional<Pfn> MemoryManager::new_anon_folio(Vma& vma, Vpn vpn, const FaultC
   f.flags |= Folio::kAnon | Folio::kLru | Folio::kUptodate;
   f.mapping = av.id;
   f.index = vpn.v;
+  if (memcg_ && !memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu, hook_cost_ns_)) {
+    f.flags = Folio::kInUse;
+    folios_.free(*pfn);
+    return std::nullopt;
+  }
   vmstat_.add(Vm::nr_anon_pages);
   return pfn;
 }
 
 FaultResult MemoryManager::handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx) {
+  FaultResult r = do_handle_mm_fault(mm, vpn, write, ctx);
+  r.cost.sys_ns += take_hook_cost();
+  return r;
+}
+
+FaultResult MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx) {
   FaultResult r;
   Vma* vma = mm.find_vma(vpn);
   if (!vma || !(vma->flags & (write ? Vma::kWrite : Vma::kRead))) {
@@ -487,7 +517,7 @@ MmResult MemoryManager::munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
     }
   }
   mm.revoke(start, end);
-  r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped);
+  r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped) + take_hook_cost();
   return r;
 }
 
@@ -527,7 +557,7 @@ MmResult MemoryManager::madvise_dontneed(Mm& mm, Vpn start, uint64_t pages, CpuI
   }
   mm.revoke(start, end);
   r.cost.sys_ns += static_cast<double>(zapped) * costs_.pte_clear_ns;
-  r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped);
+  r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped) + take_hook_cost();
   return r;
 }
 
@@ -629,6 +659,7 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
     parent.revoke(Vpn(0), Vpn(UINT64_MAX));
     cost.sys_ns += flush_tlb_range(parent, cpu, protected_ptes);
   }
+  cost.sys_ns += take_hook_cost();
   return cost;
 }
 
@@ -644,7 +675,38 @@ OpCost MemoryManager::exit_mmap(Mm& mm, CpuId cpu) {
   mm.vmas_mut().clear();
   // tlb_finish_mmu of a dying mm flushes only its last CPU.
   if (zapped) cost.sys_ns += costs_.tlb_flush_local_ns;
+  cost.sys_ns += take_hook_cost();
   return cost;
+}
+
+bool MemoryManager::evict_folio(Pfn pfn, CpuId cpu, double& cost_ns) {
+  Folio& f = folios_.folio(pfn);
+  if (f.test(Folio::kAnon) || f.test(Folio::kLocked) || f.test(Folio::kMlocked) ||
+      f.test(Folio::kDirty)) {
+    return false;
+  }
+  if (f.mapcount > 0) {
+    // try_to_unmap: every PTE goes, with a flush of each mm's TLB.
+    auto& maps = scratch_maps_;
+    maps.clear();
+    rmap_walk(pfn, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
+    for (auto [mm, vpn] : maps) {
+      Vma* vma = mm->find_vma(vpn);
+      zap_pte(*mm, *vma, mm->pgtable().table_alloc(vpn), vpn.v & (kPtesPerTable - 1));
+      cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
+      mm->revoke(vpn, Vpn(vpn.v + 1));
+    }
+  }
+  AddressSpace& file = *files_[f.mapping];
+  file.store(f.index, AddressSpace::kNone);
+  file.shadows.insert(f.index);
+  vmstat_.add(Vm::nr_file_pages, -1);
+  if (f.test(Folio::kShmem)) vmstat_.add(Vm::nr_shmem, -1);
+  if (memcg_) memcg_->uncharge(pfn, f);
+  f.flags = Folio::kInUse;
+  folios_.free(pfn);
+  cost_ns += costs_.page_free_ns + take_hook_cost();
+  return true;
 }
 
 ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn end,
@@ -657,7 +719,8 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
     if (pte.pfn == kZeroPfn) return;                                  // (a) no normal page
     const Folio& f = folios_.folio(Pfn(pte.pfn));
     if (rules.skip_shared_cow && vma.is_cow_mapping() && f.mapcount != 1) return;  // (b)
-    if (!f.test(Folio::kAnon) && f.test(Folio::kDirty)) return;      // (c) dirty file page
+    // (c) dirty page-cache page (page_is_file_cache: shmem is swap-backed, not skipped)
+    if (!f.test(Folio::kAnon) && !f.test(Folio::kShmem) && f.test(Folio::kDirty)) return;
     if (rules.target_node && f.node == *rules.target_node) return;   // (e) already local
     if (pte.flags & Pte::kWrite) pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kWrite) | Pte::kSavedWrite);
     pte.flags |= Pte::kProtNone;

@@ -46,6 +46,7 @@ struct FaultCtx {
   NodeId node;
   uint64_t* min_flt = nullptr;
   uint64_t* maj_flt = nullptr;
+  uint32_t memcg = 0;  // whom new pages are charged to (the mm's memcg)
 };
 
 enum class FaultStatus {
@@ -87,6 +88,23 @@ struct MmapArgs {
   uint64_t pgoff = 0;
   MemPolicy policy;
   std::string name;
+};
+
+// The memory controller's entry points from mm (mm/memcontrol.c), which the
+// memcg layer implements. Each adds the time it takes to `cost_ns`.
+class MemcgHooks {
+ public:
+  virtual ~MemcgHooks() = default;
+  // mem_cgroup_charge: a new anonymous or page-cache folio for `memcg`,
+  // reclaiming if over the limit. False: the charge failed (memcg OOM).
+  virtual bool charge(uint32_t memcg, Pfn pfn, Folio& folio, CpuId cpu, double& cost_ns) = 0;
+  // The folio leaves memory (last anonymous unmap, page-cache removal).
+  virtual void uncharge(Pfn pfn, Folio& folio) = 0;
+  // page_add_file_rmap / page_remove_rmap of a file folio, under the
+  // page-stat protocol; `transition` when its mapcount went 0 <-> 1.
+  virtual void file_rmap(Folio& folio, bool add, bool transition, double& cost_ns) = 0;
+  // A fault by a task of the mm (memory.stat pgfault, pgmajfault).
+  virtual void count_fault(uint32_t memcg, bool major) = 0;
 };
 
 class MemoryManager {
@@ -165,6 +183,12 @@ class MemoryManager {
   // IPI per other CPU in mm_cpumask. Returns its cost.
   double flush_tlb_range(Mm& mm, CpuId cpu, uint64_t pages);
 
+  void set_memcg(MemcgHooks* hooks) { memcg_ = hooks; }
+  // Reclaim of one page-cache folio (shrink_page_list): unmaps it through the
+  // rmap if needed, removes it from the page cache, uncharges and frees it.
+  // False if it cannot go (locked, mlocked, dirty). Adds the time to cost_ns.
+  bool evict_folio(Pfn pfn, CpuId cpu, double& cost_ns);
+
   // Invariant checker (DEBUG_VM-like): mapcounts against page tables, rmap
   // against PTEs, page cache and node accounting. Returns the violations.
   std::vector<std::string> check_invariants() const;
@@ -203,6 +227,7 @@ class MemoryManager {
   std::optional<uint32_t> filemap_get(AddressSpace& file, uint64_t index, const Vma& vma,
                                       FaultCtx& ctx, OpCost& cost, bool& major);
   uint32_t fault_around(Mm& mm, Vma& vma, Vpn vpn, OpCost& cost);
+  FaultResult do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx);
   FaultResult do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx);
   void account_fault(FaultCtx& ctx, bool major);
 
@@ -216,6 +241,13 @@ class MemoryManager {
   std::vector<Mm*> live_mms_;
   uint32_t next_mm_id_ = 1;
   uint64_t page_events_ = 0;
+  MemcgHooks* memcg_ = nullptr;
+  double hook_cost_ns_ = 0;  // memcg time inside the current operation
+  double take_hook_cost() {
+    const double c = hook_cost_ns_;
+    hook_cost_ns_ = 0;
+    return c;
+  }
   std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
 };
 

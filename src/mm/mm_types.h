@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct AddressSpace {
   bool shmem = false;    // tmpfs/shmem: pages are created zeroed, never read from storage
   uint64_t nrpages = 0;  // folios in the cache
   std::vector<Vma*> i_mmap;
+  std::unordered_set<uint64_t> shadows;  // evicted offsets: a re-read is a refault
 
   uint32_t lookup(uint64_t index) const {
     const auto& chunk = chunks_[index >> kPteTableShift];
@@ -106,6 +108,7 @@ class Mm {
   uint64_t rss_file = 0;   // MM_FILEPAGES
   uint64_t rss_shmem = 0;  // MM_SHMEMPAGES
   PteObserver* observer = nullptr;
+  uint32_t memcg = 0;  // the memcg charged for this mm's new pages (mm->owner's)
   int runahead_tasks = 0;  // tasks of this mm that ran ahead (see PteObserver)
   // Automatic NUMA balancing state of the mm (mm->numa_*).
   Tick numa_next_scan;     // no scan pass starts before this

@@ -43,6 +43,9 @@ enum class Vm : uint8_t {
   numa_pages_migrated,
   pgmigrate_success,
   pgmigrate_fail,
+  pgscan_direct,
+  pgsteal_direct,
+  workingset_refault,
   kCount
 };
 
@@ -79,6 +82,9 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(Vm::kCount)> k
     "numa_pages_migrated",
     "pgmigrate_success",
     "pgmigrate_fail",
+    "pgscan_direct",
+    "pgsteal_direct",
+    "workingset_refault",
 };
 
 class VmStat {

@@ -138,6 +138,32 @@ ordered_json run_json(const RunInfo& info) {
                      {"numa", task_numa_json(t)}});
   }
   j["tasks"] = tasks;
+  if (!r.memcg.empty()) {
+    const auto& mc = sc.kernel.memcg;
+    ordered_json groups;
+    for (const auto& g : r.memcg) {
+      const uint64_t page = kPageSize;
+      ordered_json stat = {{"cache", g.cache * page},        {"rss", g.rss * page},
+                           {"mapped_file", g.mapped_file * page}, {"pgpgin", g.pgpgin},
+                           {"pgpgout", g.pgpgout},           {"pgfault", g.pgfault},
+                           {"pgmajfault", g.pgmajfault},     {"anon", g.rss * page},
+                           {"file", g.cache * page},         {"file_mapped", g.mapped_file * page}};
+      const int64_t limit = g.limit_pages == UINT64_MAX ? -1 : static_cast<int64_t>(g.limit_pages * page);
+      groups[g.path] = {{"memory.usage_in_bytes", g.usage * page},
+                        {"memory.max_usage_in_bytes", g.max_usage * page},
+                        {"memory.limit_in_bytes", limit},
+                        {"memory.failcnt", g.failcnt},
+                        {"memory.move_charge_at_immigrate", g.move_charge_at_immigrate},
+                        {"memory.stat", stat},
+                        {"move_lock_slowpath", g.move_lock_slowpath},
+                        {"reclaimed_pages", g.reclaimed}};
+    }
+    j["memcg"] = {{"stat_protocol", memcg::protocol_name(mc.protocol)},
+                  {"hierarchy", mc.v2 ? "v2" : "v1"},
+                  {"page_cgroup_bytes_per_page", mc.page_cgroup_bytes},
+                  {"page_cgroup_bytes_total", mc.page_cgroup_bytes * (topo.total_mem_bytes() / kPageSize)},
+                  {"cgroups", groups}};
+  }
   if (!r.timeline.empty()) {
     ordered_json tl = ordered_json::array();
     for (const auto& smp : r.timeline) {
@@ -145,6 +171,11 @@ ordered_json run_json(const RunInfo& info) {
       for (size_t i = 0; i < workload::kTimelineCounters.size(); ++i)
         row[std::string(mm::kVmNames[static_cast<size_t>(workload::kTimelineCounters[i])])] = smp.vm[i];
       row["tasks_in_d"] = smp.tasks_in_d;
+      if (!r.memcg.empty()) {
+        row["memcg_cache"] = smp.memcg[0];
+        row["memcg_mapped_file"] = smp.memcg[1];
+        row["memcg_pgpgin"] = smp.memcg[2];
+      }
       tl.push_back(row);
     }
     j["timeline"] = tl;
@@ -248,19 +279,40 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
     std::string hdr = fmt::format("  {:>9}", "t_s");
     for (auto c : workload::kTimelineCounters)
       hdr += fmt::format(" {:>12}", mm::kVmNames[static_cast<size_t>(c)].substr(0, 12));
-    line(hdr + fmt::format(" {:>6}", "in_D"));
+    hdr += fmt::format(" {:>6}", "in_D");
+    if (!r.memcg.empty()) hdr += fmt::format(" {:>12} {:>12} {:>12}", "memcg_cache", "memcg_mapped", "memcg_pgpgin");
+    line(hdr);
     std::array<int64_t, workload::kTimelineCounters.size()> prev{};
     for (const auto& smp : r.timeline) {
       std::string row = fmt::format("  {:>9.3f}", smp.t_s);
       for (size_t i = 0; i < smp.vm.size(); ++i) row += fmt::format(" {:>12}", smp.vm[i] - prev[i]);
       prev = smp.vm;
-      line(row + fmt::format(" {:>6}", smp.tasks_in_d));
+      row += fmt::format(" {:>6}", smp.tasks_in_d);
+      if (!r.memcg.empty())
+        row += fmt::format(" {:>12} {:>12} {:>12}", smp.memcg[0], smp.memcg[1], smp.memcg[2]);
+      line(row);
     }
   }
   line("");
   line("vmstat (change over the run; unchanged counters omitted)");
   for (const auto& [name, v] : r.vmstat) {
     if (v != 0) line(fmt::format("  {:<30} {}", name, v));
+  }
+  if (!r.memcg.empty()) {
+    const auto& mc = sc.kernel.memcg;
+    line("");
+    line(fmt::format("memcg ({}, page_cgroup {} B per page = {} MiB on this machine)",
+                     memcg::protocol_name(mc.protocol), mc.page_cgroup_bytes,
+                     mc.page_cgroup_bytes * (topo.total_mem_bytes() / kPageSize) >> 20));
+    line(fmt::format("  {:<12} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10} {:>9}", "cgroup",
+                     "usage_kB", "limit_kB", "failcnt", "cache_kB", "rss_kB", "mapped_kB", "pgpgin", "pgpgout",
+                     "pgfault", "movelock"));
+    for (const auto& g : r.memcg) {
+      const std::string limit = g.limit_pages == UINT64_MAX ? "max" : std::to_string(g.limit_pages * 4);
+      line(fmt::format("  {:<12} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10} {:>9}", g.path,
+                       g.usage * 4, limit, g.failcnt, g.cache * 4, g.rss * 4, g.mapped_file * 4, g.pgpgin,
+                       g.pgpgout, g.pgfault, g.move_lock_slowpath));
+    }
   }
   if (!r.errors.empty()) {
     line("");

@@ -244,8 +244,18 @@ struct Names {
   }
 };
 
-const std::vector<std::string> kOpNames = {"map",   "unmap",   "fork",  "threads", "wait",  "loop",
-                                           "sweep", "touch",   "madvise", "mlock", "sleep", "count"};
+const std::vector<std::string> kOpNames = {"map",   "unmap",   "fork",    "threads", "wait",
+                                           "loop",  "sweep",   "touch",   "madvise", "mlock",
+                                           "sleep", "count",   "cgroup"};
+
+// A cgroup path as the id World uses (0 is the root "/").
+std::optional<uint32_t> cgroup_id(const Scenario& sc, const std::string& path) {
+  if (path == "/") return 0u;
+  for (size_t i = 0; i < sc.cgroups.size(); ++i) {
+    if (sc.cgroups[i].path == path) return static_cast<uint32_t>(i + 1);
+  }
+  return std::nullopt;
+}
 
 bool takes_time(const Op& op) {
   switch (op.kind) {
@@ -445,6 +455,17 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
     } else if (!t.get("duration")) {
       r.missing("duration");
     }
+  } else if (k == "cgroup") {
+    op.kind = OpKind::kCgroup;
+    if (auto p = r.string("path")) {
+      if (auto id = cgroup_id(sc, *p)) {
+        op.cgroup = *id;
+      } else {
+        r.error(t.get("path"), "path", fmt::format("no [[cgroups]] entry has path \"{}\"", *p));
+      }
+    } else if (!t.get("path")) {
+      r.missing("path");
+    }
   } else if (k == "count") {
     op.kind = OpKind::kCount;
     if (auto c = r.string("counter")) {
@@ -571,6 +592,18 @@ void read_kernel(TableReader& r, Scenario& sc) {
   if (n.scan_period_min_ms > n.scan_period_max_ms)
     r.error(r.raw().get("numa_balancing_scan_period_min_ms"), "numa_balancing_scan_period_min_ms",
             "must not exceed numa_balancing_scan_period_max_ms");
+  r.finish();
+}
+
+// [memcg]: the page-stat protocol and the hierarchy's names.
+void read_memcg(TableReader& r, Scenario& sc) {
+  memcg::MemcgConfig& m = sc.kernel.memcg;
+  if (auto v = r.choice("stat_protocol", {"none", "pcg-flags", "begin-end", "begin-end-no-global"})) {
+    m.protocol = *memcg::parse_protocol(*v);
+    m.page_cgroup_bytes = memcg::page_cgroup_bytes(m.protocol, sc.kernel.major, sc.kernel.minor);
+  }
+  if (auto v = r.choice("hierarchy", {"v1", "v2"})) m.v2 = (*v == "v2");
+  if (auto v = r.integer("charge_batch", 1, 1024)) m.charge_batch = static_cast<uint32_t>(*v);
   r.finish();
 }
 
@@ -781,6 +814,40 @@ LoadResult parse_table(toml::table root, const std::string& file,
     TableReader r(*t, "numa", ctx);
     read_numa(r, sc);
   }
+  if (const toml::table* t = top.table("memcg")) {
+    TableReader r(*t, "memcg", ctx);
+    read_memcg(r, sc);
+  }
+  if (const toml::node* n = top.get("cgroups")) {
+    const toml::array* a = n->as_array();
+    if (!a || !a->is_array_of_tables()) {
+      top.error(n, "cgroups", "expected [[cgroups]] tables");
+    } else {
+      for (size_t i = 0; i < a->size(); ++i) {
+        const toml::table& ct = *a->get(i)->as_table();
+        TableReader r(ct, fmt::format("cgroups[{}]", i), ctx);
+        memcg::CgroupSpec c;
+        if (auto p = r.string("path")) {
+          const bool ok = p->size() > 1 && (*p)[0] == '/' && p->back() != '/';
+          const bool dup = std::any_of(sc.cgroups.begin(), sc.cgroups.end(),
+                                       [&](const auto& x) { return x.path == *p; });
+          if (!ok) r.error(ct.get("path"), "path", fmt::format("\"{}\" is not a cgroup path like \"/bench\"", *p));
+          if (dup) r.error(ct.get("path"), "path", fmt::format("a cgroup \"{}\" exists already", *p));
+          c.path = *p;
+        } else if (!ct.get("path")) {
+          r.missing("path");
+        }
+        if (auto l = r.size("limit")) {
+          if (*l < kPageSize) r.error(ct.get("limit"), "limit", "must be at least one page");
+          c.limit_bytes = *l;
+        }
+        if (auto mv = r.integer("move_charge_at_immigrate", 0, 3)) c.move_charge_at_immigrate = static_cast<uint32_t>(*mv);
+        r.finish();
+        sc.cgroups.push_back(c);
+        sc.workload.cgroup_paths.push_back(c.path);
+      }
+    }
+  }
   if (const toml::table* t = top.table("costs")) {
     TableReader r(*t, "costs", ctx);
     read_costs(r, sc, ctx);
@@ -853,6 +920,13 @@ LoadResult parse_table(toml::table root, const std::string& file,
       }
     } else if (!t->get("program")) {
       r.missing("program");
+    }
+    if (auto c = r.string("cgroup")) {
+      if (auto id = cgroup_id(sc, *c)) {
+        sc.workload.init_cgroup = *id;
+      } else {
+        r.error(t->get("cgroup"), "cgroup", fmt::format("no [[cgroups]] entry has path \"{}\"", *c));
+      }
     }
     r.finish();
   } else if (!root.get("run")) {
@@ -930,6 +1004,12 @@ bool apply_kernel_version(const std::string& version, KernelConfig& k) {
   k.numa.period_update_v414 = at_least(4, 14);
   k.numa.placement_every_fault = at_most(4, 18);
   k.numa.waiter_pins_page = at_most(4, 20);               // put_and_wait_on_page_locked in 5.0
+  // memcg: PCG_FILE_MAPPED bits up to 3.3, the begin/end bracket from 3.4
+  // ("page cgroup diet"); page_cgroup is 16 B per page from 3.3 to 3.18.
+  k.major = major;
+  k.minor = minor;
+  k.memcg.protocol = at_least(3, 4) ? memcg::StatProtocol::kBeginEnd : memcg::StatProtocol::kPcgFlags;
+  k.memcg.page_cgroup_bytes = memcg::page_cgroup_bytes(k.memcg.protocol, major, minor);
   return true;
 }
 
@@ -939,6 +1019,8 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.time_limit = s.time_limit;
   wc.numa = s.numa_config(topo.nr_nodes());
   wc.sample_interval = s.sample_interval;
+  wc.memcg = s.kernel.memcg;
+  wc.cgroups = s.cgroups;
   return wc;
 }
 

@@ -35,6 +35,8 @@ struct KernelConfig {
   bool has_numa_balancing = true;  // 3.8+
   int numa_balancing = -1;         // kernel.numa_balancing; -1: on if the machine has > 1 node
   numa::NumaConfig numa;           // knobs and version rules ([numa], [kernel] sysctls)
+  int major = 6, minor = 6;
+  memcg::MemcgConfig memcg;        // [memcg]; the protocol is preset by the version
 };
 
 struct Scenario {
@@ -49,6 +51,7 @@ struct Scenario {
   KernelConfig kernel;
   cost::CostProfile costs;
   workload::Workload workload;
+  std::vector<memcg::CgroupSpec> cgroups;  // [[cgroups]]
   std::vector<std::string> overrides;  // the --set arguments, as given
 
   mm::MmConfig mm_config() const;

@@ -24,6 +24,7 @@ enum class OpKind : uint8_t {
   kMlock,    // mlock a region (populates it)
   kSleep,    // sleep for `duration`
   kCount,    // add `count` to a named per-task counter
+  kCgroup,   // move this process to a memory cgroup (charges move per its settings)
 };
 
 struct Op {
@@ -52,6 +53,8 @@ struct Op {
   uint64_t nr_pages = 0;         // 0: to the end of the region
   // kCount
   uint32_t counter = 0;
+  // kCgroup: index into Workload::cgroups + 1 (0 is the root)
+  uint32_t cgroup = 0;
 };
 
 struct Program {
@@ -77,7 +80,9 @@ struct Workload {
   std::vector<RegionSpec> regions;
   std::vector<std::string> counters;
   std::vector<Program> programs;
+  std::vector<std::string> cgroup_paths;  // [[cgroups]] in order (ids 1..)
   uint32_t init_program = 0;  // the first process runs this
+  uint32_t init_cgroup = 0;   // memcg of the first process (0: root)
   std::string init_comm = "init";
 };
 

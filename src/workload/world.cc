@@ -26,12 +26,14 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, mm::MmC
       workload_(workload),
       config_(config),
       mm_(topo, costs, mm_config),
+      memcg_(config.memcg, costs, mm_, topo.nr_cpus(), config.cgroups),
       rq_(topo),
       balancer_(config.numa, topo, mm_, *this),
       slices_(sched::SliceConfig::for_cpus(topo.nr_cpus())),
       llc_sets_(topo.nr_sockets()),
       llc_bytes_(topo.nr_sockets(), 0) {
   tasks_.emplace_back();  // pid 0 is the idle task
+  if (memcg_.enabled()) mm_.set_memcg(&memcg_);
   // Each CPU's scheduler tick has its own phase: the seed's only role.
   sim::Rng rng(config.seed);
   tick_phase_.reserve(topo.nr_cpus());
@@ -62,7 +64,9 @@ void World::record_error(const TaskExec& t, const std::string& what) {
 
 void World::run_checker(const char* when) {
   if (!config_.check_invariants) return;
-  for (auto& e : mm_.check_invariants()) {
+  auto errors = mm_.check_invariants();
+  for (auto& e : memcg_.check_invariants()) errors.push_back(std::move(e));
+  for (auto& e : errors) {
     if (check_failures_.size() < 50) check_failures_.push_back(std::string(when) + ": " + e);
   }
 }
@@ -78,6 +82,7 @@ RunResult World::run() {
   auto proc = std::make_shared<Process>();
   proc->mm = mm_.mm_alloc();
   proc->mm->observer = this;
+  proc->mm->memcg = memcg_.enabled() ? workload_.init_cgroup : 0;
   proc->regions.resize(workload_.regions.size());
   const uint32_t init = spawn(0, proc, workload_.init_program, Tick(0));
   tasks_[init]->task.comm = workload_.init_comm;
@@ -132,6 +137,7 @@ RunResult World::run() {
   r.errors = errors_;
   r.check_failures = check_failures_;
   r.timeline = timeline_;
+  if (memcg_.enabled()) r.memcg = memcg_.cgroups();
   std::erase_if(r.timeline, [&](const Sample& smp) { return smp.t_s > r.elapsed_s + 1e-9; });
   return r;
 }
@@ -257,6 +263,10 @@ void World::on_event(sim::EventQueue&, const sim::Event& e) {
       const TaskExec& x = *tasks_[pid];
       if (x.task.state == sched::TaskState::kUninterruptible || x.blocked_on) ++smp.tasks_in_d;
     }
+    if (memcg_.enabled()) {
+      const auto& g = memcg_.cgroups()[workload_.init_cgroup];
+      smp.memcg = {g.cache, g.mapped_file, g.pgpgin};
+    }
     timeline_.push_back(smp);
     if (live_tasks_ > 0) queue_.schedule(e.time + config_.sample_interval, this, kSample, 0, 0, 2);
     return;
@@ -272,6 +282,15 @@ void World::on_event(sim::EventQueue&, const sim::Event& e) {
     return;
   }
   TaskExec& t = exec(static_cast<uint32_t>(e.arg0));
+  if (e.kind == kMoveEnd) {
+    // The charge move is over: accounts move, moving_account drops.
+    memcg_.finish_move(*t.proc->mm, static_cast<uint32_t>(e.arg1));
+    t.task.times.sys_ns += static_cast<double>((e.time - t.clock).ns);
+    t.clock = e.time;
+    run_checker("after a charge move");
+    schedule_run(t, t.clock);
+    return;
+  }
   if (e.kind == kWakeTask) {
     wake(t, e.time);
     return;
@@ -771,7 +790,7 @@ void World::migrate_task_to_cpu(TaskExec& t, CpuId cpu) {
 }
 
 bool World::fault(TaskExec& t, Vpn vpn, bool write) {
-  mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt};
+  mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt, t.proc->mm->memcg};
   mm::FaultResult r = mm_.handle_mm_fault(*t.proc->mm, vpn, write, ctx);
   charge_sys(t, r.cost);
   if (r.status == mm::FaultStatus::kSegv) {
@@ -859,6 +878,7 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     child_proc = std::make_shared<Process>();
     child_proc->mm = mm_.mm_alloc();
     child_proc->mm->observer = this;
+    child_proc->mm->memcg = t.proc->mm->memcg;  // a child starts in its parent's cgroup
     child_proc->regions = t.proc->regions;
     cost += mm_.dup_mmap(*t.proc->mm, *child_proc->mm, t.task.cpu);
   }
@@ -892,6 +912,22 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
       t.waiting = true;
       leave_cpu(t, sched::TaskState::kSleeping);
       return Step::kStopped;
+    case OpKind::kCgroup: {
+      // Writing the pid to the cgroup: mem_cgroup_move_task. The charges of
+      // the mm move as a timed operation during which moving_account > 0.
+      if (t.clock > horizon()) return Step::kYield;
+      const uint32_t to = op.cgroup;
+      if (!memcg_.enabled() || to == t.proc->mm->memcg) {
+        t.proc->mm->memcg = memcg_.enabled() ? to : 0;
+        return Step::kNext;
+      }
+      const double cost = costs_.syscall_ns + memcg_.begin_move(*t.proc->mm, to, t.task.cpu);
+      ++t.stack.back().pc;
+      t.cursor = 0;
+      ++t.gen;
+      queue_.schedule(t.clock + to_tick(cost), this, kMoveEnd, t.task.pid, to, 0);
+      return Step::kStopped;
+    }
     case OpKind::kSleep: {
       if (t.cursor == 1) return Step::kNext;
       t.cursor = 1;
@@ -938,7 +974,7 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
       r = mm_.madvise_dontneed(mm, op_start(t, op), op_pages(t, op), t.task.cpu);
       break;
     case OpKind::kMlock: {
-      mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt};
+      mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt, t.proc->mm->memcg};
       r = mm_.mlock(mm, op_start(t, op), op_pages(t, op), ctx);
       break;
     }

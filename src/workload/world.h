@@ -19,6 +19,7 @@
 
 #include "cost/cost_profile.h"
 #include "mm/memory_manager.h"
+#include "memcg/memcg.h"
 #include "numa/balancer.h"
 #include "sched/task.h"
 #include "sim/event_queue.h"
@@ -34,6 +35,8 @@ struct WorldConfig {
   bool fast_forward = true;         // off: run loops pass by pass (tests compare)
   numa::NumaConfig numa;            // automatic NUMA balancing
   Tick sample_interval;             // > 0: record a timeline of counters
+  memcg::MemcgConfig memcg;         // memory cgroups (protocol kNone: off)
+  std::vector<memcg::CgroupSpec> cgroups;
 };
 
 // Counters sampled over time (RunResult::timeline).
@@ -45,6 +48,8 @@ struct Sample {
   double t_s = 0;
   std::array<int64_t, kTimelineCounters.size()> vm{};
   uint32_t tasks_in_d = 0;  // tasks waiting in D state at that moment
+  // memory.stat of the first process's memcg: cache, mapped_file (pages), pgpgin
+  std::array<int64_t, 3> memcg{};
 };
 
 // The /proc/<pid>/sched NUMA fields of a task.
@@ -88,6 +93,7 @@ struct RunResult {
   uint64_t events = 0;
   uint64_t page_events = 0;  // faults + PTEs zapped/copied: the speed denominator
   std::vector<Sample> timeline;
+  std::vector<memcg::MemCgroup> memcg;  // final state of every memcg (empty: off)
 };
 
 class World final : public sim::EventHandler, public mm::PteObserver, public numa::TaskView {
@@ -199,7 +205,7 @@ class World final : public sim::EventHandler, public mm::PteObserver, public num
     std::vector<std::pair<uint32_t, Tick>> reaches;  // (migration, when) for run-ahead
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
-  enum EventKind : uint32_t { kRunTask = 1, kWakeTask = 2, kMigrationCheck = 3, kMigrationEnd = 4, kSample = 5 };
+  enum EventKind : uint32_t { kRunTask = 1, kWakeTask = 2, kMigrationCheck = 3, kMigrationEnd = 4, kSample = 5, kMoveEnd = 6 };
 
   TaskExec& exec(uint32_t pid) { return *tasks_[pid]; }
   uint32_t spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32_t program, Tick at);
@@ -259,6 +265,7 @@ class World final : public sim::EventHandler, public mm::PteObserver, public num
   WorldConfig config_;
   sim::EventQueue queue_;
   mm::MemoryManager mm_;
+  memcg::Controller memcg_;
   sched::RunQueues rq_;
   numa::Balancer balancer_;
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires

@@ -133,8 +133,10 @@ TEST(Cli, RunJsonHasExactlyTheDocumentedTopLevelKeys) {
   const auto j = nlohmann::json::parse(slurp(json));
   std::set<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.insert(k);
+  // memcg is there while memory cgroups are on (the default), timeline only
+  // with scenario.sample_interval.
   EXPECT_EQ(keys, (std::set<std::string>{"scenario", "seed", "machine", "kernel", "metrics", "vmstat",
-                                         "tasks", "sim"}));
+                                         "tasks", "sim", "memcg"}));
 }
 
 TEST(Cli, RunJsonMetricsHoldTimesAndNamedCounters) {
