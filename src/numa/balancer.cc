@@ -237,9 +237,11 @@ bool Balancer::should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId
 
 bool Balancer::migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick now) {
   const mm::Folio& f = mm_.folios().folio(pfn);
-  // M1: shared library pages and dirty file pages stay.
-  if (!f.test(mm::Folio::kAnon) && f.mapcount != 1 && (vma.flags & mm::Vma::kExec)) return false;
-  if (!f.test(mm::Folio::kAnon) && !f.test(mm::Folio::kShmem) && f.test(mm::Folio::kDirty)) return false;
+  // M1: shared library pages and dirty file pages stay (page-cache pages
+  // only: shmem is swap-backed, as page_is_file_cache tells).
+  const bool file_cache = !f.test(mm::Folio::kAnon) && !f.test(mm::Folio::kShmem);
+  if (file_cache && f.mapcount != 1 && (vma.flags & mm::Vma::kExec)) return false;
+  if (file_cache && f.test(mm::Folio::kDirty)) return false;
   // M2 (3.8-4.18): per destination node, a window of 100 ms.
   if (cfg_.migrate_rate_limit) {
     if (now > ratelimit_window_end_[target.v]) {
