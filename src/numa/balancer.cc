@@ -69,6 +69,16 @@ int64_t Balancer::task_scan_min(uint32_t, const mm::Mm& mm) const {
   return std::max(floor, int64_t{cfg_.scan_period_min_ms} / windows);
 }
 
+int64_t Balancer::group_scaled(const NumaGroup& g, int64_t period) const {
+  // Grouped tasks share the scanning: scale by members and the shared ratio.
+  int64_t shared = 0, priv = 0;
+  for (size_t n = 0; n < nodes_; ++n) {
+    shared += g.mem[n * 2];
+    priv += g.mem[n * 2 + 1];
+  }
+  return period * g.nr_tasks * (shared + 1) / (priv + shared + 1);
+}
+
 int64_t Balancer::task_scan_max(uint32_t pid, const mm::Mm& mm) const {
   const int64_t smin = task_scan_min(pid, mm);
   const int64_t scan_pages = int64_t{cfg_.scan_size_mb} << (20 - kPageShift);
@@ -77,17 +87,7 @@ int64_t Balancer::task_scan_max(uint32_t pid, const mm::Mm& mm) const {
   const int64_t windows = (rss + scan_pages - 1) / scan_pages;
   int64_t smax = int64_t{cfg_.scan_period_max_ms} / windows;
   const TaskNuma* t = find(pid);
-  if (t && t->group) {
-    // Grouped tasks share the work: scale by members and the shared ratio.
-    const NumaGroup& g = *t->group;
-    int64_t shared = 0, priv = 0;
-    for (size_t n = 0; n < nodes_; ++n) {
-      shared += g.mem[n * 2];
-      priv += g.mem[n * 2 + 1];
-    }
-    const int64_t period = smax * g.nr_tasks * (shared + 1) / (priv + shared + 1);
-    smax = std::max(smax, period);
-  }
+  if (t && t->group) smax = std::max(smax, group_scaled(*t->group, smax));
   return std::max(smin, smax);
 }
 
@@ -95,15 +95,7 @@ int64_t Balancer::task_scan_start(uint32_t pid, const mm::Mm& mm) const {
   if (!cfg_.scan_start_is_min) return cfg_.scan_delay_ms;
   int64_t period = task_scan_min(pid, mm);
   const TaskNuma* t = find(pid);
-  if (t && t->group) {
-    const NumaGroup& g = *t->group;
-    int64_t shared = 0, priv = 0;
-    for (size_t n = 0; n < nodes_; ++n) {
-      shared += g.mem[n * 2];
-      priv += g.mem[n * 2 + 1];
-    }
-    period = std::max(period, period * g.nr_tasks * (shared + 1) / (priv + shared + 1));
-  }
+  if (t && t->group) period = std::max(period, group_scaled(*t->group, period));
   return period;
 }
 

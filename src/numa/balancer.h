@@ -149,6 +149,7 @@ class Balancer {
                                Tick now);
   void task_numa_group(uint32_t pid, uint32_t cpupid, uint32_t flags, int& priv);
   void count_active_nodes(NumaGroup& g) const;
+  int64_t group_scaled(const NumaGroup& g, int64_t period) const;
   int64_t group_faults_cpu(const NumaGroup& g, int node) const {
     return g.cpu[node * 2] + g.cpu[node * 2 + 1];
   }

@@ -14,67 +14,18 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "support/cli_run.h"
 #include "report/compare.h"
 #include "support/run.h"
 
 namespace mmsim::cli {
 namespace {
 
+using testing::Cli;
+using testing::mmsim;
+using testing::slurp;
+using testing::TempDir;
 namespace fs = std::filesystem;
-
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> n{0};
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("mmsim-compare-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + "-" +
-             (info ? info->name() : "x"));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(file(name), std::ios::binary) << text;
-    return file(name);
-  }
-
- private:
-  fs::path path_;
-};
-
-struct Cli {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-Cli mmsim(std::vector<std::string> args) {
-  args.insert(args.begin(), "mmsim");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  Cli r;
-  r.code = run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A short run on the small machine that reads a 1 MiB file page by page (so
 // fault-around matters) and then sweeps anonymous memory, counting passes.
