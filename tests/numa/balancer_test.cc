@@ -1,0 +1,974 @@
+// Tests of automatic NUMA balancing (src/numa/balancer.*) and the mm-side
+// pieces it drives (change_prot_numa, restore_numa_pte, migrate_*), against
+// the rules of part A of docs/kernel-mm-spec.md.
+#include "numa/balancer.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "support/mm_fixture.h"
+
+namespace mmsim::numa {
+namespace {
+
+using testing::kR;
+using testing::kRW;
+using testing::MmWorld;
+
+constexpr int kNodes = 2;
+constexpr int kPriv = 1;
+constexpr int kShared = 0;
+
+// What the scheduler would tell the balancer: who runs where, and in which mm.
+class FakeTasks : public TaskView {
+ public:
+  uint32_t current_pid(CpuId cpu) const override {
+    auto it = running_.find(cpu.v);
+    return it == running_.end() ? 0 : it->second;
+  }
+  uint32_t mm_id(uint32_t pid) const override { return mm_of_.at(pid); }
+  NodeId task_node(uint32_t pid) const override { return node_of_.at(pid); }
+
+  void run(uint32_t pid, CpuId cpu, NodeId node, uint32_t mm_id) {
+    running_[cpu.v] = pid;
+    mm_of_[pid] = mm_id;
+    node_of_[pid] = node;
+  }
+
+ private:
+  std::map<uint16_t, uint32_t> running_;
+  std::map<uint32_t, uint32_t> mm_of_;
+  std::map<uint32_t, NodeId> node_of_;
+};
+
+NumaConfig enabled_config() {
+  NumaConfig c;
+  c.enabled = true;
+  return c;
+}
+
+// The 2-node test machine, a balancer on it, and the tasks' mms. Every mm is
+// unmapped when the world goes away.
+struct NumaWorld {
+  explicit NumaWorld(const NumaConfig& cfg = enabled_config()) : balancer(cfg, w.topo, w.mgr, tasks) {}
+  ~NumaWorld() {
+    for (auto& mm : mms) w.teardown(*mm);
+  }
+
+  // A single-threaded process `pid` with a new mm, running on `cpu`, started at time 0.
+  mm::Mm& process(uint32_t pid, uint16_t cpu = 0) {
+    mms.push_back(w.mgr.mm_alloc());
+    mm::Mm& mm = *mms.back();
+    add_task(pid, mm, true, cpu);
+    return mm;
+  }
+  // Another thread `pid` of mm (CLONE_VM), running on `cpu`.
+  void thread(uint32_t pid, mm::Mm& mm, uint16_t cpu) { add_task(pid, mm, false, cpu); }
+  // fork(): a child process `pid` whose mm is a copy of the parent's.
+  mm::Mm& fork(mm::Mm& parent, uint32_t pid, uint16_t cpu = 0) {
+    mms.push_back(w.mgr.mm_alloc());
+    mm::Mm& child = *mms.back();
+    w.mgr.dup_mmap(parent, child, CpuId(0));
+    add_task(pid, child, true, cpu);
+    return child;
+  }
+  uint16_t node1_cpu() const { return w.topo.node(NodeId(1)).cpus.front().v; }
+  int64_t vm(mm::Vm item) const { return w.mgr.vmstat()[item]; }
+  Pfn pfn_at(mm::Mm& mm, Vpn v) const { return Pfn(mm.pgtable().get(v).pfn); }
+  mm::Folio& folio_at(mm::Mm& mm, Vpn v) { return w.mgr.folios().folio(pfn_at(mm, v)); }
+  // Writes (or reads) pages [a, a + n) from cpu.
+  void touch(mm::Mm& mm, Vpn a, uint64_t n, bool write, uint16_t cpu = 0) {
+    for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(w.fault(mm, Vpn(a.v + i), write, cpu), mm::FaultStatus::kOk);
+  }
+  // Marks [a, a + n) as hinting PTEs with no skip rule but shared COW.
+  void mark(mm::Mm& mm, Vpn a, uint64_t n) {
+    w.mgr.change_prot_numa(mm, *mm.find_vma(a), a, Vpn(a.v + n), mm::ProtNumaRules{}, CpuId(0));
+  }
+  // One hinting fault's accounting (task_numa_fault) for a single page.
+  void numa_fault(uint32_t pid, mm::Mm& mm, NodeId mem_node, NodeId cpu_node, uint32_t flags,
+                  Tick now, uint32_t last_cpupid = kCpupidUnset) {
+    balancer.task_numa_fault(pid, mm, last_cpupid, mem_node, cpu_node, 1, flags, now, 0);
+  }
+
+  MmWorld w;
+  FakeTasks tasks;
+  Balancer balancer;
+  std::vector<std::shared_ptr<mm::Mm>> mms;
+
+ private:
+  void add_task(uint32_t pid, mm::Mm& mm, bool new_mm, uint16_t cpu) {
+    ++mm.users;
+    tasks.run(pid, CpuId(cpu), w.topo.cpu_to_node(CpuId(cpu)), mm.id());
+    balancer.task_init(pid, mm, new_mm, Tick(0));
+  }
+};
+
+// TaskNuma::faults is laid out [MEM, CPU, MEMBUF, CPUBUF][node][priv].
+int64_t mem_faults(const TaskNuma& t, int node, int priv) { return t.faults[(0 * kNodes + node) * 2 + priv]; }
+int64_t membuf_faults(const TaskNuma& t, int node, int priv) {
+  return t.faults[(2 * kNodes + node) * 2 + priv];
+}
+
+// First scan allowed for an mm created at time 0: now + scan_delay (S2).
+constexpr Tick kFirstScan = milliseconds(1000);
+
+// P3b ------------------------------------------------------------------------
+
+// A parent that wrote two pages of a private mapping, then forked; the child
+// then wrote page 1, so the parent's page 0 has mapcount 2 and page 1 has 1.
+struct ForkedCow {
+  explicit ForkedCow(NumaWorld& n) : parent(n.process(1)), a(n.w.map(parent, 2, kRW)) {
+    n.touch(parent, a, 2, true);
+    child = &n.fork(parent, 2);
+    n.touch(*child, Vpn(a.v + 1), 1, true);
+  }
+  mm::Mm& parent;
+  Vpn a;
+  mm::Mm* child = nullptr;
+};
+
+TEST(NumaScan, SkipsSharedCowPteWhenRuleEnabled) {
+  NumaWorld n;
+  ForkedCow f(n);
+  ASSERT_EQ(n.folio_at(f.parent, f.a).mapcount, 2);
+  ASSERT_EQ(n.folio_at(f.parent, Vpn(f.a.v + 1)).mapcount, 1);
+
+  // From node 1, so that P3e does not skip the node-0 pages.
+  n.balancer.task_numa_work(1, f.parent, CpuId(n.node1_cpu()), kFirstScan);
+
+  EXPECT_FALSE(f.parent.pgtable().get(f.a).protnone());
+  EXPECT_TRUE(f.parent.pgtable().get(Vpn(f.a.v + 1)).protnone());
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 1);
+}
+
+TEST(NumaScan, MarksSharedCowPteWhenRuleDisabled) {
+  NumaConfig cfg = enabled_config();
+  cfg.skip_shared_cow = false;
+  NumaWorld n(cfg);
+  ForkedCow f(n);
+
+  n.balancer.task_numa_work(1, f.parent, CpuId(n.node1_cpu()), kFirstScan);
+
+  EXPECT_TRUE(f.parent.pgtable().get(f.a).protnone());
+  EXPECT_TRUE(f.parent.pgtable().get(Vpn(f.a.v + 1)).protnone());
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 2);
+}
+
+// P2, P3e -------------------------------------------------------------------
+
+TEST(NumaScan, SingleThreadedTaskSkipsPagesAlreadyOnItsNode) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 4, kRW);
+  n.touch(mm, a, 2, true, 0);                                // node 0
+  n.touch(mm, Vpn(a.v + 2), 2, true, n.node1_cpu());         // node 1
+  ASSERT_EQ(n.folio_at(mm, Vpn(a.v + 2)).node, NodeId(1));
+
+  n.balancer.task_numa_work(1, mm, CpuId(0), kFirstScan);
+
+  EXPECT_FALSE(mm.pgtable().get(a).protnone());
+  EXPECT_FALSE(mm.pgtable().get(Vpn(a.v + 1)).protnone());
+  EXPECT_TRUE(mm.pgtable().get(Vpn(a.v + 2)).protnone());
+  EXPECT_TRUE(mm.pgtable().get(Vpn(a.v + 3)).protnone());
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 2);
+}
+
+TEST(NumaScan, MultiThreadedTaskMarksPagesOnEveryNode) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  n.thread(2, mm, 1);
+  const Vpn a = n.w.map(mm, 4, kRW);
+  n.touch(mm, a, 2, true, 0);
+  n.touch(mm, Vpn(a.v + 2), 2, true, n.node1_cpu());
+
+  n.balancer.task_numa_work(1, mm, CpuId(0), kFirstScan);
+
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_TRUE(mm.pgtable().get(Vpn(a.v + i)).protnone()) << i;
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 4);
+}
+
+// P3c -----------------------------------------------------------------------
+
+TEST(NumaScan, SkipsDirtyFilePages) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  mm::AddressSpace& file = n.w.mgr.create_file("data.db", 4, false);
+  const Vpn a = n.w.map(mm, 4, kRW | mm::Vma::kShared, &file);
+  n.touch(mm, a, 1, true);   // dirty
+  n.touch(mm, Vpn(a.v + 1), 1, false);  // clean (fault-around maps the rest)
+  ASSERT_TRUE(n.folio_at(mm, a).test(mm::Folio::kDirty));
+
+  n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), kFirstScan);
+
+  EXPECT_FALSE(mm.pgtable().get(a).protnone());
+  EXPECT_TRUE(mm.pgtable().get(Vpn(a.v + 1)).protnone());
+}
+
+TEST(NumaScan, MarksWrittenSharedAnonymousPages) {
+  // MAP_SHARED|MAP_ANONYMOUS is shmem: swap-backed, not page cache, so its
+  // dirty pages are hinted like any other (page_is_file_cache is false).
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 2, kRW | mm::Vma::kShared);
+  n.touch(mm, a, 2, true);
+
+  n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), kFirstScan);
+
+  EXPECT_TRUE(mm.pgtable().get(a).protnone());
+  EXPECT_TRUE(mm.pgtable().get(Vpn(a.v + 1)).protnone());
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 2);
+}
+
+// S6 ------------------------------------------------------------------------
+
+TEST(NumaScan, SkipsReadOnlyFileMappings) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  mm::AddressSpace& lib = n.w.mgr.create_file("libfoo.so", 4, false);
+  const Vpn text = n.w.map(mm, 4, kR | mm::Vma::kExec, &lib);
+  n.touch(mm, text, 4, false);
+
+  n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), kFirstScan);
+
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_FALSE(mm.pgtable().get(Vpn(text.v + i)).protnone()) << i;
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 0);
+}
+
+TEST(NumaScan, ScansWritablePrivateFileMappings) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  mm::AddressSpace& prog = n.w.mgr.create_file("prog", 4, false);
+  const Vpn data = n.w.map(mm, 4, kRW, &prog);  // .data: MAP_PRIVATE, PROT_READ|PROT_WRITE
+  n.touch(mm, data, 4, false);
+
+  n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), kFirstScan);
+
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_TRUE(mm.pgtable().get(Vpn(data.v + i)).protnone()) << i;
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 4);
+}
+
+// S3 ------------------------------------------------------------------------
+
+TEST(NumaScan, SecondScannerInTheSameWindowDoesNothing) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  n.thread(2, mm, 1);
+  const Vpn a = n.w.map(mm, 4, kRW);
+  n.touch(mm, a, 2, true);
+  n.balancer.task_numa_work(1, mm, CpuId(0), kFirstScan);
+  ASSERT_EQ(n.vm(mm::Vm::numa_pte_updates), 2);
+  const Tick next = mm.numa_next_scan;
+  n.touch(mm, Vpn(a.v + 2), 2, true);  // new pages the second scan would mark
+
+  const double cost = n.balancer.task_numa_work(2, mm, CpuId(1), kFirstScan + milliseconds(1));
+
+  EXPECT_EQ(cost, 0);
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 2);
+  EXPECT_FALSE(mm.pgtable().get(Vpn(a.v + 2)).protnone());
+  EXPECT_EQ(mm.numa_next_scan, next);
+}
+
+TEST(NumaScan, ScanMovesNextScanToNowPlusThePeriod) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  n.balancer.task(1).scan_period_ms = 1500;
+  const Tick now = kFirstScan + milliseconds(7);
+
+  n.balancer.task_numa_work(1, mm, CpuId(0), now);
+
+  EXPECT_EQ(mm.numa_next_scan, now + milliseconds(1500));
+}
+
+TEST(NumaScan, ScanBeforeTheFirstWindowDoesNothing) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 1, kRW);
+  n.touch(mm, a, 1, true, n.node1_cpu());
+
+  n.balancer.task_numa_work(1, mm, CpuId(0), kFirstScan - milliseconds(1));
+
+  EXPECT_FALSE(mm.pgtable().get(a).protnone());
+  EXPECT_EQ(mm.numa_next_scan, kFirstScan);
+}
+
+// S5, S7 --------------------------------------------------------------------
+
+NumaConfig one_mb_scans() {
+  NumaConfig cfg = enabled_config();
+  cfg.scan_size_mb = 1;  // 256 pages; 2048 virtual pages
+  return cfg;
+}
+
+uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+
+TEST(NumaScan, PassStopsAtThePageBudgetAndSavesTheOffset) {
+  NumaWorld n(one_mb_scans());
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 1124, kRW);
+  n.touch(mm, a, 1124, true);
+
+  n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), kFirstScan);
+
+  // S7: the chunk ends at start + 256 pages rounded up to 2 MiB (512 pages);
+  // it changed PTEs, so the page budget is spent.
+  const uint64_t end = round_up(a.v + 256, 512);
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), static_cast<int64_t>(end - a.v));
+  EXPECT_TRUE(mm.pgtable().get(Vpn(end - 1)).protnone());
+  EXPECT_FALSE(mm.pgtable().get(Vpn(end)).protnone());
+  EXPECT_EQ(mm.numa_scan_offset, end);
+  EXPECT_EQ(mm.numa_scan_seq, 0);
+}
+
+TEST(NumaScan, NextPassResumesAtTheSavedOffset) {
+  NumaWorld n(one_mb_scans());
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 1124, kRW);
+  n.touch(mm, a, 1124, true);
+  n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), kFirstScan);
+  const uint64_t first_end = mm.numa_scan_offset;
+  // Give page 0 back its access, so a pass that restarted at 0 would mark it.
+  mm::OpCost cost;
+  n.w.mgr.restore_numa_pte(mm, a, cost);
+
+  n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), mm.numa_next_scan);
+
+  EXPECT_FALSE(mm.pgtable().get(a).protnone());
+  EXPECT_EQ(mm.numa_scan_offset, first_end + 512);
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 1024);
+}
+
+TEST(NumaScan, PassThatReachesTheEndWrapsAndIncrementsTheSequence) {
+  NumaWorld n(one_mb_scans());
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 1124, kRW);
+  n.touch(mm, a, 1124, true);
+  const CpuId cpu(n.node1_cpu());
+  n.balancer.task_numa_work(1, mm, cpu, kFirstScan);
+  n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
+  ASSERT_EQ(mm.numa_scan_seq, 0);
+
+  // The last 100 pages fit in the budget: the walk runs off the last VMA.
+  n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
+
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 1124);
+  EXPECT_EQ(mm.numa_scan_seq, 1);
+  EXPECT_EQ(mm.numa_scan_offset, 0u);
+}
+
+TEST(NumaScan, PassAfterAWrapStartsAgainAtTheFirstVma) {
+  NumaWorld n(one_mb_scans());
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 1124, kRW);
+  n.touch(mm, a, 1124, true);
+  const CpuId cpu(n.node1_cpu());
+  for (int pass = 0; pass < 3; ++pass) n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
+  ASSERT_EQ(mm.numa_scan_seq, 1);
+  mm::OpCost cost;
+  n.w.mgr.restore_numa_pte(mm, a, cost);
+
+  n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
+
+  EXPECT_TRUE(mm.pgtable().get(a).protnone());
+  EXPECT_EQ(n.vm(mm::Vm::numa_pte_updates), 1125);
+}
+
+TEST(NumaScan, PassStartingPastTheLastVmaWrapsAndScansFromTheStart) {
+  NumaWorld n(one_mb_scans());
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 1024, kRW);
+  n.touch(mm, a, 1024, true);
+  const CpuId cpu(n.node1_cpu());
+  // Two passes of 512 pages; the second spends its budget right at the end.
+  n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
+  n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
+  ASSERT_EQ(mm.numa_scan_offset, a.v + 1024);
+  ASSERT_EQ(mm.numa_scan_seq, 0);
+  mm::OpCost cost;
+  n.w.mgr.restore_numa_pte(mm, a, cost);
+
+  n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
+
+  // reset_ptenuma_scan first, then the walk from the first VMA.
+  EXPECT_EQ(mm.numa_scan_seq, 1);
+  EXPECT_TRUE(mm.pgtable().get(a).protnone());
+  EXPECT_EQ(mm.numa_scan_offset, a.v + 512);
+}
+
+TEST(NumaScan, UnpopulatedRangeStopsAPassAtTheVirtualBudget) {
+  NumaWorld n(one_mb_scans());
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 4096, kRW);
+
+  n.balancer.task_numa_work(1, mm, CpuId(0), kFirstScan);
+
+  // Nothing changed, so only virtpages (8 x 256) is spent.
+  EXPECT_EQ(mm.numa_scan_offset, a.v + 2048);
+  EXPECT_EQ(mm.numa_scan_seq, 0);
+}
+
+// F1, F2, F5 ----------------------------------------------------------------
+
+TEST(NumaHintFault, RestoredPteRegainsItsSavedWriteBit) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 1, kRW);
+  n.touch(mm, a, 1, true);
+  n.mark(mm, a, 1);
+  ASSERT_TRUE(mm.pgtable().get(a).protnone());
+  ASSERT_FALSE(mm.pgtable().get(a).writable());
+
+  mm::OpCost cost;
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0), cost);
+
+  EXPECT_FALSE(mm.pgtable().get(a).protnone());
+  EXPECT_TRUE(mm.pgtable().get(a).writable());
+  EXPECT_FALSE(d.flags & kTnfNoGroup);
+}
+
+TEST(NumaHintFault, RestoredReadOnlyPteStaysReadOnlyAndIsNotGrouped) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  mm::AddressSpace& prog = n.w.mgr.create_file("prog", 1, false);
+  const Vpn a = n.w.map(mm, 1, kRW, &prog);
+  n.touch(mm, a, 1, false);  // a page-cache page, mapped read-only (COW)
+  n.mark(mm, a, 1);
+
+  mm::OpCost cost;
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0), cost);
+
+  EXPECT_FALSE(mm.pgtable().get(a).protnone());
+  EXPECT_FALSE(mm.pgtable().get(a).writable());
+  EXPECT_TRUE(d.flags & kTnfNoGroup);
+}
+
+TEST(NumaHintFault, EarlyFaultWithUnsetCpupidPicksTheFaultingNode) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, n.node1_cpu());
+  const Vpn a = n.w.map(mm, 1, kRW);
+  n.touch(mm, a, 1, true, 0);  // on node 0
+  n.mark(mm, a, 1);
+  ASSERT_EQ(n.folio_at(mm, a).last_cpupid, kCpupidUnset);
+
+  mm::OpCost cost;
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), cost);
+
+  ASSERT_TRUE(d.target.has_value());
+  EXPECT_EQ(*d.target, NodeId(1));
+  EXPECT_EQ(d.page_node, NodeId(0));
+  EXPECT_EQ(d.last_cpupid, kCpupidUnset);
+  EXPECT_FALSE(d.flags & kTnfFaultLocal);
+}
+
+TEST(NumaHintFault, EarlyFaultOfAGroupedTaskWithUnsetCpupidPicksTheFaultingNode) {
+  NumaWorld n;
+  const uint16_t cpu1 = 0, cpu2 = n.node1_cpu();
+  mm::Mm& mm = n.process(1, cpu1);
+  n.thread(2, mm, cpu2);
+  n.numa_fault(2, mm, NodeId(0), NodeId(1), 0, seconds(1), make_cpupid(CpuId(cpu1), 1));
+  n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(1), make_cpupid(CpuId(cpu2), 2));
+  ASSERT_NE(n.balancer.task(2).group.get(), nullptr);
+  const Vpn a = n.w.map(mm, 1, kRW);
+  n.touch(mm, a, 1, true, cpu1);
+  n.mark(mm, a, 1);
+
+  // Step 2 decides: the group's (empty) CPU-fault counts would say no.
+  mm::OpCost cost;
+  const HintDecision d = n.balancer.do_numa_page(2, mm, a, CpuId(cpu2), cost);
+
+  ASSERT_TRUE(d.target.has_value());
+  EXPECT_EQ(*d.target, NodeId(1));
+}
+
+TEST(NumaHintFault, LastFaultFromAnotherNodeGivesNoTarget) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, n.node1_cpu());
+  const Vpn a = n.w.map(mm, 1, kRW);
+  n.touch(mm, a, 1, true, 0);
+  n.mark(mm, a, 1);
+  // Another task last faulted on it from CPU 0 (node 0); the destination is node 1.
+  const uint32_t other = make_cpupid(CpuId(0), 7);
+  n.folio_at(mm, a).last_cpupid = other;
+
+  mm::OpCost cost;
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), cost);
+
+  EXPECT_FALSE(d.target.has_value());
+  EXPECT_EQ(d.last_cpupid, other);
+}
+
+TEST(NumaHintFault, FaultSwapsItsCpupidIntoTheFolio) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, n.node1_cpu());
+  const Vpn a = n.w.map(mm, 1, kRW);
+  n.touch(mm, a, 1, true, 0);
+  n.mark(mm, a, 1);
+  n.folio_at(mm, a).last_cpupid = make_cpupid(CpuId(0), 7);
+
+  mm::OpCost cost;
+  n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), cost);
+
+  EXPECT_EQ(n.folio_at(mm, a).last_cpupid, make_cpupid(CpuId(n.node1_cpu()), 1));
+}
+
+TEST(NumaHintFault, LocalFaultIsCountedLocalAndGivesNoTarget) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 1, kRW);
+  n.touch(mm, a, 1, true, 0);
+  n.mark(mm, a, 1);
+
+  mm::OpCost cost;
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0), cost);
+
+  EXPECT_FALSE(d.target.has_value());
+  EXPECT_TRUE(d.flags & kTnfFaultLocal);
+  EXPECT_EQ(n.vm(mm::Vm::numa_hint_faults), 1);
+  EXPECT_EQ(n.vm(mm::Vm::numa_hint_faults_local), 1);
+}
+
+// T6 ------------------------------------------------------------------------
+
+TEST(NumaScanPeriod, FailedMigrationDoublesThePeriodAtTheNextPlacement) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  ASSERT_EQ(n.balancer.task(1).scan_period_ms, 1000);
+  // A local private fault whose migration failed (without the failure the
+  // period would grow by 3 slots to 1300, see below).
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal | kTnfMigrateFail, seconds(1));
+  EXPECT_EQ(n.balancer.task(1).scan_period_ms, 1000);  // no placement within the sequence
+
+  ++mm.numa_scan_seq;
+  const Tick now = seconds(2);
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, now);
+
+  EXPECT_EQ(n.balancer.task(1).scan_period_ms, 2000);
+  EXPECT_EQ(mm.numa_next_scan, now + milliseconds(2000));
+}
+
+TEST(NumaScanPeriod, OneFailedMigrationKeepsDoublingUpToTheMax) {
+  NumaConfig cfg = enabled_config();
+  cfg.scan_period_max_ms = 3000;  // RSS 0: one window, so scan_max = 3000
+  NumaWorld n(cfg);
+  mm::Mm& mm = n.process(1, 0);
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal | kTnfMigrateFail, seconds(1));
+
+  std::vector<int64_t> periods;
+  for (int seq = 1; seq <= 3; ++seq) {
+    ++mm.numa_scan_seq;
+    n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(1 + seq));
+    periods.push_back(n.balancer.task(1).scan_period_ms);
+  }
+
+  EXPECT_EQ(periods, (std::vector<int64_t>{2000, 3000, 3000}));
+}
+
+TEST(NumaScanPeriod, LocalPrivateFaultsGrowThePeriodByThreeSlots) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  n.balancer.task(1).scan_period_ms = 1234;
+  for (int i = 0; i < 5; ++i) n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(1));
+
+  ++mm.numa_scan_seq;
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(2));
+
+  // slot = ceil(1234 / 10) = 124; ps = 10 * 5 / 5 = 10 >= 7, so the period
+  // grows by max(1, 10 - 7) = 3 slots.
+  EXPECT_EQ(n.balancer.task(1).scan_period_ms, 1234 + 3 * 124);
+}
+
+TEST(NumaScanPeriod, PrivateShareAtTheThresholdGrowsThePeriodByOneSlot) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  // 7 private faults and 3 shared ones (another task's, not groupable); 1 of
+  // the 10 is local.
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(1));
+  for (int i = 0; i < 6; ++i) n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(1));
+  for (int i = 0; i < 3; ++i) {
+    n.numa_fault(1, mm, NodeId(1), NodeId(0), kTnfNoGroup, seconds(1), make_cpupid(CpuId(1), 9));
+  }
+
+  ++mm.numa_scan_seq;
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(2));
+
+  // slot 100; ps = 10 * 7 / 10 = 7 >= 7: max(1, 7 - 7) = 1 slot (lr = 1 would
+  // leave it unchanged).
+  EXPECT_EQ(n.balancer.task(1).scan_period_ms, 1000 + 100);
+}
+
+TEST(NumaScanPeriod, PrivateRemoteFaultsSlowTheScanFrom414) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  n.balancer.task(1).scan_period_ms = 4000;
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(1));
+  for (int i = 0; i < 3; ++i) n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(1));
+
+  ++mm.numa_scan_seq;
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(2));
+
+  // slot 400; lr = 10 * 1 / 4 = 2; ps = 10 >= 7: + 3 slots.
+  EXPECT_EQ(n.balancer.task(1).scan_period_ms, 4000 + 3 * 400);
+}
+
+TEST(NumaScanPeriod, PrivateRemoteFaultsSpeedTheScanBefore414) {
+  NumaConfig cfg = enabled_config();
+  cfg.period_update_v414 = false;
+  NumaWorld n(cfg);
+  mm::Mm& mm = n.process(1, 0);
+  n.balancer.task(1).scan_period_ms = 4000;
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(1));
+  for (int i = 0; i < 3; ++i) n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(1));
+
+  ++mm.numa_scan_seq;
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(2));
+
+  // lr = 2 < 7: diff = -(7 - 2) x 400 = -2000, scaled by
+  // ceil(10 x 4 / (4 + 0 + 1)) / 10 = 8 / 10: -1600.
+  EXPECT_EQ(n.balancer.task(1).scan_period_ms, 4000 - 1600);
+}
+
+// T3, T4 --------------------------------------------------------------------
+
+TEST(NumaPlacement, FaultsInTheSameSequenceDoNotDecayMemFaults) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  for (int i = 0; i < 6; ++i) n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(1));
+  ++mm.numa_scan_seq;
+  n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(2));  // placement: MEM = 0/2 + 6
+  ASSERT_EQ(mem_faults(n.balancer.task(1), 1, kPriv), 6);
+
+  n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(2));
+
+  EXPECT_EQ(mem_faults(n.balancer.task(1), 1, kPriv), 6);
+  EXPECT_EQ(membuf_faults(n.balancer.task(1), 1, kPriv), 2);
+}
+
+TEST(NumaPlacement, NewSequenceDecaysMemFaultsAndAddsTheBuffer) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  for (int i = 0; i < 6; ++i) n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(1));
+  ++mm.numa_scan_seq;
+  n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(2));
+  n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(2));
+
+  ++mm.numa_scan_seq;
+  n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(3));
+
+  EXPECT_EQ(mem_faults(n.balancer.task(1), 1, kPriv), 6 / 2 + 2);
+  EXPECT_EQ(membuf_faults(n.balancer.task(1), 1, kPriv), 1);
+}
+
+TEST(NumaPlacement, PreferredNodeIsTheNodeWithMostMemFaults) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  // The task runs on node 0 (all CPU faults there), its memory is mostly on node 1.
+  for (int i = 0; i < 2; ++i) n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(1));
+  for (int i = 0; i < 6; ++i) n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(1));
+  ASSERT_EQ(n.balancer.task(1).preferred_nid, -1);
+
+  ++mm.numa_scan_seq;
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(2));
+
+  EXPECT_EQ(n.balancer.task(1).preferred_nid, 1);
+}
+
+// T5 ------------------------------------------------------------------------
+
+TEST(NumaGroup, ThreadsJoinOneGroupOnASharedFault) {
+  NumaWorld n;
+  const uint16_t cpu1 = 0, cpu2 = n.node1_cpu();
+  mm::Mm& mm = n.process(1, cpu1);
+  n.thread(2, mm, cpu2);
+
+  // Each faults on a page the other touched last, from the CPU it runs on.
+  n.numa_fault(2, mm, NodeId(0), NodeId(1), 0, seconds(1), make_cpupid(CpuId(cpu1), 1));
+  n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(1), make_cpupid(CpuId(cpu2), 2));
+
+  ASSERT_NE(n.balancer.task(1).group.get(), nullptr);
+  EXPECT_EQ(n.balancer.task(1).group.get(), n.balancer.task(2).group.get());
+  EXPECT_EQ(n.balancer.task(1).group->nr_tasks, 2);
+}
+
+TEST(NumaGroup, ProcessesNeverGroupOnNoGroupFaults) {
+  NumaWorld n;
+  const uint16_t cpu1 = 0, cpu2 = n.node1_cpu();
+  mm::Mm& a = n.process(1, cpu1);
+  mm::Mm& b = n.process(2, cpu2);
+
+  for (int i = 0; i < 2; ++i) {
+    n.numa_fault(2, b, NodeId(0), NodeId(1), kTnfNoGroup, seconds(1), make_cpupid(CpuId(cpu1), 1));
+    n.numa_fault(1, a, NodeId(1), NodeId(0), kTnfNoGroup, seconds(1), make_cpupid(CpuId(cpu2), 2));
+  }
+
+  EXPECT_EQ(n.balancer.task(1).group.get(), nullptr);
+  EXPECT_EQ(n.balancer.task(2).group.get(), nullptr);
+}
+
+TEST(NumaGroup, ProcessesDoNotGroupOnPrivateMappingFaults) {
+  NumaWorld n;
+  const uint16_t cpu1 = 0, cpu2 = n.node1_cpu();
+  mm::Mm& a = n.process(1, cpu1);
+  mm::Mm& b = n.process(2, cpu2);
+
+  for (int i = 0; i < 2; ++i) {
+    n.numa_fault(2, b, NodeId(0), NodeId(1), 0, seconds(1), make_cpupid(CpuId(cpu1), 1));
+    n.numa_fault(1, a, NodeId(1), NodeId(0), 0, seconds(1), make_cpupid(CpuId(cpu2), 2));
+  }
+
+  ASSERT_NE(n.balancer.task(1).group.get(), nullptr);
+  EXPECT_NE(n.balancer.task(1).group.get(), n.balancer.task(2).group.get());
+  // The false-sharing filter counts such faults as private.
+  EXPECT_EQ(membuf_faults(n.balancer.task(1), 1, kPriv), 2);
+  EXPECT_EQ(membuf_faults(n.balancer.task(1), 1, kShared), 0);
+}
+
+TEST(NumaGroup, ProcessesJoinOneGroupOnASharedMappingFault) {
+  NumaWorld n;
+  const uint16_t cpu1 = 0, cpu2 = n.node1_cpu();
+  mm::Mm& a = n.process(1, cpu1);
+  mm::Mm& b = n.process(2, cpu2);
+
+  n.numa_fault(2, b, NodeId(0), NodeId(1), kTnfShared, seconds(1), make_cpupid(CpuId(cpu1), 1));
+  n.numa_fault(1, a, NodeId(1), NodeId(0), kTnfShared, seconds(1), make_cpupid(CpuId(cpu2), 2));
+
+  ASSERT_NE(n.balancer.task(1).group.get(), nullptr);
+  EXPECT_EQ(n.balancer.task(1).group.get(), n.balancer.task(2).group.get());
+  EXPECT_EQ(n.balancer.task(1).group->nr_tasks, 2);
+}
+
+// M1, M2 --------------------------------------------------------------------
+
+// An anonymous page on node 0 that may go to node 1.
+struct AnonPage {
+  explicit AnonPage(NumaWorld& n) : mm(n.process(1, 0)), a(n.w.map(mm, 1, kRW)) {
+    n.touch(mm, a, 1, true);
+    pfn = n.pfn_at(mm, a);
+    vma = mm.find_vma(a);
+  }
+  mm::Mm& mm;
+  Vpn a;
+  Pfn pfn;
+  const mm::Vma* vma = nullptr;
+};
+
+TEST(NumaMigrate, RateLimitRefusesOnceTheWindowIsOverTheLimit) {
+  NumaConfig cfg = enabled_config();
+  cfg.migrate_rate_limit = true;
+  cfg.ratelimit_pages = 2;
+  NumaWorld n(cfg);
+  AnonPage p(n);
+  const Tick t0 = seconds(1);
+
+  std::vector<bool> allowed;
+  for (int i = 0; i < 4; ++i) allowed.push_back(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), t0));
+
+  // Refused only once more than 2 pages went to node 1 in this window.
+  EXPECT_EQ(allowed, (std::vector<bool>{true, true, true, false}));
+  EXPECT_FALSE(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), t0 + milliseconds(99)));
+}
+
+TEST(NumaMigrate, RateLimitAllowsAgainAfter100Ms) {
+  NumaConfig cfg = enabled_config();
+  cfg.migrate_rate_limit = true;
+  cfg.ratelimit_pages = 2;
+  NumaWorld n(cfg);
+  AnonPage p(n);
+  const Tick t0 = seconds(1);
+  for (int i = 0; i < 4; ++i) n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), t0);
+
+  EXPECT_TRUE(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), t0 + milliseconds(101)));
+}
+
+TEST(NumaMigrate, NoRateLimitFrom419) {
+  NumaConfig cfg = enabled_config();
+  cfg.ratelimit_pages = 2;
+  NumaWorld n(cfg);
+  AnonPage p(n);
+
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), seconds(1)));
+}
+
+// A file mapped at the same offset by two processes.
+struct TwoMappers {
+  TwoMappers(NumaWorld& n, uint32_t vm_flags, mm::AddressSpace& file)
+      : a(n.process(1, 0)), b(n.process(2, 0)) {
+    va = n.w.map(a, 1, vm_flags, &file);
+    vb = n.w.map(b, 1, vm_flags, &file);
+    n.touch(a, va, 1, false);
+    n.touch(b, vb, 1, false);
+  }
+  mm::Mm& a;
+  mm::Mm& b;
+  Vpn va, vb;
+};
+
+TEST(NumaMigrate, RefusesAFilePageMappedTwiceInAnExecMapping) {
+  NumaWorld n;
+  mm::AddressSpace& lib = n.w.mgr.create_file("libc.so", 1, false);
+  TwoMappers m(n, kR | mm::Vma::kExec, lib);
+  const Pfn pfn = n.pfn_at(m.a, m.va);
+  ASSERT_EQ(n.w.mgr.folios().folio(pfn).mapcount, 2);
+
+  EXPECT_FALSE(n.balancer.migrate_allowed(pfn, *m.a.find_vma(m.va), NodeId(1), seconds(1)));
+}
+
+TEST(NumaMigrate, AllowsAFilePageMappedOnceInAnExecMapping) {
+  NumaWorld n;
+  mm::AddressSpace& lib = n.w.mgr.create_file("libc.so", 1, false);
+  mm::Mm& mm = n.process(1, 0);
+  const Vpn a = n.w.map(mm, 1, kR | mm::Vma::kExec, &lib);
+  n.touch(mm, a, 1, false);
+
+  EXPECT_TRUE(n.balancer.migrate_allowed(n.pfn_at(mm, a), *mm.find_vma(a), NodeId(1), seconds(1)));
+}
+
+TEST(NumaMigrate, AllowsAFilePageMappedTwiceWithoutExec) {
+  NumaWorld n;
+  mm::AddressSpace& data = n.w.mgr.create_file("data", 1, false);
+  TwoMappers m(n, kR, data);
+
+  EXPECT_TRUE(n.balancer.migrate_allowed(n.pfn_at(m.a, m.va), *m.a.find_vma(m.va), NodeId(1), seconds(1)));
+}
+
+TEST(NumaMigrate, AllowsAShmemPageMappedTwiceInAnExecMapping) {
+  // The refusal is for page-cache pages (page_is_file_cache); shmem is swap-backed.
+  NumaWorld n;
+  mm::AddressSpace& shm = n.w.mgr.create_file("memfd:jit", 1, true);
+  TwoMappers m(n, kR | mm::Vma::kExec | mm::Vma::kShared, shm);
+  ASSERT_EQ(n.folio_at(m.a, m.va).mapcount, 2);
+
+  EXPECT_TRUE(n.balancer.migrate_allowed(n.pfn_at(m.a, m.va), *m.a.find_vma(m.va), NodeId(1), seconds(1)));
+}
+
+// S9 ------------------------------------------------------------------------
+
+TEST(NumaScanPeriod, SmallMmScansBetweenOneAndSixtySeconds) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  ASSERT_EQ(mm.rss_anon + mm.rss_file + mm.rss_shmem, 0u);
+
+  EXPECT_EQ(n.balancer.task_scan_min(1, mm), 1000);
+  EXPECT_EQ(n.balancer.task_scan_max(1, mm), 60000);
+}
+
+TEST(NumaScanPeriod, FortyWindowMmScansBetweenTheFloorAndOneAndAHalfSeconds) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  mm.rss_anon = 40 * 65536;  // 10 GB: 40 windows of 256 MB
+
+  // min = max(1000 / (2560 / 256), 1000 / 40) = 100; max = max(100, 60000 / 40).
+  EXPECT_EQ(n.balancer.task_scan_min(1, mm), 100);
+  EXPECT_EQ(n.balancer.task_scan_max(1, mm), 1500);
+}
+
+// M5 mechanics: migrate_unmap, migrate_remap, migrate_folio_finish ------------
+
+// A parent that wrote page 0 (then forked twice, so 3 mms map it) and, after
+// the forks, page 1 (mapped by the parent only).
+struct ThreeMappers {
+  explicit ThreeMappers(NumaWorld& n) : parent(n.process(1, 0)), a(n.w.map(parent, 2, kRW)) {
+    n.touch(parent, a, 1, true);
+    c1 = &n.fork(parent, 2);
+    c2 = &n.fork(parent, 3);
+    n.touch(parent, Vpn(a.v + 1), 1, true);
+    shared = n.pfn_at(parent, a);
+    single = n.pfn_at(parent, Vpn(a.v + 1));
+  }
+  std::vector<mm::Mm*> mms() { return {&parent, c1, c2}; }
+  mm::Mm& parent;
+  Vpn a;
+  mm::Mm* c1 = nullptr;
+  mm::Mm* c2 = nullptr;
+  Pfn shared, single;
+};
+
+TEST(NumaMigrate, UnmapReplacesEveryMappingWithAMigrationEntry) {
+  NumaWorld n;
+  ThreeMappers t(n);
+  ASSERT_EQ(n.w.mgr.folios().folio(t.shared).mapcount, 3);
+
+  const auto step = n.w.mgr.migrate_unmap(t.shared, CpuId(0));
+
+  EXPECT_EQ(step.mappings, 3u);
+  EXPECT_EQ(step.unmapped.size(), 3u);
+  for (mm::Mm* mm : t.mms()) {
+    const mm::Pte pte = mm->pgtable().get(t.a);
+    EXPECT_TRUE(pte.migration()) << mm->id();
+    EXPECT_FALSE(pte.present()) << mm->id();
+    EXPECT_EQ(pte.pfn, t.shared.v) << mm->id();
+  }
+  n.w.expect_consistent();
+}
+
+TEST(NumaMigrate, UnmapCostGrowsLinearlyWithMapcount) {
+  NumaWorld n;
+  ThreeMappers t(n);
+  ASSERT_EQ(n.w.mgr.folios().folio(t.single).mapcount, 1);
+
+  const auto one = n.w.mgr.migrate_unmap(t.single, CpuId(0));
+  const auto three = n.w.mgr.migrate_unmap(t.shared, CpuId(0));
+
+  EXPECT_EQ(one.mappings, 1u);
+  EXPECT_GT(one.cost_ns, 0);
+  EXPECT_DOUBLE_EQ(three.cost_ns, 3 * one.cost_ns);
+  n.w.mgr.migrate_remap(t.single, t.single);
+  n.w.mgr.migrate_remap(t.shared, t.shared);
+}
+
+TEST(NumaMigrate, RemapToANewFolioMovesEveryMappingAndFreesTheOld) {
+  NumaWorld n;
+  ThreeMappers t(n);
+  n.w.mgr.migrate_unmap(t.shared, CpuId(0));
+  const auto fresh = n.w.mgr.folios().alloc_on(NodeId(1));
+  ASSERT_TRUE(fresh.has_value());
+
+  const auto step = n.w.mgr.migrate_remap(t.shared, *fresh);
+  n.w.mgr.migrate_folio_finish(t.shared, *fresh);
+
+  EXPECT_EQ(step.mappings, 3u);
+  const mm::Folio& f = n.w.mgr.folios().folio(*fresh);
+  EXPECT_EQ(f.mapcount, 3);
+  EXPECT_EQ(f.node, NodeId(1));
+  EXPECT_TRUE(f.test(mm::Folio::kAnon));
+  EXPECT_FALSE(n.w.mgr.folios().folio(t.shared).test(mm::Folio::kInUse));
+  for (mm::Mm* mm : t.mms()) {
+    const mm::Pte pte = mm->pgtable().get(t.a);
+    EXPECT_EQ(pte.pfn, fresh->v) << mm->id();
+    EXPECT_TRUE(pte.present()) << mm->id();
+    EXPECT_FALSE(pte.writable()) << mm->id();  // still COW-protected
+  }
+  n.w.expect_consistent();
+}
+
+TEST(NumaMigrate, RemapKeepsTheWriteBitOfAWritablePte) {
+  NumaWorld n;
+  AnonPage p(n);
+  n.w.mgr.migrate_unmap(p.pfn, CpuId(0));
+  const auto fresh = n.w.mgr.folios().alloc_on(NodeId(1));
+  ASSERT_TRUE(fresh.has_value());
+
+  n.w.mgr.migrate_remap(p.pfn, *fresh);
+  n.w.mgr.migrate_folio_finish(p.pfn, *fresh);
+
+  EXPECT_TRUE(p.mm.pgtable().get(p.a).writable());
+  EXPECT_EQ(n.folio_at(p.mm, p.a).node, NodeId(1));
+  n.w.expect_consistent();
+}
+
+TEST(NumaMigrate, FailedMigrationRemapsTheOldFolio) {
+  NumaWorld n;
+  ThreeMappers t(n);
+  n.w.mgr.migrate_unmap(t.shared, CpuId(0));
+
+  const auto step = n.w.mgr.migrate_remap(t.shared, t.shared);
+
+  EXPECT_EQ(step.mappings, 3u);
+  for (mm::Mm* mm : t.mms()) EXPECT_TRUE(mm->pgtable().get(t.a).present()) << mm->id();
+  EXPECT_EQ(n.w.mgr.folios().folio(t.shared).mapcount, 3);
+  n.w.expect_consistent();
+}
+
+}  // namespace
+}  // namespace mmsim::numa
