@@ -97,6 +97,7 @@ ordered_json run_json(const RunInfo& info) {
   j["kernel"] = {{"version", sc.kernel.version},
                  {"fault_around_kb", sc.kernel.fault_around_kb},
                  {"read_ahead_kb", sc.kernel.read_ahead_kb},
+                 {"pagecache_folio_kb", sc.kernel.pagecache_folio_kb},
                  {"numa_balancing", nc.enabled ? 1 : 0},
                  {"numa_balancing_scan_delay_ms", nc.scan_delay_ms},
                  {"numa_balancing_scan_period_min_ms", nc.scan_period_min_ms},

@@ -570,6 +570,10 @@ void read_kernel(TableReader& r, Scenario& sc) {
     if (*v % 4) r.error(r.raw().get("fault_around_kb"), "fault_around_kb", "must be a multiple of 4");
     sc.kernel.fault_around_kb = static_cast<uint32_t>(*v);
   }
+  if (auto v = r.integer("pagecache_folio_kb", 0, 2048)) {
+    if (*v % 4) r.error(r.raw().get("pagecache_folio_kb"), "pagecache_folio_kb", "must be a multiple of 4");
+    sc.kernel.pagecache_folio_kb = static_cast<uint32_t>(*v);
+  }
   if (auto v = r.integer("read_ahead_kb", 4, 65536)) {
     if (*v % 4) r.error(r.raw().get("read_ahead_kb"), "read_ahead_kb", "must be a multiple of 4");
     sc.kernel.read_ahead_kb = static_cast<uint32_t>(*v);
@@ -650,6 +654,7 @@ void read_costs(TableReader& r, Scenario& sc, Ctx& ctx) {
         toml::table prof = toml::parse(ss.str(), path);
         Ctx pctx{path, ctx.diags, {}};
         TableReader top(prof, "", pctx);
+        top.table("measured");  // host behaviour recorded by mmsim calibrate (for --predict)
         if (const toml::table* c = top.table("costs")) {
           TableReader cr(*c, "costs", pctx);
           apply_cost_table(cr, sc);
@@ -979,7 +984,7 @@ LoadResult load_scenario(const std::string& path, const std::vector<std::string>
 
 mm::MmConfig Scenario::mm_config() const {
   mm::MmConfig c;
-  c.fault_around_pages = kernel.fault_around_kb / 4;
+  c.fault_around_pages = std::max(kernel.fault_around_kb, kernel.pagecache_folio_kb) / 4;
   c.read_ahead_pages = kernel.read_ahead_kb / 4;
   return c;
 }
@@ -996,6 +1001,9 @@ bool apply_kernel_version(const std::string& version, KernelConfig& k) {
   const auto at_most = [&](int ma, int mi) { return major < ma || (major == ma && minor <= mi); };
   // Fault-around (do_fault_around, fault_around_bytes = 64 KiB) arrived in 3.15.
   k.fault_around_kb = at_least(3, 15) ? 64 : 0;
+  // Large page-cache folios on ext4 (6.16): a read fault maps the whole folio.
+  // Readahead sizes them; read_ahead_kb is the smallest that it makes.
+  k.pagecache_folio_kb = at_least(6, 16) ? k.read_ahead_kb : 0;
   // Automatic NUMA balancing and its rules (spec part A).
   k.has_numa_balancing = at_least(3, 8);
   k.numa.skip_shared_cow = at_least(4, 16);               // 859d4adc3415

@@ -32,6 +32,9 @@ struct KernelConfig {
   std::string version = "6.6";
   uint32_t fault_around_kb = 64;  // 0 before 3.15
   uint32_t read_ahead_kb = 128;
+  // Page-cache folio size mapped whole by a read fault (large folios); 0:
+  // order-0 folios. The fault maps max(fault_around, folio) pages.
+  uint32_t pagecache_folio_kb = 0;
   bool has_numa_balancing = true;  // 3.8+
   int numa_balancing = -1;         // kernel.numa_balancing; -1: on if the machine has > 1 node
   numa::NumaConfig numa;           // knobs and version rules ([numa], [kernel] sysctls)
