@@ -1,0 +1,215 @@
+#include "cli/predict.h"
+
+#include <fmt/format.h>
+#include <sys/utsname.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <toml++/toml.h>
+
+#include "report/report.h"
+#include "scenario/scenario.h"
+#include "workload/world.h"
+
+namespace mmsim::cli {
+
+namespace {
+
+// "6.18.44-fc" -> "6.18", clamped to the versions the presets know.
+std::string kernel_version(const std::string& release) {
+  int major = 6, minor = 6;
+  std::sscanf(release.c_str(), "%d.%d", &major, &minor);
+  if (major > 6 || (major == 6 && minor > 19)) {
+    major = 6;
+    minor = 19;
+  }
+  return fmt::format("{}.{}", major, minor);
+}
+
+// The pages a read fault mapped on the host, from the profile's [measured].
+std::optional<double> measured_fault_pages(const std::string& costs) {
+  if (costs.empty()) return std::nullopt;
+  try {
+    const toml::table t = toml::parse_file(costs);
+    return t["measured"]["file_fault_pages"].value<double>();
+  } catch (const toml::parse_error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::string predict_scenario(const PredictParams& p, const std::string& kernel_release) {
+  std::string s = fmt::format(
+      "[scenario]\nname = \"native-{}\"\nseed = 1\n\n[machine]\npreset = \"host\"\n\n[kernel]\nversion = \"{}\"\n",
+      p.bench, kernel_version(kernel_release));
+  if (p.numa_balancing) s += fmt::format("numa_balancing = {}\n", *p.numa_balancing);
+  if (auto pages = measured_fault_pages(p.costs)) {
+    // A read fault on this host maps this many pages (fault-around or whole
+    // large folios): the window the model maps.
+    const uint64_t kb = static_cast<uint64_t>(std::llround(*pages)) * 4;
+    s += fmt::format("pagecache_folio_kb = {}\n", std::min<uint64_t>(kb, 2048));
+  }
+  if (!p.costs.empty()) {
+    s += fmt::format("\n[costs]\nprofile = \"{}\"\n", std::filesystem::absolute(p.costs).string());
+  }
+  if (p.bench == "mmap-fault-drop") {
+    const uint64_t pages = (p.size_bytes + 4095) / 4096;
+    s += fmt::format(R"(
+[[files]]
+# written by the benchmark just before: in the page cache
+name = "data"
+size = {}
+cached = true
+
+[run]
+program = "main"
+
+[[programs.main]]
+op = "map"
+region = "locked"
+file = "data"
+prot = "r"
+flags = "shared"
+
+[[programs.main]]
+op = "mlock"
+region = "locked"
+
+[[programs.main]]
+op = "map"
+region = "reader"
+file = "data"
+prot = "r"
+flags = "shared"
+
+[[programs.main]]
+op = "loop"
+count = {}
+body = [
+  {{ op = "touch", region = "reader" }},
+  {{ op = "madvise", region = "reader", advice = "dontneed" }},
+  {{ op = "count", counter = "touches", by = {} }},
+]
+)",
+                     pages * 4096, p.loops, pages);
+  } else {
+    // The benchmark's executable: one page of .got, then the 4,000,000-byte
+    // array in .data (a private, writable file mapping).
+    s += fmt::format(R"(
+[[files]]
+name = "exe"
+size = 4009984
+cached = true
+
+[run]
+program = "parent"
+
+[[programs.parent]]
+op = "map"
+region = "rw"
+file = "exe"
+prot = "rw"
+flags = "private"
+
+[[programs.parent]]
+op = "touch"
+region = "rw"
+mode = "write"
+size = 4096
+
+[[programs.parent]]
+op = "map"
+region = "counts"
+size = 4096
+flags = "shared"
+
+[[programs.parent]]
+op = "fork"
+count = {}
+program = "child"
+
+[[programs.parent]]
+op = "wait"
+
+[[programs.child]]
+op = "loop"
+duration = "{}s"
+body = [
+  {{ op = "sweep", region = "rw", offset = 4096, size = 4000000 }},
+  {{ op = "count", counter = "iterations" }},
+]
+
+[[programs.child]]
+op = "touch"
+region = "counts"
+mode = "write"
+)",
+                     p.procs, p.seconds);
+  }
+  return s;
+}
+
+int predict(const PredictParams& p, const nlohmann::ordered_json& native, std::ostream& out,
+            std::ostream& err, nlohmann::ordered_json* result) {
+  utsname u{};
+  ::uname(&u);
+  const std::string text = predict_scenario(p, u.release);
+  auto lr = scenario::parse_scenario(text, "<predict " + p.bench + ">", {});
+  if (!lr.ok()) {
+    for (const auto& d : lr.diagnostics) err << d.str() << "\n";
+    return 2;
+  }
+  const scenario::Scenario& sc = *lr.scenario;
+  std::string terr;
+  auto topo = scenario::build_topology(sc, &terr);
+  if (!topo) {
+    err << "mmsim: error: cannot read the host: " << terr << "\n";
+    return 2;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  workload::RunResult r;
+  {
+    workload::World world(*topo, sc.costs, sc.mm_config(), sc.workload, scenario::world_config(sc, *topo));
+    r = world.run();
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report::RunInfo info{&sc, &*topo, &r, wall, true};
+  const nlohmann::ordered_json sim = report::run_json(info);
+
+  // Side by side: wall time, throughput, faults, times, and every vmstat
+  // counter both sides have and one of them changed.
+  const std::string counter = p.bench == "mmap-fault-drop" ? "touches" : "iterations";
+  auto num = [](const nlohmann::ordered_json& j, const std::string& a, const std::string& b) -> double {
+    if (!j.contains(a) || !j.at(a).contains(b) || !j.at(a).at(b).is_number()) return NAN;
+    return j.at(a).at(b).get<double>();
+  };
+  struct Row {
+    std::string name, section, key;
+  };
+  std::vector<Row> rows = {{"elapsed_s", "metrics", "elapsed_s"},
+                           {counter, "metrics", counter},
+                           {"user_s", "metrics", "user_s"},
+                           {"sys_s", "metrics", "sys_s"}};
+  for (const char* k : {"pgfault", "pgmajfault", "numa_hint_faults", "numa_pages_migrated", "pgmigrate_success",
+                        "nr_tlb_remote_flush"}) {
+    rows.push_back({k, "vmstat", k});
+  }
+  nlohmann::ordered_json rel;
+  out << fmt::format("\n{:<22} {:>16} {:>16} {:>12}\n", "", "native", "simulated", "error");
+  for (const auto& row : rows) {
+    const double n = num(native, row.section, row.key);
+    const double s = num(sim, row.section, row.key);
+    if (std::isnan(n) || std::isnan(s)) continue;
+    const double e = n != 0 ? (s - n) / n : (s == 0 ? 0.0 : NAN);
+    if (!std::isnan(e)) rel[row.name] = e;
+    out << fmt::format("{:<22} {:>16.6g} {:>16.6g} {:>11}\n", row.name, n, s,
+                       std::isnan(e) ? std::string("n/a") : fmt::format("{:+.1f}%", e * 100));
+  }
+  if (result) *result = {{"native", native}, {"simulated", sim}, {"relative_error", rel}};
+  return 0;
+}
+
+}  // namespace mmsim::cli
