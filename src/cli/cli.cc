@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "native/native.h"
 #include "report/compare.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
@@ -175,6 +176,25 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   auto* costs = app.add_subcommand("costs", "List the cost profile's defaults and their sources");
 
+  native::NativeOptions no;
+  std::string native_size;
+  auto* native_cmd = app.add_subcommand(
+      "native", "Run a benchmark program on this host and report it as `run` reports a simulation");
+  native_cmd->add_option("bench", no.bench, "numa-shared-cow or mmap-fault-drop")->required();
+  native_cmd->add_option("--seconds", no.seconds, "numa-shared-cow: seconds each process sums (default 10)");
+  native_cmd->add_option("--procs", no.procs, "numa-shared-cow: processes forked (default 2)");
+  native_cmd->add_option("--size", native_size, "mmap-fault-drop: file size, bytes or 256M (default 256M)");
+  native_cmd->add_option("--loops", no.loops, "mmap-fault-drop: touch-and-drop passes (default 10)");
+  native_cmd->add_option("--file", no.file, "mmap-fault-drop: the file (default: a temp file under /var/tmp)");
+  native_cmd->add_option("--numa-balancing", no.numa_balancing,
+                         "Set kernel.numa_balancing (0 or 1) for the run; restored afterwards");
+  native_cmd->add_flag("--cgroup", no.cgroup, "Run in a fresh memory cgroup and report its memory.stat");
+  native_cmd->add_option("--json", no.json, "Write the results as JSON to this file");
+  native_cmd->add_option("--sysctl-root", no.sysctl_root, "Where the sysctls are")->capture_default_str();
+  native_cmd->add_option("--cgroup-root", no.cgroup_root, "Where the cgroup hierarchies are")->capture_default_str();
+  native_cmd->add_option("--bench-dir", no.bench_dir,
+                         "Where the mmsim-* benchmark programs are (default: the build tree's bench/programs)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -190,6 +210,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*compare) return cmd_compare(co, compare_json, out, err);
     if (*topology) return cmd_topology(machine, out, err);
     if (*costs) return cmd_costs(out);
+    if (*native_cmd) {
+      if (!native_size.empty()) {
+        no.size = native::parse_size(native_size);
+        if (!no.size) {
+          err << fmt::format("mmsim: error: --size: expected bytes or a size like 256M, got \"{}\"\n", native_size);
+          return 2;
+        }
+      }
+      return native::run_native(no, out, err);
+    }
   } catch (const std::exception& e) {
     err << "mmsim: internal error: " << e.what() << "\n";
     return 1;
