@@ -11,6 +11,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/calibrate_cmd.h"
+#include "cli/predict.h"
 #include "native/native.h"
 #include "report/compare.h"
 #include "report/report.h"
@@ -57,10 +59,19 @@ struct RunArgs {
   bool check = false;
   bool tasks = false;
   bool no_timing = false;
+  std::string costs;
 };
 
 int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
-  scenario::LoadResult lr = scenario::load_scenario(a.scenario, a.sets, a.seed);
+  std::vector<std::string> sets = a.sets;
+  if (!a.costs.empty()) {
+    if (!std::filesystem::exists(a.costs)) {
+      err << fmt::format("mmsim: error: --costs: cannot read \"{}\"\n", a.costs);
+      return 2;
+    }
+    sets.insert(sets.begin(), "costs.profile=\"" + std::filesystem::absolute(a.costs).string() + "\"");
+  }
+  scenario::LoadResult lr = scenario::load_scenario(a.scenario, sets, a.seed);
   if (!lr.ok()) {
     for (const auto& d : lr.diagnostics) err << d.str() << "\n";
     return 2;
@@ -136,6 +147,34 @@ int cmd_costs(std::ostream& out) {
   return 0;
 }
 
+// mmsim native BENCH --predict: the run, its simulation, and the two side by side.
+int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::ostream& out,
+                       std::ostream& err) {
+  if (!costs.empty() && !std::filesystem::exists(costs)) {
+    err << fmt::format("mmsim: error: --costs: cannot read \"{}\" (make one with mmsim calibrate --out {})\n",
+                       costs, costs);
+    return 2;
+  }
+  const std::string json_path = no.json;
+  no.json.clear();
+  const native::NativeOutcome o = native::measure_native(no, err);
+  if (!o.result) return o.exit_code;
+  out << native::native_summary_text(no, *o.result);
+  PredictParams p;
+  p.bench = no.bench;
+  p.seconds = no.seconds.value_or(10);
+  p.procs = static_cast<uint32_t>(no.procs.value_or(2));
+  p.size_bytes = no.size.value_or(256ull << 20);
+  p.loops = static_cast<uint32_t>(no.loops.value_or(10));
+  p.numa_balancing = o.result->numa_balancing;
+  p.costs = costs;
+  nlohmann::ordered_json both;
+  const int rc = predict(p, native::native_json(no, *o.result), out, err, &both);
+  if (rc) return rc;
+  if (!json_path.empty() && !write_atomically(json_path, both.dump(2) + "\n", err)) return 1;
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -152,6 +191,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_flag("--check", ra.check, "Run the invariant checker (mapcounts, rmap, node pages)");
   run->add_flag("--tasks", ra.tasks, "List every task, not a summary by program");
   run->add_flag("--no-timing", ra.no_timing, "Leave host timings out, for byte-identical output");
+  run->add_option("--costs", ra.costs, "A cost profile (e.g. from mmsim calibrate) replacing the defaults");
 
   report::CompareOptions co;
   std::string compare_json;
@@ -195,6 +235,19 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   native_cmd->add_option("--bench-dir", no.bench_dir,
                          "Where the mmsim-* benchmark programs are (default: the build tree's bench/programs)");
 
+  bool predict_flag = false;
+  std::string predict_costs;
+  native_cmd->add_flag("--predict", predict_flag,
+                       "Also simulate the run on the host machine and print both with the relative errors");
+  native_cmd->add_option("--costs", predict_costs, "--predict: the host cost profile (mmsim calibrate --out)");
+
+  CalibrateArgs ca;
+  auto* calibrate = app.add_subcommand("calibrate", "Measure this host's costs and write a cost profile");
+  calibrate->add_option("--out", ca.out, "The profile to write")->capture_default_str();
+  calibrate->add_option("--runs", ca.runs, "Runs per measurement (default: the calibrators')");
+  calibrate->add_option("--tools-dir", ca.tools_dir, "Where the mmsim-calibrate-* programs are");
+  calibrate->add_option("--bench-dir", ca.bench_dir, "Where the mmsim-* benchmark programs are");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -210,6 +263,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*compare) return cmd_compare(co, compare_json, out, err);
     if (*topology) return cmd_topology(machine, out, err);
     if (*costs) return cmd_costs(out);
+    if (*calibrate) return cmd_calibrate(ca, out, err);
     if (*native_cmd) {
       if (!native_size.empty()) {
         no.size = native::parse_size(native_size);
@@ -218,7 +272,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
           return 2;
         }
       }
-      return native::run_native(no, out, err);
+      if (!predict_flag) return native::run_native(no, out, err);
+      return cmd_native_predict(no, predict_costs, out, err);
     }
   } catch (const std::exception& e) {
     err << "mmsim: internal error: " << e.what() << "\n";

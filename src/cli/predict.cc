@@ -47,10 +47,12 @@ std::string predict_scenario(const PredictParams& p, const std::string& kernel_r
       p.bench, kernel_version(kernel_release));
   if (p.numa_balancing) s += fmt::format("numa_balancing = {}\n", *p.numa_balancing);
   if (auto pages = measured_fault_pages(p.costs)) {
-    // A read fault on this host maps this many pages (fault-around or whole
-    // large folios): the window the model maps.
-    const uint64_t kb = static_cast<uint64_t>(std::llround(*pages)) * 4;
-    s += fmt::format("pagecache_folio_kb = {}\n", std::min<uint64_t>(kb, 2048));
+    // A read fault on this host maps this many pages on average: whole large
+    // folios. Folios are naturally aligned powers of two, so the model maps
+    // the nearest power of two (at most a PMD, 2 MiB).
+    const double order = std::round(std::log2(std::max(1.0, *pages)));
+    const uint64_t kb = (uint64_t{1} << static_cast<int>(std::min(order, 9.0))) * 4;
+    s += fmt::format("pagecache_folio_kb = {}\n", kb);
   }
   if (!p.costs.empty()) {
     s += fmt::format("\n[costs]\nprofile = \"{}\"\n", std::filesystem::absolute(p.costs).string());

@@ -41,13 +41,16 @@ HostProfile derive_host_profile(const Measurements& m) {
     lookup = std::max(0.0, *pr - *sys);
     put("pagecache_lookup_ns", *lookup, "pread of 1 byte per cached page minus syscall_ns");
   }
-  // A shmem read fault that maps one PTE, and one that maps 16 (fault-around):
-  // the 15 extra pages cost a PTE each plus the user's access to the page.
-  auto one = get("shmem_fault_1pte_ns"), sixteen = get("shmem_fault_ns"), pages = get("shmem_fault_pages");
-  if (one && sixteen && pages && *pages > 1 && mem && lookup) {
-    const double per_page = (*sixteen - *one) / (*pages - 1);
-    const double pte = std::max(0.0, per_page - *mem);
-    put("pte_set_ns", pte, "(shmem_fault_ns - shmem_fault_1pte_ns) / (pages per fault - 1) - mem_latency_ns");
+  // Two read faults on cached pages: a shmem fault that maps one PTE (F1 =
+  // entry + lookup + one PTE + the user's access) and the file loop, where one
+  // fault maps N pages and each is then read (T per page = (entry + lookup) /
+  // N + PTE + access). Together they give the PTE and the fixed part.
+  auto one = get("shmem_fault_1pte_ns"), per_page = get("minor_fault_file_ns"), n = get("fault_around_pages");
+  if (one && per_page && n && *n > 1 && mem && lookup) {
+    const double pte_and_access = (*per_page - *one / *n) / (1 - 1 / *n);
+    const double pte = std::max(0.0, pte_and_access - *mem);
+    put("pte_set_ns", pte,
+        "(minor_fault_file_ns - shmem_fault_1pte_ns / N) / (1 - 1/N) - mem_latency_ns, N = pages per file fault");
     put("fault_entry_ns", std::max(0.0, *one - pte - *mem - *lookup),
         "shmem_fault_1pte_ns - pte_set_ns - mem_latency_ns - pagecache_lookup_ns");
   }

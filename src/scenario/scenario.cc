@@ -571,7 +571,9 @@ void read_kernel(TableReader& r, Scenario& sc) {
     sc.kernel.fault_around_kb = static_cast<uint32_t>(*v);
   }
   if (auto v = r.integer("pagecache_folio_kb", 0, 2048)) {
-    if (*v % 4) r.error(r.raw().get("pagecache_folio_kb"), "pagecache_folio_kb", "must be a multiple of 4");
+    if (*v && (*v % 4 || ((*v / 4) & (*v / 4 - 1))))
+      r.error(r.raw().get("pagecache_folio_kb"), "pagecache_folio_kb",
+              "must be 0 or a power of two times 4 (a folio of 2^order pages)");
     sc.kernel.pagecache_folio_kb = static_cast<uint32_t>(*v);
   }
   if (auto v = r.integer("read_ahead_kb", 4, 65536)) {

@@ -43,6 +43,9 @@ TEST(Calibration, FaultEntryIsTheOnePteFaultLessItsPartsThatScale) {
   }
   ASSERT_GT(entry, 0);
   EXPECT_NEAR(entry + pte + m["mem_latency_local_ns"] + lookup, m["shmem_fault_1pte_ns"], 1e-6);
+  // And the file loop's cost per page comes back out of the same pieces.
+  const double n = m["fault_around_pages"];
+  EXPECT_NEAR((entry + lookup) / n + pte + m["mem_latency_local_ns"], m["minor_fault_file_ns"], 1e-6);
 }
 
 TEST(Calibration, MissingMeasurementsAreNamedAndTheirCostsLeftOut) {
