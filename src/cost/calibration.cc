@@ -20,7 +20,7 @@ HostProfile derive_host_profile(const Measurements& m) {
   };
   // User-mode work, taken as measured.
   if (auto v = get("bench_sweep_elem_ns")) {
-    put("sweep_elem_ns", *v, "mmsim-numa-shared-cow's own summing loop: 1 s / (passes x elements)");
+    put("sweep_elem_ns", *v, "mmsim-numa-shared-cow's own summing loop, one process per CPU: CPU time / (passes x elements)");
   } else if (auto w = get("sweep_elem_llc_ns")) {
     put("sweep_elem_ns", *w, "sweep_elem_llc_ns: `s += a[i]` over an 8 MiB int array");
   }
