@@ -3,6 +3,8 @@
 // and writes a cost profile recording each value's method.
 #include "cli/calibrate_cmd.h"
 
+#include "report/report.h"
+
 #include <fmt/format.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -124,21 +126,7 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
       "# Each value is a median over runs of tools/calibrate; the comment says how it was derived.\n\n",
       u.sysname, u.release, u.machine, date);
   const std::string text = cost::host_profile_toml(p, header);
-  const std::string tmp = a.out + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    if (!f) {
-      err << fmt::format("mmsim: error: cannot write {}\n", a.out);
-      return 1;
-    }
-  }
-  fs::rename(tmp, a.out, ec);
-  if (ec) {
-    err << fmt::format("mmsim: error: cannot write {}: {}\n", a.out, ec.message());
-    fs::remove(tmp, ec);
-    return 1;
-  }
+  if (!report::write_atomically(a.out, text, err)) return 1;
   out << text;
   for (const auto& k : p.missing) err << fmt::format("mmsim: warning: no measurement of {}: its default stays\n", k);
   out << fmt::format("wrote {}\n", a.out);

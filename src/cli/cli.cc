@@ -24,32 +24,6 @@ namespace mmsim::cli {
 
 namespace {
 
-// Writes the file whole or not at all (a temp file renamed into place).
-bool write_atomically(const std::string& path, const std::string& text, std::ostream& err) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) {
-      err << fmt::format("mmsim: error: cannot write {}\n", path);
-      return false;
-    }
-    f << text;
-    f.flush();
-    if (!f) {
-      err << fmt::format("mmsim: error: cannot write {}\n", path);
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    err << fmt::format("mmsim: error: cannot write {}: {}\n", path, ec.message());
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
 
 struct RunArgs {
   std::string scenario;
@@ -95,7 +69,7 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   report::RunInfo info{&sc, &*topo, &result, wall, !a.no_timing};
   out << report::summary_text(info, a.tasks);
   if (!a.json.empty()) {
-    if (!write_atomically(a.json, report::run_json(info).dump(2) + "\n", err)) return 1;
+    if (!report::write_atomically(a.json, report::run_json(info).dump(2) + "\n", err)) return 1;
   }
   if (!result.check_failures.empty()) {
     err << "mmsim: error: the invariant checker found violations (see above)\n";
@@ -111,7 +85,7 @@ int cmd_compare(const report::CompareOptions& options, const std::string& json, 
   out << r.out;
   err << r.err;
   if (r.exit_code != 0) return r.exit_code;
-  if (!json.empty() && !write_atomically(json, r.json.dump(2) + "\n", err)) return 1;
+  if (!json.empty() && !report::write_atomically(json, r.json.dump(2) + "\n", err)) return 1;
   return 0;
 }
 
@@ -171,7 +145,7 @@ int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::
   nlohmann::ordered_json both;
   const int rc = predict(p, native::native_json(no, *o.result), out, err, &both);
   if (rc) return rc;
-  if (!json_path.empty() && !write_atomically(json_path, both.dump(2) + "\n", err)) return 1;
+  if (!json_path.empty() && !report::write_atomically(json_path, both.dump(2) + "\n", err)) return 1;
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <toml++/toml.h>
 
+#include "report/compare.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
 #include "workload/world.h"
@@ -164,21 +165,18 @@ int predict(const PredictParams& p, const nlohmann::ordered_json& native, std::o
     for (const auto& d : lr.diagnostics) err << d.str() << "\n";
     return 2;
   }
-  const scenario::Scenario& sc = *lr.scenario;
   std::string terr;
-  auto topo = scenario::build_topology(sc, &terr);
+  auto topo = scenario::build_topology(*lr.scenario, &terr);
   if (!topo) {
     err << "mmsim: error: cannot read the host: " << terr << "\n";
     return 2;
   }
+  const report::PreparedRun run{*lr.scenario, std::move(*topo)};
   const auto t0 = std::chrono::steady_clock::now();
-  workload::RunResult r;
-  {
-    workload::World world(*topo, sc.costs, sc.mm_config(), sc.workload, scenario::world_config(sc, *topo));
-    r = world.run();
-  }
+  const workload::RunResult r = report::run_prepared(run);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  report::RunInfo info{&sc, &*topo, &r, wall, true};
+  const scenario::Scenario& sc = run.scenario;
+  report::RunInfo info{&sc, &run.topology, &r, wall, true};
   const nlohmann::ordered_json sim = report::run_json(info);
 
   // Side by side: wall time, throughput, faults, times, and every vmstat

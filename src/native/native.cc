@@ -3,6 +3,8 @@
 // memory cgroup if asked, and report it in the simulator's vocabulary.
 #include "native/native.h"
 
+#include "report/report.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/magic.h>
@@ -664,27 +666,6 @@ class Fd {
   int fd_ = -1;
 };
 
-bool write_atomically(const std::string& path, const std::string& text, std::ostream& err) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) {
-      err << fmt::format("mmsim: error: cannot write {}\n", path);
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    err << fmt::format("mmsim: error: cannot write {}: {}\n", path, ec.message());
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -1141,7 +1122,7 @@ int run_native(const NativeOptions& options, std::ostream& out, std::ostream& er
   out << native_summary_text(options, *o.result);
   out.flush();
   if (!options.json.empty() &&
-      !write_atomically(options.json, native_json(options, *o.result).dump(2) + "\n", err)) {
+      !report::write_atomically(options.json, native_json(options, *o.result).dump(2) + "\n", err)) {
     return 1;
   }
   return 0;

@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <unistd.h>
 
 namespace mmsim::report {
 
@@ -326,6 +331,28 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
     for (const auto& e : r.check_failures) line("  " + e);
   }
   return out;
+}
+
+bool write_atomically(const std::string& path, const std::string& text, std::ostream& err) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) {
+      err << fmt::format("mmsim: error: cannot write {}\n", path);
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    err << fmt::format("mmsim: error: cannot write {}: {}\n", path, ec.message());
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace mmsim::report

@@ -25,4 +25,8 @@ nlohmann::ordered_json metrics_json(const RunInfo& info);
 nlohmann::ordered_json run_json(const RunInfo& info);
 std::string summary_text(const RunInfo& info, bool all_tasks);
 
+// Writes the file whole or not at all (a temp file renamed into place); on
+// failure says why on `err` and leaves nothing behind.
+bool write_atomically(const std::string& path, const std::string& text, std::ostream& err);
+
 }  // namespace mmsim::report
