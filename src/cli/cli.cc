@@ -68,6 +68,7 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   report::RunInfo info{&sc, &*topo, &result, wall, !a.no_timing};
   out << report::summary_text(info, a.tasks);
+  if (!a.no_timing) err << report::timing_text(info);
   if (!a.json.empty()) {
     if (!report::write_atomically(a.json, report::run_json(info).dump(2) + "\n", err)) return 1;
   }

@@ -23,7 +23,10 @@ struct RunInfo {
 // Named counters summed over tasks, elapsed_s, user_s, sys_s, iowait_s.
 nlohmann::ordered_json metrics_json(const RunInfo& info);
 nlohmann::ordered_json run_json(const RunInfo& info);
+// The summary: identical for the same scenario and seed on any host.
 std::string summary_text(const RunInfo& info, bool all_tasks);
+// The host's wall time and speed, one line (the CLI prints it on stderr).
+std::string timing_text(const RunInfo& info);
 
 // Writes the file whole or not at all (a temp file renamed into place); on
 // failure says why on `err` and leaves nothing behind.

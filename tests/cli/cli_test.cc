@@ -116,6 +116,17 @@ TEST(Cli, TwoRunsWithoutTimingAndTheSameSeedAreByteIdentical) {
   EXPECT_EQ(a.out, b.out);
 }
 
+TEST(Cli, TheSummaryOnStdoutIsTheSameEveryRunAndTheWallTimeGoesToStderr) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const Cli a = mmsim({"run", path});
+  const Cli b = mmsim({"run", path});
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.out.find("wall"), std::string::npos);
+  EXPECT_NE(a.err.find("s wall"), std::string::npos);
+}
+
 TEST(Cli, SeedOptionAppearsInTheJson) {
   TempDir dir;
   const std::string path = dir.write("small.toml", small_scenario());
