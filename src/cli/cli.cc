@@ -130,6 +130,10 @@ int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::
                        costs, costs);
     return 2;
   }
+  if (costs.empty()) {
+    err << "mmsim: warning: no --costs: the simulation uses the default profile (a 2015-2018 Xeon), "
+           "not this host's; make one with mmsim calibrate --out FILE\n";
+  }
   const std::string json_path = no.json;
   no.json.clear();
   const native::NativeOutcome o = native::measure_native(no, err);
