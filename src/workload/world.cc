@@ -825,6 +825,7 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
   const Tick deadline = numa_deadline(t);
   for (;;) {
     if (t.cursor >= pages) return Step::kNext;
+    if (t.clock > config_.time_limit) return Step::kYield;
     if (preemptible && t.clock >= rq_.slice_end(t.task.cpu)) return Step::kContinue;
     if (t.clock >= deadline) return Step::kContinue;  // the NUMA tick is due
     const Vpn cur(base.v + t.cursor);
@@ -1041,6 +1042,11 @@ bool World::try_fast_forward(TaskExec& t) {
 void World::run_task(TaskExec& t) {
   for (;;) {
     if (t.task.state != sched::TaskState::kRunning || t.blocked_on) return;
+    if (t.clock > config_.time_limit) {
+      // Past the run's time limit: park the task where the run will stop.
+      schedule_run(t, t.clock);
+      return;
+    }
     if (t.clock >= numa_deadline(t)) {
       // task_tick_numa; its scan work changes PTEs, so only in time order.
       if (t.clock > horizon()) {

@@ -184,6 +184,24 @@ size = 4096
   EXPECT_EQ(ran.vm("pgalloc_normal"), 4 + 3);
 }
 
+TEST(World, TheTimeLimitStopsATaskThatWouldRunOnInOneEvent) {
+  // One task, nothing else queued: without the limit it would fault and drop
+  // pages for hours of simulated time inside a single event.
+  auto ran = run_text(scenario(R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64KiB"
+[[programs.main]]
+op = "loop"
+count = 1000000000
+body = [ { op = "touch", region = "a", mode = "write" }, { op = "madvise", region = "a", advice = "dontneed" } ]
+)", "[scenario]\ntime_limit = \"10ms\"\n"));
+  EXPECT_TRUE(ran.result.time_limit_hit);
+  EXPECT_DOUBLE_EQ(ran.result.elapsed_s, 0.01);
+  EXPECT_LT(ran.vm("pgfault"), 100000);
+}
+
 TEST(World, SegfaultKillsTheTaskAndIsReported) {
   auto ran = run_text(scenario(R"(
 [[programs.main]]
