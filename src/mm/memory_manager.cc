@@ -24,12 +24,12 @@ AddressSpace& MemoryManager::create_file(std::string name, uint64_t size_pages, 
   return *files_.back();
 }
 
-void MemoryManager::preload_file(AddressSpace& file, NodeId node) {
+bool MemoryManager::preload_file(AddressSpace& file, NodeId node) {
   const MemPolicy local;
   for (uint64_t i = 0; i < file.size_pages; ++i) {
     if (file.lookup(i) != AddressSpace::kNone) continue;
     auto pfn = folios_.alloc(local, node, i);
-    check(pfn.has_value(), "preload: machine too small for the file");
+    if (!pfn) return false;  // the machine is full: the rest stays on disk
     Folio& f = folios_.folio(*pfn);
     f.flags |= Folio::kUptodate | Folio::kLru | (file.shmem ? Folio::kShmem : 0);
     f.mapping = file.id;
@@ -42,6 +42,7 @@ void MemoryManager::preload_file(AddressSpace& file, NodeId node) {
     vmstat_.add(Vm::nr_file_pages);
     if (file.shmem) vmstat_.add(Vm::nr_shmem);
   }
+  return true;
 }
 
 struct MmDeleter {

@@ -118,7 +118,8 @@ class MemoryManager {
   AddressSpace& create_file(std::string name, uint64_t size_pages, bool shmem);
   // Puts every page of the file in the page cache on `node`, as if it had been
   // read before the run (not counted as faults).
-  void preload_file(AddressSpace& file, NodeId node);
+  // False if memory ran out first (the rest of the file stays uncached).
+  bool preload_file(AddressSpace& file, NodeId node);
 
   std::shared_ptr<Mm> mm_alloc();
   MmResult mmap(Mm& mm, const MmapArgs& args, CpuId cpu);

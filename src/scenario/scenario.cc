@@ -883,6 +883,14 @@ LoadResult parse_table(toml::table root, const std::string& file,
           r.missing("size");
         }
         f.cached = r.boolean("cached").value_or(false);
+        if (f.cached && !sc.host_machine) {
+          const uint64_t machine_pages =
+              uint64_t{sc.machine.sockets} * sc.machine.nodes_per_socket * (sc.machine.mem_per_node / kPageSize);
+          if (f.pages > machine_pages)
+            r.error(a->get(i)->as_table()->get("cached"), "cached",
+                    fmt::format("a cached file of {} pages does not fit the machine's {} pages", f.pages,
+                                machine_pages));
+        }
         const int64_t max_node = sc.host_machine ? 1023 : int64_t{sc.machine.sockets} * sc.machine.nodes_per_socket - 1;
         f.cached_node = static_cast<uint16_t>(r.integer("node", 0, std::max<int64_t>(0, max_node)).value_or(0));
         r.finish();

@@ -75,7 +75,8 @@ RunResult World::run() {
   // Files, and what of them the page cache holds before the run.
   for (const auto& f : workload_.files) {
     mm::AddressSpace& as = mm_.create_file(f.name, f.pages, false);
-    if (f.cached) mm_.preload_file(as, NodeId(f.cached_node));
+    if (f.cached && !mm_.preload_file(as, NodeId(f.cached_node)))
+      errors_.push_back("file " + f.name + ": memory ran out while caching it; the rest stays on disk");
   }
   mm::VmStat before = mm_.vmstat();
 

@@ -430,3 +430,29 @@ TEST(ScenarioShipped, MissingFileIsReportedAtLineOneColumnOne) {
 
 }  // namespace
 }  // namespace mmsim::scenario
+
+namespace mmsim::scenario {
+namespace {
+
+TEST(ScenarioDiagnostics, ACachedFileLargerThanTheMachineIsAnErrorNotACrash) {
+  auto lr = parse_scenario(R"([machine]
+preset = "2s-16c"
+mem_per_node = "1MiB"
+[[files]]
+name = "big"
+size = "4MiB"
+cached = true
+[run]
+program = "m"
+[[programs.m]]
+op = "sleep"
+duration = "1ms"
+)",
+                           "big.toml", {});
+  ASSERT_EQ(lr.diagnostics.size(), 1u);
+  EXPECT_EQ(lr.diagnostics[0].key, "files[0].cached");
+  EXPECT_EQ(lr.diagnostics[0].line, 7u);
+}
+
+}  // namespace
+}  // namespace mmsim::scenario
