@@ -34,8 +34,13 @@ Pfn FolioAllocator::take(NodeId node) {
   return Pfn(slot);
 }
 
+bool FolioAllocator::table_full() const {
+  // Pfns are 32-bit; the last two values mark the zero page and "none".
+  return free_slots_.empty() && folios_.size() >= kZeroPfn;
+}
+
 std::optional<Pfn> FolioAllocator::alloc_on(NodeId node) {
-  if (nodes_[node.v].used >= nodes_[node.v].capacity) return std::nullopt;
+  if (table_full() || nodes_[node.v].used >= nodes_[node.v].capacity) return std::nullopt;
   // The node asked for is the node given: a numa_hit there.
   vmstat_.add(Vm::numa_hit);
   vmstat_.add(Vm::numa_local);
@@ -44,6 +49,7 @@ std::optional<Pfn> FolioAllocator::alloc_on(NodeId node) {
 
 std::optional<Pfn> FolioAllocator::alloc(const MemPolicy& policy, NodeId local, uint64_t ilx) {
   using Mode = MemPolicy::Mode;
+  if (table_full()) return std::nullopt;  // the model's limit: 2^32 - 2 pages in use
   NodeId preferred = local;
   const std::vector<NodeId>* allowed = nullptr;  // nullptr: all nodes
   switch (policy.mode) {

@@ -72,6 +72,7 @@ class FolioAllocator {
     uint64_t used = 0;
   };
   Pfn take(NodeId node);
+  bool table_full() const;
   const topo::Topology& topo_;
   VmStat& vmstat_;
   std::vector<Folio> folios_;
