@@ -233,7 +233,7 @@ void Controller::file_rmap(mm::Folio& folio, bool add, bool transition, double& 
   }
 }
 
-double Controller::begin_move(mm::Mm& mm, uint32_t to, CpuId cpu) {
+double Controller::begin_move(mm::Mm& mm, uint32_t to) {
   const uint32_t from = mm.memcg;
   MemCgroup& dst = groups_[to];
   move_pages_.clear();
@@ -275,7 +275,6 @@ double Controller::begin_move(mm::Mm& mm, uint32_t to, CpuId cpu) {
   const double per_page = 2 * costs_.lock_ns + costs_.memcg_bitlock_ns + costs_.memcg_spinlock_ns +
                           costs_.memcg_pc_lookup_ns + 4 * costs_.memcg_percpu_add_ns;
   cost += static_cast<double>(move_pages_.size()) * per_page;
-  (void)cpu;
   return cost;
 }
 

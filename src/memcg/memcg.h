@@ -81,7 +81,7 @@ class Controller final : public mm::MemcgHooks {
   // from its memcg to `to` (start_move: moving_account raised, then
   // synchronize_rcu). Returns the time the whole move takes; call
   // finish_move at its end.
-  double begin_move(mm::Mm& mm, uint32_t to, CpuId cpu);
+  double begin_move(mm::Mm& mm, uint32_t to);
   void finish_move(mm::Mm& mm, uint32_t to);
 
   // Charges against usage, stats against folios (for the checker).

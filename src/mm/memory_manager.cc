@@ -65,17 +65,9 @@ void MemoryManager::release_mm(Mm* mm) {
 double MemoryManager::flush_tlb_range(Mm& mm, CpuId cpu, uint64_t pages) {
   if (pages == 0) return 0;
   uint64_t remote = 0;
-  bool local = false;
-  for (CpuId c : mm.cpumask()) {
-    if (c == cpu) {
-      local = true;
-    } else {
-      ++remote;
-    }
-  }
+  for (CpuId c : mm.cpumask()) remote += c != cpu;
   // flush_tlb_mm_range flushes the whole TLB above a ceiling of 33 pages.
   vmstat_.add(pages > 33 ? Vm::nr_tlb_local_flush_all : Vm::nr_tlb_local_flush_one);
-  (void)local;
   if (remote) {
     vmstat_.add(Vm::nr_tlb_remote_flush);
     vmstat_.add(Vm::nr_tlb_remote_flush_received, static_cast<int64_t>(remote));

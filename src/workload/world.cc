@@ -923,7 +923,7 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
         t.proc->mm->memcg = memcg_.enabled() ? to : 0;
         return Step::kNext;
       }
-      const double cost = costs_.syscall_ns + memcg_.begin_move(*t.proc->mm, to, t.task.cpu);
+      const double cost = costs_.syscall_ns + memcg_.begin_move(*t.proc->mm, to);
       ++t.stack.back().pc;
       t.cursor = 0;
       ++t.gen;
