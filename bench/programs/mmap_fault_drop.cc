@@ -6,7 +6,8 @@
 //
 //   mmsim-mmap-fault-drop [--file PATH] [--size BYTES] [--loops K]
 //
-// --size takes bytes or a unit (4K, 8M, 256M, 1G, 256MiB; powers of 1024).
+// --size takes bytes or a size in the project's grammar (util/units.h): 4K,
+// 8M, 1G, 256MiB are powers of 1024, 256MB is a power of 1000.
 // Without --file a temp file under /var/tmp is used. A file that does not
 // exist is created with the size (filled with data, not sparse) and deleted at
 // the end. Prints one JSON line: {"loops": K, "pages": n, "touches": n*K}.
@@ -25,6 +26,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "util/units.h"
 
 namespace {
 
@@ -48,42 +51,6 @@ std::string g_created;  // a file this program created, removed on exit
 [[noreturn]] void sys_error(const std::string& what) {
   std::fprintf(stderr, "mmsim-mmap-fault-drop: %s: %s\n", what.c_str(), std::strerror(errno));
   finish(1);
-}
-
-// Bytes, or a number with K/M/G (optionally followed by "iB" or "B").
-bool parse_size(std::string_view text, uint64_t* out) {
-  size_t i = 0;
-  uint64_t v = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-    if (v > (UINT64_MAX - 9) / 10) return false;
-    v = v * 10 + static_cast<uint64_t>(text[i++] - '0');
-  }
-  if (i == 0) return false;
-  std::string_view unit = text.substr(i);
-  int shift = 0;
-  if (!unit.empty()) {
-    switch (unit[0]) {
-      case 'K':
-      case 'k':
-        shift = 10;
-        break;
-      case 'M':
-      case 'm':
-        shift = 20;
-        break;
-      case 'G':
-      case 'g':
-        shift = 30;
-        break;
-      default:
-        return false;
-    }
-    unit.remove_prefix(1);
-    if (!(unit.empty() || unit == "B" || unit == "iB")) return false;
-  }
-  if (shift && v > (UINT64_MAX >> shift)) return false;
-  *out = v << shift;
-  return true;
 }
 
 // Writes `size` bytes of nonzero data so that the file has real blocks.
@@ -117,10 +84,12 @@ int main(int argc, char** argv) {
       path = argv[++i];
       if (path.empty()) usage_error("--file: empty path");
     } else if (a == "--size") {
-      if (!parse_size(argv[++i], &size) || size == 0) {
-        usage_error(std::string("--size: expected bytes or a size like 256M, got \"") + argv[i] +
-                    "\"");
-      }
+      std::string why;
+      const auto parsed = mmsim::util::parse_size(argv[++i], &why);
+      if (!parsed) usage_error("--size: " + why);
+      if (*parsed == 0)
+        usage_error("--size: expected a size above 0, got \"" + std::string(argv[i]) + "\"");
+      size = *parsed;
     } else if (a == "--loops") {
       char* end = nullptr;
       errno = 0;

@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/units.h"
+
 constexpr size_t kElements = 1'000'000;
 
 // A nonzero initialiser keeps the array in .data (a private, writable file
@@ -86,6 +88,8 @@ int main(int argc, char** argv) {
       usage_error(std::string(a) + ": missing value");
     if (a == "--seconds") {
       seconds = parse_number(a, argv[++i]);
+      std::string why;  // infinity would be a run without end
+      if (!mmsim::util::seconds_to_ns(seconds, &why)) usage_error("--seconds: " + why);
     } else if (a == "--procs") {
       const double p = parse_number(a, argv[++i]);
       if (p != static_cast<long>(p) || p > 4096)

@@ -3,8 +3,6 @@
 // memory cgroup if asked, and report it in the simulator's vocabulary.
 #include "native/native.h"
 
-#include "report/report.h"
-
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/magic.h>
@@ -30,6 +28,9 @@
 #include <ostream>
 #include <sstream>
 #include <thread>
+
+#include "util/atomic_file.h"
+#include "util/units.h"
 
 namespace mmsim::native {
 
@@ -666,7 +667,6 @@ class Fd {
   int fd_ = -1;
 };
 
-
 }  // namespace
 
 const std::vector<std::string>& bench_names() {
@@ -678,39 +678,7 @@ const std::vector<std::string>& bench_names() {
   return names;
 }
 
-std::optional<uint64_t> parse_size(const std::string& text) {
-  size_t i = 0;
-  uint64_t v = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-    if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(text[i++] - '0');
-  }
-  if (i == 0) return std::nullopt;
-  std::string unit = text.substr(i);
-  int shift = 0;
-  if (!unit.empty()) {
-    switch (unit[0]) {
-      case 'K':
-      case 'k':
-        shift = 10;
-        break;
-      case 'M':
-      case 'm':
-        shift = 20;
-        break;
-      case 'G':
-      case 'g':
-        shift = 30;
-        break;
-      default:
-        return std::nullopt;
-    }
-    unit.erase(0, 1);
-    if (!(unit.empty() || unit == "B" || unit == "iB")) return std::nullopt;
-  }
-  if (shift && v > (UINT64_MAX >> shift)) return std::nullopt;
-  return v << shift;
-}
+std::optional<uint64_t> parse_size(const std::string& text) { return util::parse_size(text); }
 
 NativeOutcome measure_native(const NativeOptions& options, std::ostream& err) {
   auto fail = [&](int code, const std::string& msg) {
@@ -1121,9 +1089,13 @@ int run_native(const NativeOptions& options, std::ostream& out, std::ostream& er
   if (o.exit_code != 0 || !o.result) return o.exit_code != 0 ? o.exit_code : 1;
   out << native_summary_text(options, *o.result);
   out.flush();
-  if (!options.json.empty() &&
-      !report::write_atomically(options.json, native_json(options, *o.result).dump(2) + "\n", err)) {
-    return 1;
+  if (!options.json.empty()) {
+    std::string why;
+    if (!util::write_file_atomically(options.json, native_json(options, *o.result).dump(2) + "\n",
+                                     &why)) {
+      err << "mmsim: error: " << why << "\n";
+      return 1;
+    }
   }
   return 0;
 }

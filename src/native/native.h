@@ -114,7 +114,9 @@ std::string native_summary_text(const NativeOptions& options, const NativeResult
 // kExitHostSetup, or 128 + signal.
 int run_native(const NativeOptions& options, std::ostream& out, std::ostream& err);
 
-// Bytes, or a number with K/M/G, KiB/MiB/GiB or KB/MB/GB (all powers of 1024).
+// A size in the project's grammar (util/units.h): bytes, or a number with
+// K/M/G/T/P/E or KiB..EiB (powers of 1024) or KB..EB (powers of 1000).
+// nullopt on malformed text; util::parse_size() also says why.
 std::optional<uint64_t> parse_size(const std::string& text);
 
 // The bench names run_native() knows.

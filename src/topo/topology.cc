@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "sim/check.h"
+#include "util/units.h"
 
 namespace mmsim::topo {
 namespace {
@@ -99,29 +100,10 @@ std::optional<std::vector<uint32_t>> parse_cpulist(std::string_view text) {
   return cpus;
 }
 
-// A cache size as sysfs prints it: "32768K", "45M", or plain bytes.
+// A cache size as sysfs prints it: "32768K", "45M", or plain bytes. The
+// project's size grammar (util/units.h), in which K, M and G are powers of 1024.
 std::optional<uint64_t> parse_cache_size(std::string_view text) {
-  text = trim(text);
-  uint64_t unit = 1;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 'K':
-        unit = uint64_t{1} << 10;
-        break;
-      case 'M':
-        unit = kMiB;
-        break;
-      case 'G':
-        unit = kGiB;
-        break;
-      default:
-        break;
-    }
-    if (unit != 1) text.remove_suffix(1);
-  }
-  const auto n = parse_number<uint64_t>(text);
-  if (!n) return std::nullopt;
-  return *n * unit;
+  return util::parse_size(trim(text));
 }
 
 // MemTotal in bytes from a meminfo file, either the node form

@@ -62,10 +62,19 @@ TEST(NativeParseSize, TakesBytesAndPowerOf1024Units) {
   EXPECT_EQ(parse_size("8M"), 8u << 20);
   EXPECT_EQ(parse_size("256MiB"), 256u << 20);
   EXPECT_EQ(parse_size("1G"), 1ull << 30);
-  EXPECT_EQ(parse_size("4KB"), 4096u);
+}
+
+// The project's one size grammar (util/units.h), as in scenario files.
+TEST(NativeParseSize, KBIsAPowerOf1000AsInScenarioFiles) {
+  EXPECT_EQ(parse_size("4KB"), 4000u);
+  EXPECT_EQ(parse_size("1GB"), 1'000'000'000u);
+}
+
+TEST(NativeParseSize, RejectsMalformedSizes) {
   EXPECT_FALSE(parse_size("M"));
   EXPECT_FALSE(parse_size("12X"));
   EXPECT_FALSE(parse_size("-1"));
+  EXPECT_FALSE(parse_size("1.5G"));
 }
 
 TEST(Native, AnUnknownBenchmarkIsBadInputNamingTheKnownOnes) {
@@ -263,6 +272,19 @@ TEST(Native, AShortMmapFaultDropRunFaultsEveryPassAndWritesTheSimulatorsJsonKeys
   EXPECT_GT(j["sim"]["wall_s"].get<double>(), 0.0);
   EXPECT_NE(r.out.find("metrics\n  touches"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pgfault"), std::string::npos) << r.out;
+}
+
+TEST(Native, AJsonFileThatCannotBeWrittenIsAnErrorNamingIt) {
+  TempDir t;
+  const std::string json = t.file("no-such-dir/run.json");
+  const auto r = mmsim({"native", "mmap-fault-drop", "--size", "1M", "--loops", "1", "--file",
+                        t.file("data"), "--json", json, "--bench-dir", kBenchDir});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("mmsim: error: cannot write " + json + ": cannot create " + json + ".tmp."),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("metrics"), std::string::npos) << "the summary is printed before";
+  EXPECT_FALSE(fs::exists(t.file("no-such-dir")));
 }
 
 TEST(Native, AShortNumaSharedCowRunInACgroupReportsEachChildAndRemovesTheCgroup) {

@@ -1,8 +1,11 @@
 // calibrate.cc - measure default kernel-operation costs for mmsim on this host.
 //
-// Standalone, Linux only.  Build and run from the repository root:
-//   g++ -std=c++20 -O2 -pthread tools/calibrate/calibrate.cc -o /tmp/calibrate
-//   /tmp/calibrate [--runs N] [--out FILE]
+// Linux only.  Built by CMake as mmsim-calibrate-basic (it links mmsim_util,
+// the project's statistics, timing and size helpers); `mmsim calibrate` runs
+// it.  By hand, from the repository root:
+//   cmake --build build/release --target mmsim-calibrate-basic
+//   build/release/tools/calibrate/mmsim-calibrate-basic [--runs N] [--out FILE]
+// (or compile it with -O2 -pthread -Isrc together with src/util/*.cc).
 //
 // Every measurement is repeated N times (default 9) after one discarded warm-up
 // run; the median is the reported value and [min, max] is the spread.  The
@@ -36,10 +39,17 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "util/stats.h"
+#include "util/units.h"
+
 namespace {
+
+namespace util = mmsim::util;
+using util::now_ns;  // steady clock, integer ns; timings below are done in double
 
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kMiB = 1024 * 1024;
@@ -50,12 +60,6 @@ volatile std::uint64_t g_sink;  // results of read loops go here
 // Tell the compiler that the memory behind p is read/written by someone else.
 inline void escape(const void* p) { asm volatile("" : : "r"(p) : "memory"); }
 
-double now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
 long minflt_now() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -64,27 +68,11 @@ long minflt_now() {
 
 std::string errno_str(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
-// ---------------------------------------------------------------- statistics
-
-struct Stat {
-  double med = 0, min = 0, max = 0;
-  int n = 0;
-};
-
-Stat summarize(std::vector<double> v) {
-  Stat s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.n = static_cast<int>(v.size());
-  s.min = v.front();
-  s.max = v.back();
-  s.med = (v.size() % 2) ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  return s;
-}
+// ---------------------------------------------------------------- results
 
 struct Entry {
   std::string name;
-  Stat stat;
+  util::Summary stat;
   std::string method;
   bool skipped = false;
 };
@@ -93,9 +81,10 @@ std::vector<Entry> g_entries;
 std::vector<std::string> g_notes;  // extra comment lines printed after [costs]
 
 void record(const std::string& name, const std::vector<double>& v, const std::string& method) {
-  Stat s = summarize(v);
+  util::Summary s = util::summarize(v);
   g_entries.push_back({name, s, method, false});
-  std::fprintf(stderr, "  %-26s median %10.3f  [%.3f .. %.3f]\n", name.c_str(), s.med, s.min, s.max);
+  std::fprintf(stderr, "  %-26s median %10.3f  [%.3f .. %.3f]\n", name.c_str(), s.median, s.min,
+               s.max);
 }
 
 void skip(const std::string& name, const std::string& why) {
@@ -164,11 +153,20 @@ struct Host {
   std::string cache_source;
 };
 
-long parse_size(std::string s) {  // "32768K" / "32M" / "1024 KB"
-  long v = std::atol(s.c_str());
-  if (s.find('M') != std::string::npos) return v * 1024 * 1024;
-  if (s.find('K') != std::string::npos || s.find('k') != std::string::npos) return v * 1024;
-  return v;
+// A cache size in bytes, 0 if unreadable: sysfs "32768K" / "32M", or the
+// "32768 KB" of /proc/cpuinfo.  util::parse_size() reads "KB" as 1000 bytes,
+// but the kernel means KiB there (as sysfs "K"), so a "B" after the letter is
+// dropped first: "1024 KB" is 1 MiB here.
+long parse_cache_size(std::string s) {
+  const auto first = s.find_first_not_of(" \t");
+  const auto last = s.find_last_not_of(" \t\r\n");
+  s = first == std::string::npos ? "" : s.substr(first, last - first + 1);
+  if (s.size() >= 2 && s.back() == 'B' &&
+      std::string_view("KMGkmg").find(s[s.size() - 2]) != std::string_view::npos) {
+    s.pop_back();
+  }
+  const auto bytes = util::parse_size(s);
+  return bytes ? static_cast<long>(*bytes) : 0;
 }
 
 std::string read_first_line(const std::string& path) {
@@ -187,7 +185,7 @@ void detect_caches(Host& h) {
     std::string type = read_first_line(dir + "type");
     std::string size = read_first_line(dir + "size");
     if (lvl.empty() || size.empty() || type == "Instruction") continue;
-    long b = parse_size(size);
+    long b = parse_cache_size(size);
     if (lvl == "2") h.l2_bytes = b;
     if (std::atoi(lvl.c_str()) >= 3) h.llc_bytes = b;
   }
@@ -224,8 +222,9 @@ void detect_caches(Host& h) {
     if (!h.l2_bytes) h.l2_bytes = static_cast<long>(c >> 16) * 1024;
     h.llc_bytes = static_cast<long>(d >> 18) * 512 * 1024;
     if (h.llc_bytes) {
-      h.cache_source = "cpuid 0x80000006 (legacy; in a VM this may be the whole socket's L3, "
-                       "not the slice this core uses)";
+      h.cache_source =
+          "cpuid 0x80000006 (legacy; in a VM this may be the whole socket's L3, "
+          "not the slice this core uses)";
       return;
     }
   }
@@ -235,7 +234,7 @@ void detect_caches(Host& h) {
   std::string line;
   while (std::getline(f, line))
     if (line.rfind("cache size", 0) == 0) {
-      h.llc_bytes = parse_size(line.substr(line.find(':') + 1));
+      h.llc_bytes = parse_cache_size(line.substr(line.find(':') + 1));
       h.cache_source = "/proc/cpuinfo cache size (level unknown)";
       return;
     }
@@ -251,11 +250,16 @@ Host detect_host() {
   std::string family, model, stepping;
   auto value = [&] { return line.substr(line.find(':') + 2); };
   while (std::getline(f, line) && !line.empty()) {  // first processor block only
-    if (line.rfind("model name", 0) == 0) h.cpu = value();
-    else if (line.rfind("cpu family", 0) == 0) family = value();
-    else if (line.rfind("model\t", 0) == 0) model = value();
-    else if (line.rfind("stepping", 0) == 0) stepping = value();
-    else if (line.rfind("flags", 0) == 0) h.hypervisor = line.find(" hypervisor") != std::string::npos;
+    if (line.rfind("model name", 0) == 0)
+      h.cpu = value();
+    else if (line.rfind("cpu family", 0) == 0)
+      family = value();
+    else if (line.rfind("model\t", 0) == 0)
+      model = value();
+    else if (line.rfind("stepping", 0) == 0)
+      stepping = value();
+    else if (line.rfind("flags", 0) == 0)
+      h.hypervisor = line.find(" hypervisor") != std::string::npos;
   }
   h.cpu_id = "family " + family + " model " + model + " stepping " + stepping;
   h.ncpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -304,12 +308,14 @@ void measure_file() {
     std::vector<unsigned char> chunk(kMiB);
     for (std::size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<unsigned char>(i * 7 + 1);
     for (std::size_t off = 0; off < kFileBytes && err.empty(); off += chunk.size())
-      if (pwrite(fd, chunk.data(), chunk.size(), static_cast<off_t>(off)) != static_cast<ssize_t>(chunk.size()))
+      if (pwrite(fd, chunk.data(), chunk.size(), static_cast<off_t>(off)) !=
+          static_cast<ssize_t>(chunk.size()))
         err = errno_str("pwrite");
     if (err.empty() && fdatasync(fd) != 0) err = errno_str("fdatasync");  // clean page-cache pages
     posix_fadvise(fd, 0, kFileBytes, POSIX_FADV_WILLNEED);
     for (std::size_t off = 0; off < kFileBytes && err.empty(); off += chunk.size())  // read back
-      if (pread(fd, chunk.data(), chunk.size(), static_cast<off_t>(off)) != static_cast<ssize_t>(chunk.size()))
+      if (pread(fd, chunk.data(), chunk.size(), static_cast<off_t>(off)) !=
+          static_cast<ssize_t>(chunk.size()))
         err = errno_str("pread");
   }
   const std::size_t npages = kFileBytes / kPage;
@@ -371,16 +377,22 @@ void measure_file() {
   one(false);
   for (int r = 0; r < g_runs && !fail; ++r) one(true);
   if (fail) {
-    for (auto n : {"minor_fault_file_ns", "file_fault_entry_ns", "fault_around_pages", "zap_pte_ns"})
+    for (auto n :
+         {"minor_fault_file_ns", "file_fault_entry_ns", "fault_around_pages", "zap_pte_ns"})
       skip(n, "mmap/madvise of the file failed or no faults were counted");
   } else {
-    record("minor_fault_file_ns", touch,
-           "MAP_SHARED PROT_READ mapping of a 64 MiB page-cached file in /var/tmp, read 1 byte/page; "
-           "touch time / pages touched (fault-around amortised)");
+    record(
+        "minor_fault_file_ns", touch,
+        "MAP_SHARED PROT_READ mapping of a 64 MiB page-cached file in /var/tmp, read 1 byte/page; "
+        "touch time / pages touched (fault-around amortised)");
     record("file_fault_entry_ns", entry,
-           "same loop; touch time / ru_minflt delta = cost of one file read fault incl. its fault-around batch");
-    record("fault_around_pages", around, "pages touched / ru_minflt delta (16 = default 64 KiB fault-around; more = large folios mapped per fault)");
-    record("zap_pte_ns", zap, "madvise(MADV_DONTNEED) of the fully mapped 64 MiB file range / pages");
+           "same loop; touch time / ru_minflt delta = cost of one file read fault incl. its "
+           "fault-around batch");
+    record("fault_around_pages", around,
+           "pages touched / ru_minflt delta (16 = default 64 KiB fault-around; more = large folios "
+           "mapped per fault)");
+    record("zap_pte_ns", zap,
+           "madvise(MADV_DONTNEED) of the fully mapped 64 MiB file range / pages");
   }
 
   // 11: pread 1 byte of every page of the cached file.
@@ -395,7 +407,8 @@ void measure_file() {
     g_sink = s;
     return (t1 - t0) / npages;
   });
-  record("pagecache_lookup_ns", pc, "pread(fd, 1 byte) at each page offset of the cached 64 MiB file, per call");
+  record("pagecache_lookup_ns", pc,
+         "pread(fd, 1 byte) at each page offset of the cached 64 MiB file, per call");
   close(fd);
 }
 
@@ -438,8 +451,10 @@ void measure_anon() {
   }
   record("anon_fault_zero_ns", fault,
          "private anon 64 MiB (MADV_NOHUGEPAGE), write 1 byte/page, per page (alloc + zero + PTE)");
-  record("zap_anon_pte_ns", zap, "munmap of that populated 64 MiB range, per page (zap PTE + free page + TLB flush)");
-  note("anon: pages per minor fault = " + fmt("%.2f", summarize(ratio).med) + " (1.00 = no fault-around/mTHP)");
+  record("zap_anon_pte_ns", zap,
+         "munmap of that populated 64 MiB range, per page (zap PTE + free page + TLB flush)");
+  note("anon: pages per minor fault = " + fmt("%.2f", util::median(ratio)) +
+       " (1.00 = no fault-around/mTHP)");
 }
 
 // ---------------------------------------------------------------- 3: COW faults in a forked child
@@ -505,7 +520,7 @@ void measure_cow() {
   record("cow_fault_ns", cow,
          "parent populates 64 MiB private anon (4 KiB PTEs), fork(); child writes 1 byte/page, "
          "per page (fault + alloc + 4 KiB copy + PTE)");
-  note("cow: pages per minor fault in child = " + fmt("%.2f", summarize(ratio).med));
+  note("cow: pages per minor fault in child = " + fmt("%.2f", util::median(ratio)));
 }
 
 // ---------------------------------------------------------------- 4 + 5: page copy / zero
@@ -517,7 +532,8 @@ void measure_copy_zero() {
   Mapping src, dst;
   std::string err;
   if (!src.map(kRingBytes, true, &err) || !dst.map(kRingBytes, true, &err)) {
-    for (auto n : {"page_copy_ns", "page_copy_cached_ns", "page_zero_ns", "page_zero_cached_ns"}) skip(n, err);
+    for (auto n : {"page_copy_ns", "page_copy_cached_ns", "page_zero_ns", "page_zero_cached_ns"})
+      skip(n, err);
     return;
   }
   src.populate(0x11);
@@ -534,8 +550,8 @@ void measure_copy_zero() {
            }
            return (now_ns() - t0) / npages;
          }),
-         "glibc memcpy 4 KiB, src/dst pages picked in random order from two 256 MiB rings (THP-backed), "
-         "so both sides come from DRAM");
+         "glibc memcpy 4 KiB, src/dst pages picked in random order from two 256 MiB rings "
+         "(THP-backed), so both sides come from DRAM");
 
   constexpr int kHot = 200000;
   unsigned char* hs = src.p;
@@ -570,10 +586,11 @@ void measure_copy_zero() {
          }),
          "glibc memset(0) 4 KiB of the same hot buffer");
   long thp = anon_huge_kb();
-  note("copy/zero rings: AnonHugePages = " + std::to_string(thp) + " kB of 524288 kB requested as THP");
+  note("copy/zero rings: AnonHugePages = " + std::to_string(thp) +
+       " kB of 524288 kB requested as THP");
 }
 
-// ---------------------------------------------------------------- 6 + 7: mprotect and TLB shootdown
+// ---------------------------------------------------------------- 6 + 7: mprotect, TLB shootdown
 
 // Time k (PROT_READ, then PROT_READ|PROT_WRITE) toggles of one populated
 // page; each call is timed on its own (clock overhead subtracted).  Both
@@ -604,8 +621,8 @@ Toggle mprotect_toggles(unsigned char* page, int k, bool* ok) {
   return {ro / k - g_clock_ns, rw / k - g_clock_ns};
 }
 
-constexpr int kPairs = 20000;      // single-threaded toggles per run
-constexpr int kRemotePairs = 4000; // toggles per run with a remote spinner (slow in VMs)
+constexpr int kPairs = 20000;       // single-threaded toggles per run
+constexpr int kRemotePairs = 4000;  // toggles per run with a remote spinner (slow in VMs)
 
 void measure_mprotect() {
   std::fprintf(stderr, "[mprotect] 64 MiB range and 1-page toggles (single thread)\n");
@@ -639,8 +656,8 @@ void measure_mprotect() {
       record("mprotect_pte_ns", both,
              "mprotect of a populated 64 MiB anon range (4 KiB PTEs) to PROT_READ and back; "
              "total / (2 * pages)");
-      note("mprotect_pte: RW->R " + fmt("%.3f", summarize(ro).med) + " ns/page, R->RW " +
-           fmt("%.3f", summarize(rw).med) + " ns/page (medians)");
+      note("mprotect_pte: RW->R " + fmt("%.3f", util::median(ro)) + " ns/page, R->RW " +
+           fmt("%.3f", util::median(rw)) + " ns/page (medians)");
     }
   }
 
@@ -665,7 +682,8 @@ void measure_mprotect() {
   record("mprotect_call_ns", ro,
          "mprotect(PROT_READ) of 1 populated writable anon page in a single-threaded process "
          "(syscall + 1 PTE + local 1-page TLB flush), timed per call");
-  note("mprotect_call: the reverse R->RW call costs " + fmt("%.1f", summarize(rw).med) + " ns (median)");
+  note("mprotect_call: the reverse R->RW call costs " + fmt("%.1f", util::median(rw)) +
+       " ns (median)");
 }
 
 void measure_remote_flush(const Host& h) {
@@ -698,7 +716,8 @@ void measure_remote_flush(const Host& h) {
       spin_cpu = sched_getcpu();
       state.store(1, std::memory_order_release);
       std::uint64_t n = 0;
-      while (!stop.load(std::memory_order_relaxed)) ++n;  // user-mode spin, no PAUSE (avoids PLE exits)
+      while (!stop.load(std::memory_order_relaxed))
+        ++n;  // user-mode spin, no PAUSE (avoids PLE exits)
       g_sink = n;
     });
     while (state.load(std::memory_order_acquire) == 0) {
@@ -724,11 +743,13 @@ void measure_remote_flush(const Host& h) {
     return;
   }
   record(name, diff,
-         "1-page mprotect toggles (RW->R, R->RW; both flush) with a same-mm thread spinning in user mode "
-         "on CPU 1, minus the same toggles alone (paired per run), per call = one shootdown IPI round trip");
-  note("tlb: per call alone RW->R " + fmt("%.1f", summarize(base_ro).med) + " / R->RW " +
-       fmt("%.1f", summarize(base_rw).med) + " ns; with remote spinner RW->R " + fmt("%.1f", summarize(with_ro).med) +
-       " / R->RW " + fmt("%.1f", summarize(with_rw).med) + " ns (medians)");
+         "1-page mprotect toggles (RW->R, R->RW; both flush) with a same-mm thread spinning in "
+         "user mode on CPU 1, minus the same toggles alone (paired per run), per call = one "
+         "shootdown IPI round trip");
+  note("tlb: per call alone RW->R " + fmt("%.1f", util::median(base_ro)) + " / R->RW " +
+       fmt("%.1f", util::median(base_rw)) + " ns; with remote spinner RW->R " +
+       fmt("%.1f", util::median(with_ro)) + " / R->RW " + fmt("%.1f", util::median(with_rw)) +
+       " ns (medians)");
 }
 
 // ---------------------------------------------------------------- 8 + 10: sequential sweeps
@@ -819,7 +840,8 @@ void measure_sweeps(const Host& h, Mapping& big) {
            g_sink = s;
            return static_cast<double>(big.len) / (t1 - t0);  // bytes/ns = GB/s
          }),
-         "single thread, sequential sum of 64-bit words (8 accumulators) over 512 MiB, GB/s (1e9 B/s)");
+         "single thread, sequential sum of 64-bit words (8 accumulators) over 512 MiB, "
+         "GB/s (1e9 B/s)");
 }
 
 // ---------------------------------------------------------------- 9: pointer-chase latency
@@ -886,7 +908,7 @@ void measure_latency(const Host& h, Mapping& big) {
     if (!m.map(kb * 1024, true, &err)) break;
     m.populate(0);
     curve += " " + std::to_string(kb >= 1024 ? kb / 1024 : kb) + (kb >= 1024 ? "M=" : "K=") +
-             fmt("%.1f", summarize(chase_runs(m.p, kb * 1024, 500000, 3)).med);
+             fmt("%.1f", util::median(chase_runs(m.p, kb * 1024, 500000, 3)));
   }
   note(curve);
 }
@@ -904,7 +926,8 @@ void measure_syscall() {
            g_sink = static_cast<std::uint64_t>(s);
            return (t1 - t0) / kCalls;
          }),
-         "syscall(SYS_getppid) round trip, per call (includes entry mitigations, e.g. PTI CR3 switch)");
+         "syscall(SYS_getppid) round trip, per call (includes entry mitigations, e.g. PTI "
+         "CR3 switch)");
 }
 
 // ---------------------------------------------------------------- 13: spinlock hand-off
@@ -959,26 +982,34 @@ void measure_spinlock(const Host& h) {
     return;
   }
   record(name, v,
-         "two threads on CPU 0/1 alternately take a std::atomic_flag test-and-set lock and pass a turn "
-         "word in the same cache line; per hand-off (no PAUSE in spin loops)");
+         "two threads on CPU 0/1 alternately take a std::atomic_flag test-and-set lock and pass a "
+         "turn word in the same cache line; per hand-off (no PAUSE in spin loops)");
 }
 
 // ---------------------------------------------------------------- output
 
 void print_toml(std::FILE* out, const Host& h, const std::string& cmd) {
-  std::fprintf(out, "# measured by tools/calibrate/calibrate.cc on %s, %s (%s)%s, %s\n", h.kernel.c_str(),
-               h.cpu.c_str(), h.cpu_id.c_str(), h.hypervisor ? ", virtual machine" : "", h.date.c_str());
-  std::fprintf(out, "# command: g++ -std=c++20 -O2 -pthread tools/calibrate/calibrate.cc -o /tmp/calibrate && %s\n",
+  std::fprintf(out, "# measured by tools/calibrate/calibrate.cc on %s, %s (%s)%s, %s\n",
+               h.kernel.c_str(), h.cpu.c_str(), h.cpu_id.c_str(),
+               h.hypervisor ? ", virtual machine" : "", h.date.c_str());
+  std::fprintf(out,
+               "# command: g++ -std=c++20 -O2 -pthread tools/calibrate/calibrate.cc -o "
+               "/tmp/calibrate && %s\n",
                cmd.c_str());
   std::fprintf(out, "# compiler: %s\n", __VERSION__);
-  std::fprintf(out, "# each value: median of %d runs after 1 discarded warm-up; [spread] holds [min, max].\n",
-               g_runs);
-  std::fprintf(out, "# units: *_ns nanoseconds, *_pages pages, *_gbps 1e9 bytes/s; per 4 KiB page unless noted.\n\n");
+  std::fprintf(
+      out,
+      "# each value: median of %d runs after 1 discarded warm-up; [spread] holds [min, max].\n",
+      g_runs);
+  std::fprintf(out,
+               "# units: *_ns nanoseconds, *_pages pages, *_gbps 1e9 bytes/s; per 4 KiB page "
+               "unless noted.\n\n");
   std::fprintf(out, "[host]\n");
   std::fprintf(out, "kernel = \"%s\"\n", h.kernel.c_str());
   std::fprintf(out, "cpu_model = \"%s\"\n", h.cpu.c_str());
   std::fprintf(out, "cpu_id = \"%s\"\n", h.cpu_id.c_str());
-  std::fprintf(out, "virtualized = %s   # cpuinfo 'hypervisor' flag\n", h.hypervisor ? "true" : "false");
+  std::fprintf(out, "virtualized = %s   # cpuinfo 'hypervisor' flag\n",
+               h.hypervisor ? "true" : "false");
   std::fprintf(out, "cpus = %ld\n", h.ncpus);
   std::fprintf(out, "l2_bytes = %ld\n", h.l2_bytes);
   std::fprintf(out, "llc_bytes = %ld   # source: %s\n", h.llc_bytes, h.cache_source.c_str());
@@ -990,16 +1021,17 @@ void print_toml(std::FILE* out, const Host& h, const std::string& cmd) {
       std::fprintf(out, "# %s skipped: %s\n", e.name.c_str(), e.method.c_str());
       continue;
     }
-    int prec = e.stat.med < 10 ? 3 : (e.stat.med < 100 ? 2 : 1);
-    std::fprintf(out, "%s = %.*f   # min %.*f, max %.*f; method: %s\n", e.name.c_str(), prec, e.stat.med, prec,
-                 e.stat.min, prec, e.stat.max, e.method.c_str());
+    int prec = e.stat.median < 10 ? 3 : (e.stat.median < 100 ? 2 : 1);
+    std::fprintf(out, "%s = %.*f   # min %.*f, max %.*f; method: %s\n", e.name.c_str(), prec,
+                 e.stat.median, prec, e.stat.min, prec, e.stat.max, e.method.c_str());
   }
   std::fprintf(out, "\n# notes\n");
   for (const auto& n : g_notes) std::fprintf(out, "# %s\n", n.c_str());
 
   std::fprintf(out, "\n[spread]  # [min, max] over the runs\n");
   for (const auto& e : g_entries)
-    if (!e.skipped) std::fprintf(out, "%s = [%.4g, %.4g]\n", e.name.c_str(), e.stat.min, e.stat.max);
+    if (!e.skipped)
+      std::fprintf(out, "%s = [%.4g, %.4g]\n", e.name.c_str(), e.stat.min, e.stat.max);
 }
 
 }  // namespace
@@ -1023,10 +1055,12 @@ int main(int argc, char** argv) {
   }
 
   Host h = detect_host();
-  std::fprintf(stderr, "host: kernel %s | cpu %s (%s)%s | %ld CPUs | L2 %ld KiB | LLC %ld KiB (%s) | %s\n",
-               h.kernel.c_str(), h.cpu.c_str(), h.cpu_id.c_str(), h.hypervisor ? " [VM]" : "", h.ncpus, h.l2_bytes / 1024, h.llc_bytes / 1024,
-               h.cache_source.c_str(), h.date.c_str());
-  if (!pin_self(0)) std::fprintf(stderr, "calibrate: warning: could not pin to CPU 0; results will be noisier\n");
+  std::fprintf(
+      stderr, "host: kernel %s | cpu %s (%s)%s | %ld CPUs | L2 %ld KiB | LLC %ld KiB (%s) | %s\n",
+      h.kernel.c_str(), h.cpu.c_str(), h.cpu_id.c_str(), h.hypervisor ? " [VM]" : "", h.ncpus,
+      h.l2_bytes / 1024, h.llc_bytes / 1024, h.cache_source.c_str(), h.date.c_str());
+  if (!pin_self(0))
+    std::fprintf(stderr, "calibrate: warning: could not pin to CPU 0; results will be noisier\n");
 
   {
     std::vector<double> c;
@@ -1035,7 +1069,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 10000; ++i) now_ns();
       c.push_back((now_ns() - t0) / 10001);
     }
-    g_clock_ns = summarize(c).med;
+    g_clock_ns = util::median(c);
     note("clock_gettime(CLOCK_MONOTONIC) costs " + fmt("%.1f", g_clock_ns) +
          " ns; subtracted from per-call mprotect timings");
   }

@@ -1,5 +1,6 @@
 // calibrate_memcg.cc - user-mode building blocks of the memcg page-stat update
-// protocols of Linux 3.3/3.4 (docs: kernel-mm-spec.md part B3).
+// protocols of Linux 3.3/3.4 (mm/memcontrol.c mem_cgroup_begin_update_page_stat and its 3.3
+// predecessor).
 //
 // The per-operation costs mmsim charges for mem_cgroup_update_page_stat (3.3)
 // and the begin/end bracket of the 3.4 "page cgroup diet" are sums of a few
@@ -10,9 +11,12 @@
 // user-mode instruction sequence, so it runs natively even inside a VM; this
 // program times each one in a loop of millions of operations.
 //
-// Standalone, Linux/x86-64 with GCC or Clang.  From the repository root:
-//   g++ -std=c++20 -O2 -pthread tools/calibrate/calibrate_memcg.cc -o /tmp/calibrate_memcg
-//   /tmp/calibrate_memcg [--runs N] [--out FILE]
+// Linux/x86-64 with GCC or Clang.  Built by CMake as mmsim-calibrate-memcg
+// (it links mmsim_util, the project's statistics and timing helpers); `mmsim
+// calibrate` runs it.  By hand, from the repository root:
+//   cmake --build build/release --target mmsim-calibrate-memcg
+//   build/release/tools/calibrate/mmsim-calibrate-memcg [--runs N] [--out FILE]
+// (or compile it with -O2 -pthread -Isrc together with src/util/*.cc).
 //
 // Every value is the median over N timed runs (default 9, at least 9) taken
 // after one discarded warm-up run; the minimum and maximum are reported too.
@@ -46,48 +50,36 @@
 #include <string>
 #include <vector>
 
+#include "util/stats.h"
+
 #if !defined(__x86_64__)
 #error "calibrate_memcg measures x86-64 instruction sequences"
 #endif
 
+// clang-format off
 #define COMPILER_BARRIER() asm volatile("" ::: "memory")
 #define UNROLL8(stmt) {stmt} {stmt} {stmt} {stmt} {stmt} {stmt} {stmt} {stmt}
+// clang-format on
 
 namespace {
+
+namespace util = mmsim::util;
+using util::now_ns;  // steady clock, integer ns; timings below are done in double
 
 int g_runs = 9;
 volatile std::uint64_t g_sink;  // results of loops land here
 
 // ------------------------------------------------------------------ timing
 
-double now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
-struct Stats {
-  double med = 0, min = 0, max = 0;
-};
-
-Stats stats_of(std::vector<double> xs) {
-  Stats st;
-  if (xs.empty()) return st;
-  std::sort(xs.begin(), xs.end());
-  st.min = xs.front();
-  st.max = xs.back();
-  const std::size_t h = xs.size() / 2;
-  st.med = (xs.size() & 1) ? xs[h] : 0.5 * (xs[h - 1] + xs[h]);
-  return st;
-}
-
 // A chain of dependent register adds: 1 cycle each on current x86 cores, so
 // ns per add = the core's cycle time while it runs.
 __attribute__((noinline)) std::uint64_t loop_add_chain(long iters) {
   std::uint64_t x = 0;
   for (long i = 0; i < iters; ++i)
-    asm volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                 "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
+    asm volatile(
+        "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+        "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+        : "+r"(x));
   return x;
 }
 
@@ -123,8 +115,8 @@ Samples time_runs(double ops, Body body) {
 
 struct Entry {
   std::string key;
-  Stats st;
-  Stats cyc;
+  util::Summary st;
+  util::Summary cyc;
   std::string method;
 };
 
@@ -132,9 +124,9 @@ std::vector<Entry> g_entries;
 std::vector<std::string> g_notes;
 
 void record(const std::string& key, const Samples& s, const std::string& method) {
-  Entry e{key, stats_of(s.ns), stats_of(s.cycles), method};
+  Entry e{key, util::summarize(s.ns), util::summarize(s.cycles), method};
   std::fprintf(stderr, "  %-38s %9.3f ns   (min %.3f, max %.3f)   ~%.1f cycles\n", key.c_str(),
-               e.st.med, e.st.min, e.st.max, e.cyc.med);
+               e.st.median, e.st.min, e.st.max, e.cyc.median);
   g_entries.push_back(e);
 }
 
@@ -160,7 +152,8 @@ std::string first_line(const char* path) {
 
 std::string selected_choice(const std::string& s) {  // "a [b] c" -> "b"
   const auto l = s.find('['), r = s.find(']');
-  return (l == std::string::npos || r == std::string::npos || r < l) ? s : s.substr(l + 1, r - l - 1);
+  return (l == std::string::npos || r == std::string::npos || r < l) ? s
+                                                                     : s.substr(l + 1, r - l - 1);
 }
 
 struct Host {
@@ -182,11 +175,16 @@ Host read_host() {
     std::string name = line.substr(0, colon);
     name.erase(name.find_last_not_of(" \t") + 1);
     const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
-    if (name == "model name") h.cpu = value;
-    else if (name == "cpu family") family = value;
-    else if (name == "model") model = value;
-    else if (name == "stepping") stepping = value;
-    else if (name == "flags") h.hypervisor = (" " + value + " ").find(" hypervisor ") != std::string::npos;
+    if (name == "model name")
+      h.cpu = value;
+    else if (name == "cpu family")
+      family = value;
+    else if (name == "model")
+      model = value;
+    else if (name == "stepping")
+      stepping = value;
+    else if (name == "flags")
+      h.hypervisor = (" " + value + " ").find(" hypervisor ") != std::string::npos;
   }
   h.cpu_sig = "family " + family + " model " + model + " stepping " + stepping;
   h.ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -222,20 +220,22 @@ bool pin_cpu0() {
 
 // Per-thread variables are addressed %fs-relative, as per-CPU data is
 // %gs-relative in the kernel (this_cpu_add is `add %reg, %gs:off`).
-alignas(64) thread_local long tl_stat[8];      // memcg->stat->count[] of this CPU
-alignas(64) thread_local int tl_preempt_count; // preempt_count
+alignas(64) thread_local long tl_stat[8];       // memcg->stat->count[] of this CPU
+alignas(64) thread_local int tl_preempt_count;  // preempt_count
 
-alignas(64) volatile int g_memcg_moving = 0;        // global, read-only during the test
-alignas(64) std::atomic<int> g_moving_account{0};   // memcg->moving_account
+alignas(64) volatile int g_memcg_moving = 0;           // global, read-only during the test
+alignas(64) std::atomic<int> g_moving_account{0};      // memcg->moving_account
 alignas(64) std::atomic<std::uint64_t> g_pc_flags{0};  // page_cgroup->flags
-alignas(64) std::atomic<int> g_move_lock{0};        // memcg->move_lock (test-and-set style)
-alignas(64) std::uint32_t g_ticket_lock = 0;        // 3.3 x86 ticket lock: head low 16, tail high 16
+alignas(64) std::atomic<int> g_move_lock{0};           // memcg->move_lock (test-and-set style)
+alignas(64) std::uint32_t g_ticket_lock = 0;  // 3.3 x86 ticket lock: head low 16, tail high 16
 
 using u16_alias = std::uint16_t __attribute__((may_alias));
 
 constexpr std::uint64_t kLockBit = 0;  // PCG_LOCK is bit 0 of page_cgroup->flags
 
 // ------------------------------------------------------------------ loops (iters x 8 ops)
+// The loop bodies are laid out by hand (one timed operation per line).
+// clang-format off
 
 __attribute__((noinline)) void loop_empty(long iters) {
   for (long i = 0; i < iters; ++i) {
@@ -359,6 +359,7 @@ __attribute__((noinline)) void loop_pushf_popf(long iters) {
                      : : "r"(fl) : "memory", "cc");)
   }
 }
+// clang-format on
 
 // ------------------------------------------------------------------ page_cgroup
 
@@ -368,9 +369,9 @@ struct PageCgroup {  // 3.3-3.18 layout: 16 bytes per 4 KiB page
 };
 static_assert(sizeof(PageCgroup) == 16);
 
-constexpr std::uint64_t kPcgUsed = std::uint64_t{1} << 1;  // PCG_USED
-constexpr std::uint64_t kPcgCache = std::uint64_t{1} << 2; // PCG_CACHE
-constexpr std::uint64_t kStartPfn = 0x100000;              // node starts at 4 GiB
+constexpr std::uint64_t kPcgUsed = std::uint64_t{1} << 1;   // PCG_USED
+constexpr std::uint64_t kPcgCache = std::uint64_t{1} << 2;  // PCG_CACHE
+constexpr std::uint64_t kStartPfn = 0x100000;               // node starts at 4 GiB
 
 // The per-entry work: pc = base + (pfn - start_pfn); read flags and
 // mem_cgroup; if USED, use the pointer.  Returns the flags word so the caller
@@ -408,8 +409,8 @@ __attribute__((noinline)) std::uint64_t pc_walk_perm(const PageCgroup* base,
 // Same order, but each lookup's address depends on the previous entry's flags
 // (bit 63 is never set, so the order is unchanged): one miss at a time.
 __attribute__((noinline)) std::uint64_t pc_walk_perm_dep(const PageCgroup* base,
-                                                         const std::uint32_t* perm,
-                                                         std::uint64_t n, int passes) {
+                                                         const std::uint32_t* perm, std::uint64_t n,
+                                                         int passes) {
   std::uint64_t acc = 0, f = 0;
   for (int p = 0; p < passes; ++p)
     for (std::uint64_t i = 0; i < n; ++i) f = pc_visit(base, kStartPfn + perm[i] + (f >> 63), acc);
@@ -482,14 +483,15 @@ void basic_ops(double& cycle_ns) {
   volatile long delta_src = 1;
   const long delta = delta_src;
 
-  const Stats chain = stats_of(time_runs(kOps, [] { g_sink = loop_add_chain(kIters); }).ns);
-  cycle_ns = chain.med;
+  const util::Summary chain =
+      util::summarize(time_runs(kOps, [] { g_sink = loop_add_chain(kIters); }).ns);
+  cycle_ns = chain.median;
   add_note("core clock: a chain of dependent register adds (1 cycle each) takes " +
-           fmt(chain.med, 4) + " ns per add (min " + fmt(chain.min, 4) + ", max " +
-           fmt(chain.max, 4) + "), i.e. ~" + fmt(1.0 / chain.med, 2) +
+           fmt(chain.median, 4) + " ns per add (min " + fmt(chain.min, 4) + ", max " +
+           fmt(chain.max, 4) + "), i.e. ~" + fmt(1.0 / chain.median, 2) +
            " GHz while running; ns / this = cycles");
-  const Stats empty = stats_of(time_runs(kOps, [] { loop_empty(kIters); }).ns);
-  add_note("loop overhead: the 8x-unrolled empty loop costs " + fmt(empty.med, 4) +
+  const util::Summary empty = util::summarize(time_runs(kOps, [] { loop_empty(kIters); }).ns);
+  add_note("loop overhead: the 8x-unrolled empty loop costs " + fmt(empty.median, 4) +
            " ns per slot (min " + fmt(empty.min, 4) + ", max " + fmt(empty.max, 4) +
            "); it is included in, not subtracted from, the per-operation values");
 
@@ -498,10 +500,13 @@ void basic_ops(double& cycle_ns) {
          "an L1-hot line, address in a register as for memcg->stat) with an asm memory barrier "
          "after each add, the same counter every time (so consecutive adds are chained through "
          "memory); per add");
-  const Stats spread = stats_of(time_runs(kOps, [delta] { loop_percpu_add_spread(kIters, delta); }).ns);
-  add_note("percpu_add to 8 different counters of the same line in turn (no memory dependency "
-           "between consecutive adds): " + fmt(spread.med) + " ns per add (min " +
-           fmt(spread.min) + ", max " + fmt(spread.max) + ")");
+  const util::Summary spread =
+      util::summarize(time_runs(kOps, [delta] { loop_percpu_add_spread(kIters, delta); }).ns);
+  add_note(
+      "percpu_add to 8 different counters of the same line in turn (no memory dependency "
+      "between consecutive adds): " +
+      fmt(spread.median) + " ns per add (min " + fmt(spread.min) + ", max " + fmt(spread.max) +
+      ")");
 
   record("preempt_toggle_ns", time_runs(kOps, [] { loop_preempt_toggle(kIters); }),
          "rcu_read_lock+rcu_read_unlock in a non-preemptible kernel = preempt_count inc + dec: "
@@ -509,19 +514,22 @@ void basic_ops(double& cycle_ns) {
          "register (as 3.3's thread_info->preempt_count), L1-hot, an asm memory barrier after "
          "each; two dependent non-atomic RMWs; per inc+dec pair");
   const Samples abs_form = time_runs(kOps, [] { loop_preempt_toggle_abs(kIters); });
-  const Stats abs_st = stats_of(abs_form.ns);
-  add_note("preempt_toggle with the counter addressed `%fs:absolute` (no base register; the "
-           "3.15+ per-CPU __preempt_count form): " + fmt(abs_st.med) + " ns per pair (min " +
-           fmt(abs_st.min) + ", max " + fmt(abs_st.max) + ", ~" +
-           fmt(stats_of(abs_form.cycles).med, 1) + " cycles).  This CPU short-cuts chains of "
-           "RMWs to one address when it is base-register addressed (memory renaming); without "
-           "that, or on older cores without it, each dependent RMW waits for store-to-load "
-           "forwarding, which is what the absolute form shows");
+  const util::Summary abs_st = util::summarize(abs_form.ns);
+  add_note(
+      "preempt_toggle with the counter addressed `%fs:absolute` (no base register; the "
+      "3.15+ per-CPU __preempt_count form): " +
+      fmt(abs_st.median) + " ns per pair (min " + fmt(abs_st.min) + ", max " + fmt(abs_st.max) +
+      ", ~" + fmt(util::median(abs_form.cycles), 1) +
+      " cycles).  This CPU short-cuts chains of "
+      "RMWs to one address when it is base-register addressed (memory renaming); without "
+      "that, or on older cores without it, each dependent RMW waits for store-to-load "
+      "forwarding, which is what the absolute form shows");
 
   record("global_flag_read_ns", time_runs(kOps, [] { loop_global_flag(kIters); }),
          "memcg_moving fast-path check: load of a volatile global int (value 0, no thread "
-         "writes it, L1-hot) + `test` + never-taken (perfectly predicted) conditional branch to an out-of-line slow path; loads are "
-         "independent, so this is the throughput cost inside surrounding code; per check");
+         "writes it, L1-hot) + `test` + never-taken (perfectly predicted) conditional branch to an "
+         "out-of-line slow path; loads are independent, so this is the throughput cost inside "
+         "surrounding code; per check");
 
   record("atomic_read_ns", time_runs(kOps, [] { loop_atomic_read(kIters); }),
          "atomic_read(&memcg->moving_account): std::atomic<int>::load(relaxed) of an L1-hot "
@@ -552,8 +560,8 @@ void basic_ops(double& cycle_ns) {
 }
 
 void page_cgroup_lookups() {
-  constexpr std::uint64_t kSmall = (std::uint64_t{1} << 30) / 4096;   // 1 GiB of pages
-  constexpr std::uint64_t kBig = (std::uint64_t{16} << 30) / 4096;    // 16 GiB of pages
+  constexpr std::uint64_t kSmall = (std::uint64_t{1} << 30) / 4096;  // 1 GiB of pages
+  constexpr std::uint64_t kBig = (std::uint64_t{16} << 30) / 4096;   // 16 GiB of pages
   std::fprintf(stderr, "[page_cgroup] 16 B entries: %llu (4 MiB) and %llu (64 MiB)\n",
                static_cast<unsigned long long>(kSmall), static_cast<unsigned long long>(kBig));
   HugeArray small, big;
@@ -564,9 +572,10 @@ void page_cgroup_lookups() {
     add_note("page_cgroup tests skipped: mmap failed");
     return;
   }
-  add_note("page_cgroup arrays: AnonHugePages " + std::to_string(small.thp_kb) + " kB of 4096 kB "
-           "(4 MiB array), " + std::to_string(big.thp_kb) + " kB of 65536 kB (64 MiB array); "
-           "full = backed by 2 MiB pages like the kernel direct map");
+  add_note("page_cgroup arrays: AnonHugePages " + std::to_string(small.thp_kb) +
+           " kB of 4096 kB (4 MiB array), " + std::to_string(big.thp_kb) +
+           " kB of 65536 kB (64 MiB array); full = backed by 2 MiB pages like the kernel direct "
+           "map");
   const auto perm_small = permutation(kSmall, 0x6d656d6367ull);
   const auto perm_big = permutation(kBig, 0x70616765ull);
 
@@ -580,16 +589,18 @@ void page_cgroup_lookups() {
          time_runs(double(kSmall) * seq_passes,
                    [&] { g_sink = pc_walk_seq(small.pcs, kSmall, seq_passes); }),
          "4 MiB array (1 GiB of memory) visited in pfn order, 16 passes per run (4 entries "
-         "per 64 B line, hardware prefetch works); " + common + "; per entry");
+         "per 64 B line, hardware prefetch works); " +
+             common + "; per entry");
 
   const int rand_passes = 16;
-  record("page_cgroup_lookup_rand_ns",
-         time_runs(double(kSmall) * rand_passes,
-                   [&] { g_sink = pc_walk_perm(small.pcs, perm_small.data(), kSmall, rand_passes); }),
-         "4 MiB array (1 GiB of memory) visited in a fixed random permutation (read "
-         "sequentially from a u32 array), 16 passes per run; the array stays warm in L3 "
-         "(larger than L2); lookups are independent so the core overlaps several misses; " +
-             common + "; per entry");
+  record(
+      "page_cgroup_lookup_rand_ns",
+      time_runs(double(kSmall) * rand_passes,
+                [&] { g_sink = pc_walk_perm(small.pcs, perm_small.data(), kSmall, rand_passes); }),
+      "4 MiB array (1 GiB of memory) visited in a fixed random permutation (read "
+      "sequentially from a u32 array), 16 passes per run; the array stays warm in L3 "
+      "(larger than L2); lookups are independent so the core overlaps several misses; " +
+          common + "; per entry");
 
   const int big_passes = 1;  // 4.2 M lookups per run
   record("page_cgroup_lookup_rand_big_ns",
@@ -600,8 +611,9 @@ void page_cgroup_lookups() {
              common + "; per entry");
 
   record("page_cgroup_lookup_rand_dep_ns",
-         time_runs(double(kSmall) * rand_passes,
-                   [&] { g_sink = pc_walk_perm_dep(small.pcs, perm_small.data(), kSmall, rand_passes); }),
+         time_runs(
+             double(kSmall) * rand_passes,
+             [&] { g_sink = pc_walk_perm_dep(small.pcs, perm_small.data(), kSmall, rand_passes); }),
          "as page_cgroup_lookup_rand_ns but each lookup's address depends on the previous "
          "entry's flags (no overlap): the latency of one isolated lookup in a 4 MiB "
          "L3-resident array; per entry");
@@ -620,18 +632,24 @@ void page_cgroup_lookups() {
 
 void write_toml(std::FILE* f, const Host& h, const std::string& command, double cycle_ns,
                 double secs) {
-  std::fprintf(f, "# memcg page-stat building blocks (kernel-mm-spec.md B3), measured by "
-                  "tools/calibrate/calibrate_memcg.cc\n");
+  std::fprintf(f,
+               "# memcg page-stat building blocks (mm/memcontrol.c, 3.3/3.4), measured by "
+               "tools/calibrate/calibrate_memcg.cc\n");
   std::fprintf(f, "# date %s; kernel %s; CPU %s (%s)%s, %ld CPUs\n", h.date.c_str(),
                h.kernel.c_str(), h.cpu.c_str(), h.cpu_sig.c_str(),
                h.hypervisor ? ", virtual machine (user-mode code runs natively)" : "", h.ncpu);
-  std::fprintf(f, "# command: g++ -std=c++20 -O2 -pthread tools/calibrate/calibrate_memcg.cc -o "
-                  "/tmp/calibrate_memcg && %s\n", command.c_str());
+  std::fprintf(f,
+               "# command: g++ -std=c++20 -O2 -pthread tools/calibrate/calibrate_memcg.cc -o "
+               "/tmp/calibrate_memcg && %s\n",
+               command.c_str());
   std::fprintf(f, "# compiler %s; whole run %.1f s; pinned to CPU 0\n", __VERSION__, secs);
-  std::fprintf(f, "# each value: median of %d timed runs after 1 discarded warm-up run, ns per "
-                  "operation (loop control included, see notes); min/max in the comment and in "
-                  "[spread]\n# cycles: each run's ns divided by the cycle time of a 1 ms dependent-add "
-                  "probe run just before it (the VM's clock frequency varies between runs)\n\n", g_runs);
+  std::fprintf(
+      f,
+      "# each value: median of %d timed runs after 1 discarded warm-up run, ns per "
+      "operation (loop control included, see notes); min/max in the comment and in "
+      "[spread]\n# cycles: each run's ns divided by the cycle time of a 1 ms dependent-add "
+      "probe run just before it (the VM's clock frequency varies between runs)\n\n",
+      g_runs);
   std::fprintf(f, "[host]\n");
   std::fprintf(f, "date = \"%s\"\n", h.date.c_str());
   std::fprintf(f, "kernel = \"%s\"\n", h.kernel.c_str());
@@ -643,13 +661,15 @@ void write_toml(std::FILE* f, const Host& h, const std::string& command, double 
   std::fprintf(f, "l2 = \"%s\"\n", h.l2.c_str());
   std::fprintf(f, "l3 = \"%s\"\n", h.l3.c_str());
   std::fprintf(f, "thp_enabled = \"%s\"\n", h.thp.c_str());
-  std::fprintf(f, "cycle_ns = %.4f   # dependent register add chain, median over the runs; ~%.2f GHz\n\n", cycle_ns,
-               cycle_ns > 0 ? 1.0 / cycle_ns : 0.0);
+  std::fprintf(
+      f, "cycle_ns = %.4f   # dependent register add chain, median over the runs; ~%.2f GHz\n\n",
+      cycle_ns, cycle_ns > 0 ? 1.0 / cycle_ns : 0.0);
   std::fprintf(f, "[costs]\n");
   for (const Entry& e : g_entries)
-    std::fprintf(f, "%s = %.3f   # min %.3f, max %.3f; ~%.1f cycles (min %.1f, max %.1f); method: %s\n",
-                 e.key.c_str(), e.st.med, e.st.min, e.st.max, e.cyc.med, e.cyc.min, e.cyc.max,
-                 e.method.c_str());
+    std::fprintf(
+        f, "%s = %.3f   # min %.3f, max %.3f; ~%.1f cycles (min %.1f, max %.1f); method: %s\n",
+        e.key.c_str(), e.st.median, e.st.min, e.st.max, e.cyc.median, e.cyc.min, e.cyc.max,
+        e.method.c_str());
   std::fprintf(f, "\n# notes\n");
   for (const std::string& n : g_notes) std::fprintf(f, "# %s\n", n.c_str());
   std::fprintf(f, "\n[spread]   # [min, max] ns over the timed runs\n");

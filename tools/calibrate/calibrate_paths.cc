@@ -9,9 +9,12 @@
 // O_DIRECT storage reads, an uncontended test-and-set lock and the munmap of
 // populated anonymous memory.
 //
-// Standalone, Linux only.  From the repository root:
-//   g++ -std=c++20 -O2 -pthread tools/calibrate/calibrate_paths.cc -o /tmp/calibrate_paths
-//   /tmp/calibrate_paths [--runs N] [--out FILE]
+// Linux only.  Built by CMake as mmsim-calibrate-paths (it links mmsim_util,
+// the project's statistics and timing helpers); `mmsim calibrate` runs it.
+// By hand, from the repository root:
+//   cmake --build build/release --target mmsim-calibrate-paths
+//   build/release/tools/calibrate/mmsim-calibrate-paths [--runs N] [--out FILE]
+// (or compile it with -O2 -pthread -Isrc together with src/util/*.cc).
 //
 // Every value is the median of N runs (default 9) that follow one discarded
 // warm-up run; min and max over the N runs are given too.  Output is TOML on
@@ -47,7 +50,11 @@
 #include <thread>
 #include <vector>
 
+#include "util/stats.h"
+
 namespace {
+
+namespace util = mmsim::util;
 
 constexpr std::size_t kPg = 4096;
 constexpr std::size_t kMiB = std::size_t{1} << 20;
@@ -56,12 +63,6 @@ constexpr std::size_t kRegionPages = kRegionBytes / kPg;
 
 int g_runs = 9;
 volatile std::uint64_t g_keep;  // read loops store their sums here
-
-double clock_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return 1e9 * static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec);
-}
 
 long minor_faults() {
   rusage ru{};
@@ -119,26 +120,9 @@ bool allow_cpus(int ncpus) {
 
 // ------------------------------------------------------------------ results
 
-struct Summary {
-  double median = 0, lo = 0, hi = 0;
-};
-
-Summary summarise(std::vector<double> v) {
-  Summary s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.lo = v.front();
-  s.hi = v.back();
-  const std::size_t m = v.size() / 2;
-  s.median = v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-  return s;
-}
-
-double median_of(const std::vector<double>& v) { return summarise(v).median; }
-
 struct Row {
   std::string key;
-  Summary s;
+  util::Summary s;
   std::string method;  // or the reason when skipped
   bool skipped;
 };
@@ -147,9 +131,9 @@ std::vector<Row> g_rows;
 std::vector<std::string> g_notes;
 
 void put(const std::string& key, const std::vector<double>& samples, const std::string& method) {
-  Summary s = summarise(samples);
+  util::Summary s = util::summarize(samples);
   g_rows.push_back({key, s, method, false});
-  std::fprintf(stderr, "  %-36s %12.3f  [%.3f .. %.3f]\n", key.c_str(), s.median, s.lo, s.hi);
+  std::fprintf(stderr, "  %-36s %12.3f  [%.3f .. %.3f]\n", key.c_str(), s.median, s.min, s.max);
 }
 
 void skip(const std::string& key, const std::string& why) {
@@ -315,15 +299,15 @@ void zero_page_faults() {
     }
     long rss0 = status_kb("RssAnon");
     long f0 = minor_faults();
-    double t0 = clock_ns();
+    double t0 = util::now_ns();
     g_keep = read_every_page(p, kRegionPages);
-    double t1 = clock_ns();
+    double t1 = util::now_ns();
     long faults = minor_faults() - f0;
     long rss1 = status_kb("RssAnon");
     if (r == 0) frames = distinct_frames(p, 8);
-    double t2 = clock_ns();
+    double t2 = util::now_ns();
     munmap(p, kRegionBytes);
-    double t3 = clock_ns();
+    double t3 = util::now_ns();
     if (r == 0) continue;
     per_fault.push_back((t1 - t0) / static_cast<double>(std::max(1L, faults)));
     zap.push_back((t3 - t2) / kRegionPages);
@@ -347,7 +331,7 @@ void zero_page_faults() {
   note("zero page: first 8 read-faulted pages map " +
        (frames < 0 ? std::string("? (pagemap frames hidden)") : std::to_string(frames)) +
        " distinct page frame(s) (1 = zero page)");
-  note("zero page: munmap of the read-faulted 64 MiB costs " + num(median_of(zap)) + " ns/page");
+  note("zero page: munmap of the read-faulted 64 MiB costs " + num(util::median(zap)) + " ns/page");
 }
 
 // ------------------------------------------------------------------ 2 + 3: shmem faults
@@ -389,10 +373,10 @@ void shmem_single_pte_faults(double batch_fault_ns, double batch_pages) {
   std::vector<double> per_fault, ppf;
   for (int r = 0; r <= g_runs && ok; ++r) {
     long f0 = minor_faults();
-    double t0 = clock_ns();
+    double t0 = util::now_ns();
     std::uint64_t s = 0;
     for (std::size_t i = 0; i < pages; i += kSparseStride) s += v[i * kPg];
-    double t1 = clock_ns();
+    double t1 = util::now_ns();
     long faults = minor_faults() - f0;
     g_keep = s;
     ok = madvise(q, kSparseBytes, MADV_DONTNEED) == 0 && faults > 0;
@@ -410,11 +394,11 @@ void shmem_single_pte_faults(double batch_fault_ns, double batch_pages) {
       "MAP_SHARED PROT_READ mapping of a sparse 256 MiB tmpfs file with only every 16th page "
       "cached; read those pages; touch time / ru_minflt delta = one fault that maps 1 PTE "
       "(fault-around finds nothing else), no allocation");
-  note("shmem_fault_1pte: cached pages touched per fault = " + num(median_of(ppf), 2) +
+  note("shmem_fault_1pte: cached pages touched per fault = " + num(util::median(ppf), 2) +
        " (1.00 expected)");
   if (batch_fault_ns > 0 && batch_pages > 1.5)
     note("shmem: (shmem_fault_ns - shmem_fault_1pte_ns) / (pages per fault - 1) = " +
-         num((batch_fault_ns - median_of(per_fault)) / (batch_pages - 1)) +
+         num((batch_fault_ns - util::median(per_fault)) / (batch_pages - 1)) +
          " ns per extra fault-around PTE");
 }
 
@@ -485,13 +469,13 @@ void shmem_faults() {
     bool ok = advice_ok;
     for (int r = 0; r <= g_runs && ok; ++r) {
       long f0 = minor_faults();
-      double t0 = clock_ns();
+      double t0 = util::now_ns();
       g_keep = read_every_page(p, kRegionPages);
-      double t1 = clock_ns();
+      double t1 = util::now_ns();
       long faults = minor_faults() - f0;
-      double t2 = clock_ns();
+      double t2 = util::now_ns();
       ok = madvise(p, kRegionBytes, MADV_DONTNEED) == 0 && faults > 0;
-      double t3 = clock_ns();
+      double t3 = util::now_ns();
       if (r == 0) continue;
       per_fault.push_back((t1 - t0) / static_cast<double>(faults));
       per_page.push_back((t1 - t0) / kRegionPages);
@@ -515,7 +499,7 @@ void shmem_faults() {
             "fault-around batch)");
     put(k + "_fault_pages", pages_per_fault, "same loop; pages / ru_minflt delta");
     put(k + "_touch_per_page_ns", per_page, "same loop; touch time / pages");
-    note(k + ": MADV_DONTNEED of the mapped range costs " + num(median_of(zap)) + " ns/page");
+    note(k + ": MADV_DONTNEED of the mapped range costs " + num(util::median(zap)) + " ns/page");
   }
   close(fd);
   shmem_single_pte_faults(median_of_key("shmem_fault_ns"), median_of_key("shmem_fault_pages"));
@@ -525,14 +509,14 @@ void shmem_faults() {
 
 // fork(); the child _exit(0)s at once; the parent reaps it.  ns, or -1 on failure.
 double fork_exit_wait() {
-  double t0 = clock_ns();
+  double t0 = util::now_ns();
   pid_t pid = fork();
   if (pid == 0) _exit(0);
   if (pid < 0) return -1;
   int st = 0;
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR) return -1;
-  double t1 = clock_ns();
+  double t1 = util::now_ns();
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? t1 - t0 : -1;
 }
 
@@ -603,10 +587,10 @@ void fork_costs(const HostFacts& h) {
       "same cycle with a written 64 MiB private anon mapping (MADV_NOHUGEPAGE) in the parent, "
       "re-dirtied before each fork; (cycle - small cycle of the same run) / 16384 pages = copy PTE "
       "+ write-protect parent PTE + child exit zap, per page");
-  note("fork: 64 MiB cycle " + num(median_of(big_fresh) / 1e3) + " us with re-dirtied PTEs, " +
-       num(median_of(big_stale) / 1e3) +
-       " us back-to-back (PTEs already read-only, not exclusive): " + num(median_of(copy_stale)) +
-       " ns/page");
+  note("fork: 64 MiB cycle " + num(util::median(big_fresh) / 1e3) + " us with re-dirtied PTEs, " +
+       num(util::median(big_stale) / 1e3) +
+       " us back-to-back (PTEs already read-only, not exclusive): " +
+       num(util::median(copy_stale)) + " ns/page");
   if (h.cpus >= 2 && allow_cpus(2)) {
     std::vector<double> spread;
     for (int r = 0; r <= g_runs; ++r) {
@@ -615,7 +599,7 @@ void fork_costs(const HostFacts& h) {
     }
     pin_to(0);
     note("fork: small cycle with CPUs 0-1 allowed (child may start on the other CPU): " +
-         num(median_of(spread)) + " ns");
+         num(util::median(spread)) + " ns");
   }
 }
 
@@ -631,7 +615,7 @@ void mmap_munmap_cost() {
   if (probe != MAP_FAILED) munmap(probe, kPg);
   std::vector<double> v;
   for (int r = 0; r <= g_runs; ++r) {
-    double t0 = clock_ns();
+    double t0 = util::now_ns();
     for (int i = 0; i < kMapPairs; ++i) {
       void* p = mmap(nullptr, kPg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) {
@@ -640,7 +624,7 @@ void mmap_munmap_cost() {
       }
       munmap(p, kPg);
     }
-    double t1 = clock_ns();
+    double t1 = util::now_ns();
     if (r > 0) v.push_back((t1 - t0) / kMapPairs);
   }
   put("mmap_munmap_ns", v,
@@ -657,18 +641,18 @@ void mmap_munmap_cost() {
   if (probe != MAP_FAILED) munmap(probe, kPg);
   std::vector<double> ro;
   for (int r = 0; r <= g_runs; ++r) {
-    double t0 = clock_ns();
+    double t0 = util::now_ns();
     for (int i = 0; i < kMapPairs; ++i) {
       void* p = mmap(nullptr, kPg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) return;
       munmap(p, kPg);
     }
-    double t1 = clock_ns();
+    double t1 = util::now_ns();
     if (r > 0) ro.push_back((t1 - t0) / kMapPairs);
   }
   note("mmap: the same pair with PROT_READ (" +
        std::string(during == before ? "merged too" : "own VMA, no merge/split") +
-       "): " + num(median_of(ro)) + " ns");
+       "): " + num(util::median(ro)) + " ns");
 }
 
 // ------------------------------------------------------------------ 6: context switch
@@ -686,10 +670,10 @@ void echo_loop(int in, int out) {
 bool ping_runs(int to, int from, std::vector<double>* rt) {
   char c = 'x';
   for (int r = 0; r <= g_runs; ++r) {
-    double t0 = clock_ns();
+    double t0 = util::now_ns();
     for (int i = 0; i < kRoundTrips; ++i)
       if (write(to, &c, 1) != 1 || read(from, &c, 1) != 1) return false;
-    double t1 = clock_ns();
+    double t1 = util::now_ns();
     if (r > 0) rt->push_back((t1 - t0) / kRoundTrips);
   }
   return true;
@@ -745,7 +729,7 @@ void context_switch_cost() {
   close(d[1]);
   if (tok)
     note("switch: between two threads of one process (same mm) on CPU 0: " +
-         num(median_of(trt) / 2) + " ns per switch");
+         num(util::median(trt) / 2) + " ns per switch");
 }
 
 // ------------------------------------------------------------------ 7: O_DIRECT storage reads
@@ -753,12 +737,6 @@ void context_switch_cost() {
 constexpr std::size_t kDiskFileBytes = 256 * kMiB;
 constexpr int kReads128k = 200;  // per run
 constexpr int kReads4k = 1000;   // per run
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
-}
 
 void storage_reads() {
   std::fprintf(stderr, "[storage] O_DIRECT reads from a 256 MiB file in /var/tmp\n");
@@ -795,7 +773,7 @@ void storage_reads() {
     std::uint64_t x = rng();
     std::memcpy(b + i, &x, 8);  // incompressible
   }
-  double w0 = clock_ns();
+  double w0 = util::now_ns();
   for (std::size_t off = 0; off < kDiskFileBytes; off += kChunk) {
     b[0] = static_cast<unsigned char>(off >> 20);
     if (pwrite(fd, b, kChunk, static_cast<off_t>(off)) != static_cast<ssize_t>(kChunk)) {
@@ -806,7 +784,7 @@ void storage_reads() {
     }
   }
   fsync(fd);
-  double w1 = clock_ns();
+  double w1 = util::now_ns();
   note("storage: " + where);
   note("storage: writing the 256 MiB file (O_DIRECT, 1 MiB writes, fsync) ran at " +
        num(static_cast<double>(kDiskFileBytes) / (w1 - w0) * 1e3, 0) + " MB/s");
@@ -818,9 +796,9 @@ void storage_reads() {
       double sum = 0;
       for (int i = 0; i < count; ++i) {
         off_t off = static_cast<off_t>((rng() % slots) * size);
-        double t0 = clock_ns();
+        double t0 = util::now_ns();
         ssize_t got = pread(fd, b, size, off);
-        double t1 = clock_ns();
+        double t1 = util::now_ns();
         if (got != static_cast<ssize_t>(size)) {
           skip(key, sys_error("O_DIRECT pread"));
           return;
@@ -835,8 +813,9 @@ void storage_reads() {
             std::to_string(size / 1024) + " KiB-aligned offsets of a 256 MiB file in /var/tmp (" +
             m.fstype + " on " + m.device + "), queue depth 1; mean of " + std::to_string(count) +
             " reads per run");
-    note(std::string(key) + ": single reads p50 " + num(percentile(all, 0.5) / 1e3) + " us, p90 " +
-         num(percentile(all, 0.9) / 1e3) + " us, p99 " + num(percentile(all, 0.99) / 1e3) + " us");
+    note(std::string(key) + ": single reads p50 " + num(util::percentile(all, 0.5) / 1e3) +
+         " us, p90 " + num(util::percentile(all, 0.9) / 1e3) + " us, p99 " +
+         num(util::percentile(all, 0.99) / 1e3) + " us");
   };
   measure("storage_read_128k_ns", 128 * 1024, kReads128k);
   measure("storage_read_4k_ns", 4096, kReads4k);
@@ -865,9 +844,9 @@ void lock_cost() {
   std::fprintf(stderr, "[lock] uncontended atomic_flag\n");
   std::vector<double> v;
   for (int r = 0; r <= g_runs; ++r) {
-    double t0 = clock_ns();
+    double t0 = util::now_ns();
     take_release(g_flag.f, kLockPairs);
-    double t1 = clock_ns();
+    double t1 = util::now_ns();
     if (r > 0) v.push_back((t1 - t0) / kLockPairs);
   }
   put("lock_uncontended_ns", v,
@@ -889,9 +868,9 @@ void anon_munmap_cost() {
     long f0 = minor_faults();
     write_every_page(p, kRegionPages, static_cast<unsigned>(r));
     long faults = minor_faults() - f0;
-    double t0 = clock_ns();
+    double t0 = util::now_ns();
     munmap(p, kRegionBytes);
-    double t1 = clock_ns();
+    double t1 = util::now_ns();
     if (r == 0) continue;
     v.push_back((t1 - t0) / kRegionPages);
     ppf.push_back(static_cast<double>(kRegionPages) / static_cast<double>(std::max(1L, faults)));
@@ -899,7 +878,7 @@ void anon_munmap_cost() {
   put("munmap_anon_zap_free_ns", v,
       "private anon 64 MiB (MADV_NOHUGEPAGE), written 1 byte/page, then munmap; per page (zap "
       "PTE + free page + TLB flush); compare zap_anon_pte_ns of calibrate.cc");
-  note("munmap_anon: pages per fault while populating = " + num(median_of(ppf), 2) +
+  note("munmap_anon: pages per fault while populating = " + num(util::median(ppf), 2) +
        " (1.00 = 4 KiB folios)");
 }
 
@@ -938,13 +917,14 @@ void emit(std::FILE* out, const HostFacts& h, const std::string& cmd, double sec
     const double a = std::abs(row.s.median);
     const int prec = a < 10 ? 3 : a < 100 ? 2 : 1;
     std::fprintf(out, "%s = %.*f   # min %.*f, max %.*f; method: %s\n", row.key.c_str(), prec,
-                 row.s.median, prec, row.s.lo, prec, row.s.hi, row.method.c_str());
+                 row.s.median, prec, row.s.min, prec, row.s.max, row.method.c_str());
   }
   std::fprintf(out, "\n# notes\n");
   for (const auto& n : g_notes) std::fprintf(out, "# %s\n", n.c_str());
   std::fprintf(out, "\n[spread]  # [min, max] over the runs\n");
   for (const auto& row : g_rows)
-    if (!row.skipped) std::fprintf(out, "%s = [%.4g, %.4g]\n", row.key.c_str(), row.s.lo, row.s.hi);
+    if (!row.skipped)
+      std::fprintf(out, "%s = [%.4g, %.4g]\n", row.key.c_str(), row.s.min, row.s.max);
 }
 
 }  // namespace
@@ -970,7 +950,7 @@ int main(int argc, char** argv) {
                h.meltdown.c_str(), h.date.c_str());
   if (!pin_to(0)) std::fprintf(stderr, "calibrate_paths: warning: cannot pin to CPU 0\n");
 
-  const double start = clock_ns();
+  const double start = util::now_ns();
   // Single-threaded until the context-switch test starts its thread.
   zero_page_faults();
   shmem_faults();
@@ -980,7 +960,7 @@ int main(int argc, char** argv) {
   fork_costs(h);
   storage_reads();
   context_switch_cost();
-  const double seconds = (clock_ns() - start) / 1e9;
+  const double seconds = (util::now_ns() - start) / 1e9;
   std::fprintf(stderr, "total %.1f s\n", seconds);
 
   std::FILE* out = stdout;
