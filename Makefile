@@ -1,13 +1,33 @@
 # mmsim front door. `make demo` and `make test` work on a fresh Debian 12
 # machine: they install what is missing (as root), configure, build and run.
+#
+#   make demo | test | bench     build (preset PRESET, default release) and run
+#   make test WERROR=1           the same with -Werror (MMSIM_WERROR=ON)
+#   make asan-test               the suite under AddressSanitizer + UBSan (preset asan)
+#   make scenarios-check         every scenarios/*.toml with --check
+#   make format | format-check   clang-format the sources / list files that are not
+#   make tidy                    clang-tidy (.clang-tidy) over src/
 PRESET   ?= release
 BUILD    := build/$(PRESET)
 JOBS     ?= 2
+WERROR   ?= 0
 MMSIM    := $(BUILD)/src/cli/mmsim
 DEB_PKGS := g++ cmake ninja-build make libgtest-dev libgmock-dev libbenchmark-dev \
-            libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev python3
+            libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev python3 \
+            clang-format clang-tidy
+CLANG_FORMAT   ?= clang-format
+CLANG_TIDY     ?= clang-tidy
+FORMAT_DIRS    := src tests bench tools
+ASAN_ENV       := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all deps configure build demo test bench clean
+ifeq ($(WERROR),1)
+  WERROR_CMAKE := ON
+else
+  WERROR_CMAKE := OFF
+endif
+
+.PHONY: all deps configure build demo test bench clean asan-test format format-check tidy \
+        scenarios-check
 
 all: build
 
@@ -25,8 +45,12 @@ deps:
 	  fi; \
 	fi
 
+# Configures once; again when WERROR differs from the build dir's MMSIM_WERROR.
 configure: deps
-	@test -f $(BUILD)/build.ninja || cmake --preset $(PRESET) >/dev/null
+	@have=$$(sed -n 's/^MMSIM_WERROR:BOOL=//p' $(BUILD)/CMakeCache.txt 2>/dev/null); \
+	if [ ! -f $(BUILD)/build.ninja ] || [ "$$have" != "$(WERROR_CMAKE)" ]; then \
+	  cmake --preset $(PRESET) -DMMSIM_WERROR=$(WERROR_CMAKE) >/dev/null || exit 1; \
+	fi
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -41,6 +65,47 @@ test: build
 bench: build
 	bash bench/run_scenarios.sh $(MMSIM)
 	$(BUILD)/bench/mmsim_bench --benchmark_min_time=0.2
+
+# The whole suite built with -fsanitize=address,undefined (build/asan, RelWithDebInfo).
+asan-test: deps
+	$(MAKE) --no-print-directory build PRESET=asan
+	$(ASAN_ENV) ctest --test-dir build/asan -j $(JOBS) --output-on-failure
+
+# Runs every scenario with the checker; fails if any exits non-zero.
+scenarios-check: configure
+	cmake --build $(BUILD) -j $(JOBS) --target mmsim
+	@failed=""; n=0; out=$$(mktemp); \
+	for f in scenarios/*.toml; do \
+	  n=$$((n + 1)); \
+	  if $(MMSIM) run $$f --check --no-timing >$$out 2>&1; then \
+	    echo "ok    $$f"; \
+	  else \
+	    rc=$$?; echo "FAIL  $$f (exit $$rc)"; tail -n 20 $$out | sed 's/^/      /'; failed="$$failed $$f"; \
+	  fi; \
+	done; rm -f $$out; \
+	if [ -n "$$failed" ]; then echo "scenarios-check: failed:$$failed"; exit 1; fi; \
+	echo "scenarios-check: all $$n scenarios pass"
+
+FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.h' -o -name '*.cc' \) | LC_ALL=C sort)
+
+format: deps
+	@$(CLANG_FORMAT) -i $(FORMAT_FILES)
+	@echo "clang-formatted $(words $(FORMAT_FILES)) files"
+
+# Lists the files clang-format would change (`make format` fixes them).
+format-check: deps
+	@bad=""; for f in $(FORMAT_FILES); do \
+	  $(CLANG_FORMAT) --dry-run --Werror $$f >/dev/null 2>&1 || bad="$$bad $$f"; \
+	done; \
+	if [ -n "$$bad" ]; then \
+	  echo "not clang-format clean (run \`make format\`):"; for f in $$bad; do echo "  $$f"; done; exit 1; \
+	fi; \
+	echo "format-check: $(words $(FORMAT_FILES)) files are clang-format clean"
+
+# clang-tidy (checks in .clang-tidy) over the src/ files of $(BUILD)/compile_commands.json:
+# each finding once, then a list per check; fails on any finding.
+tidy: configure
+	python3 tools/lint/tidy.py -p $(BUILD) -j $(JOBS) --clang-tidy $(CLANG_TIDY)
 
 clean:
 	rm -rf build
