@@ -45,7 +45,7 @@ void BM_FileFaultAndZap(benchmark::State& state) {
   const topo::Topology topo(spec);
   const cost::CostProfile costs = cost::default_costs();
   mm::MmConfig cfg;
-  cfg.fault_around_pages = 0;
+  cfg.fault_around_kb = 0;
   mm::MemoryManager mgr(topo, costs, cfg);
   const uint64_t pages = 65536;
   mm::AddressSpace& file = mgr.create_file("data", pages, false);

@@ -3,10 +3,9 @@
 // and writes a cost profile recording each value's method.
 #include "cli/calibrate_cmd.h"
 
-#include "report/report.h"
-
 #include <fmt/format.h>
 #include <sys/utsname.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,7 +16,8 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <toml++/toml.h>
+
+#include "report/report.h"
 
 namespace mmsim::cli {
 
@@ -70,7 +70,8 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
   for (const char* name : {"basic", "paths", "memcg"}) {
     const std::string exe = fmt::format("{}/mmsim-calibrate-{}", tools, name);
     if (!fs::exists(exe)) {
-      err << fmt::format("mmsim: error: calibrator {} not found (build it: cmake --build build/release)\n", exe);
+      err << fmt::format(
+          "mmsim: error: calibrator {} not found (build it: cmake --build build/release)\n", exe);
       rc = 2;
       break;
     }
@@ -98,14 +99,16 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
   const long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
   if (rc == 0 && fs::exists(sweep)) {
     const std::string result = fmt::format("{}/sweep.json", dir);
-    out << fmt::format("measuring the summing loop of {} on {} CPUs ...\n", sweep, cpus) << std::flush;
+    out << fmt::format("measuring the summing loop of {} on {} CPUs ...\n", sweep, cpus)
+        << std::flush;
     if (run_program(fmt::format("'{}' --seconds 2 --procs {} > '{}'", sweep, cpus, result)) == 0) {
       try {
         std::ifstream in(result);
         const auto j = nlohmann::json::parse(in);
         const double passes = j.at("iterations").get<double>();
         const double elems = j.value("elements", 1000000.0);
-        if (passes > 0) m["bench_sweep_elem_ns"] = 2e9 * static_cast<double>(cpus) / (passes * elems);
+        if (passes > 0)
+          m["bench_sweep_elem_ns"] = 2e9 * static_cast<double>(cpus) / (passes * elems);
       } catch (const std::exception&) {
       }
     }
@@ -123,12 +126,14 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
   const std::string header = fmt::format(
       "# Host cost profile made by `mmsim calibrate` on {} {} ({}), {}.\n"
       "# Use it with `mmsim run --costs FILE` or `[costs] profile = \"FILE\"`.\n"
-      "# Each value is a median over runs of tools/calibrate; the comment says how it was derived.\n\n",
+      "# Each value is a median over runs of tools/calibrate; the comment says how it was "
+      "derived.\n\n",
       u.sysname, u.release, u.machine, date);
   const std::string text = cost::host_profile_toml(p, header);
   if (!report::write_atomically(a.out, text, err)) return 1;
   out << text;
-  for (const auto& k : p.missing) err << fmt::format("mmsim: warning: no measurement of {}: its default stays\n", k);
+  for (const auto& k : p.missing)
+    err << fmt::format("mmsim: warning: no measurement of {}: its default stays\n", k);
   out << fmt::format("wrote {}\n", a.out);
   return 0;
 }

@@ -2,9 +2,9 @@
 // behaviour lives in the layers below.
 #include "cli/cli.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,7 +24,6 @@ namespace mmsim::cli {
 
 namespace {
 
-
 struct RunArgs {
   std::string scenario;
   std::vector<std::string> sets;
@@ -37,36 +36,21 @@ struct RunArgs {
 };
 
 int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
-  std::vector<std::string> sets = a.sets;
-  if (!a.costs.empty()) {
-    if (!std::filesystem::exists(a.costs)) {
-      err << fmt::format("mmsim: error: --costs: cannot read \"{}\"\n", a.costs);
-      return 2;
-    }
-    sets.insert(sets.begin(), "costs.profile=\"" + std::filesystem::absolute(a.costs).string() + "\"");
-  }
-  scenario::LoadResult lr = scenario::load_scenario(a.scenario, sets, a.seed);
-  if (!lr.ok()) {
-    for (const auto& d : lr.diagnostics) err << d.str() << "\n";
+  if (!a.costs.empty() && !std::filesystem::exists(a.costs)) {
+    err << fmt::format("mmsim: error: --costs: cannot read \"{}\"\n", a.costs);
     return 2;
   }
-  const scenario::Scenario& sc = *lr.scenario;
-  std::string terr;
-  auto topo = scenario::build_topology(sc, &terr);
-  if (!topo) {
-    err << fmt::format("{}:1:1: error: machine.preset: cannot read the host: {}\n", sc.path, terr);
+  const scenario::PrepareResult pr =
+      scenario::prepare({a.scenario, std::nullopt, a.sets, a.seed, a.costs});
+  if (!pr.run) {
+    for (const auto& d : pr.diagnostics) err << d.str() << "\n";
     return 2;
   }
-  workload::WorldConfig wc = scenario::world_config(sc, *topo);
-  wc.check_invariants = a.check;
+  const scenario::Scenario& sc = pr.run->scenario;
   const auto t0 = std::chrono::steady_clock::now();
-  workload::RunResult result;
-  {
-    workload::World world(*topo, sc.costs, sc.mm_config(), sc.workload, wc);
-    result = world.run();
-  }
+  const workload::RunResult result = scenario::simulate(*pr.run, {.check_invariants = a.check});
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  report::RunInfo info{&sc, &*topo, &result, wall, !a.no_timing};
+  report::RunInfo info{&sc, &pr.run->topology, &result, wall, !a.no_timing};
   out << report::summary_text(info, a.tasks);
   if (!a.no_timing) err << report::timing_text(info);
   if (!a.json.empty()) {
@@ -109,9 +93,28 @@ int cmd_topology(const std::string& machine, std::ostream& out, std::ostream& er
   }
   const topo::Topology t(*spec);
   out << topo::format_numactl_hardware(t);
-  out << fmt::format("sockets: {}, cores per socket: {}, threads per core: {}, LLC per socket: {} MiB\n",
-                     spec->sockets, spec->cores_per_socket, spec->threads_per_core,
-                     spec->llc_per_socket >> 20);
+  out << fmt::format(
+      "sockets: {}, cores per socket: {}, threads per core: {}, LLC per socket: {} MiB\n",
+      spec->sockets, spec->cores_per_socket, spec->threads_per_core, spec->llc_per_socket >> 20);
+  return 0;
+}
+
+// Every switch of every subsystem: its value for a kernel version, its
+// presets and its doc; --markdown prints the README's reference table.
+int cmd_switches(const std::string& version, bool markdown, std::ostream& out, std::ostream& err) {
+  scenario::KernelConfig k;
+  if (!version.empty()) {
+    const auto v = KernelVersion::parse(version);
+    if (!v) {
+      err << fmt::format(
+          "mmsim: error: --kernel-version: \"{}\" is not a kernel version from {} to {} "
+          "(\"X.Y\")\n",
+          version, kOldestKernel.str(), kNewestKernel.str());
+      return 2;
+    }
+    k.apply_version(*v);
+  }
+  out << switches_text(k, markdown, !version.empty());
   return 0;
 }
 
@@ -126,12 +129,14 @@ int cmd_costs(std::ostream& out) {
 int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::ostream& out,
                        std::ostream& err) {
   if (!costs.empty() && !std::filesystem::exists(costs)) {
-    err << fmt::format("mmsim: error: --costs: cannot read \"{}\" (make one with mmsim calibrate --out {})\n",
-                       costs, costs);
+    err << fmt::format(
+        "mmsim: error: --costs: cannot read \"{}\" (make one with mmsim calibrate --out {})\n",
+        costs, costs);
     return 2;
   }
   if (costs.empty()) {
-    err << "mmsim: warning: no --costs: the simulation uses the default profile (a 2015-2018 Xeon), "
+    err << "mmsim: warning: no --costs: the simulation uses the default profile (a 2015-2018 "
+           "Xeon), "
            "not this host's; make one with mmsim calibrate --out FILE\n";
   }
   const std::string json_path = no.json;
@@ -150,11 +155,49 @@ int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::
   nlohmann::ordered_json both;
   const int rc = predict(p, native::native_json(no, *o.result), out, err, &both);
   if (rc) return rc;
-  if (!json_path.empty() && !report::write_atomically(json_path, both.dump(2) + "\n", err)) return 1;
+  if (!json_path.empty() && !report::write_atomically(json_path, both.dump(2) + "\n", err))
+    return 1;
   return 0;
 }
 
 }  // namespace
+
+std::string switches_text(const scenario::KernelConfig& k, bool markdown, bool with_values) {
+  std::string out;
+  if (markdown) {
+    out += "| switch | type | presets by kernel version | what it models |\n";
+    out += "|---|---|---|---|\n";
+  }
+  scenario::for_each_switch(k, [&](const SwitchInfo& sw, int64_t value) {
+    std::string type;
+    switch (sw.kind) {
+      case SwitchKind::kBool:
+        type = "bool";
+        break;
+      case SwitchKind::kChoice: {
+        std::vector<std::string> words;
+        for (const auto& w : sw.words) words.emplace_back(w.word);
+        type = fmt::format("{}", fmt::join(words, " \\| "));
+        break;
+      }
+      case SwitchKind::kInt: {
+        type =
+            sw.hi == INT64_MAX ? fmt::format("{}..", sw.lo) : fmt::format("{}..{}", sw.lo, sw.hi);
+        if (!sw.unit.empty()) type += " " + std::string(sw.unit);
+        for (const auto& w : sw.words) type += fmt::format(" or {}", w.word);
+        break;
+      }
+    }
+    if (markdown) {
+      out += fmt::format("| `{}` | {} | {} | {} |\n", sw.name(), type, sw.presets_text(), sw.doc);
+    } else {
+      std::string line = fmt::format("{:<40} ", sw.name());
+      if (with_values) line += fmt::format("{:<14} ", sw.format(value));
+      out += line + fmt::format("{}\n    presets: {}; {}\n", type, sw.presets_text(), sw.doc);
+    }
+  });
+  return out;
+}
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"mmsim: a simulator of Linux memory management on NUMA machines"};
@@ -170,23 +213,30 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_flag("--check", ra.check, "Run the invariant checker (mapcounts, rmap, node pages)");
   run->add_flag("--tasks", ra.tasks, "List every task, not a summary by program");
   run->add_flag("--no-timing", ra.no_timing, "Leave host timings out, for byte-identical output");
-  run->add_option("--costs", ra.costs, "A cost profile (e.g. from mmsim calibrate) replacing the defaults");
+  run->add_option("--costs", ra.costs,
+                  "A cost profile (e.g. from mmsim calibrate) replacing the defaults");
 
   report::CompareOptions co;
   std::string compare_json;
   auto* compare = app.add_subcommand(
       "compare", "Run every combination of varied settings, repeatedly, and compare them");
   compare->add_option("scenario", co.scenario, "Scenario TOML file")->required();
-  compare->add_option("--vary", co.vary, "KEY=V1,V2,...: a setting to vary (repeatable; the first varies slowest)")
+  compare
+      ->add_option("--vary", co.vary,
+                   "KEY=V1,V2,...: a setting to vary (repeatable; the first varies slowest)")
       ->allow_extra_args(false);
   compare->add_option("--repeat", co.repeat, "Runs per combination, seeds S, S+1, ...")
       ->capture_default_str();
   compare->add_option("--seed", co.seed, "First seed (default: scenario.seed)");
-  compare->add_option("--set", co.sets, "Override a scenario key in every run: key.path=value (repeatable)")
+  compare
+      ->add_option("--set", co.sets,
+                   "Override a scenario key in every run: key.path=value (repeatable)")
       ->allow_extra_args(false);
-  compare->add_option("--json", compare_json, "Write every run and the comparison as JSON to this file");
-  compare->add_option("--metric", co.metric,
-                      "The throughput counter (default: the scenario's first counter, else elapsed_s)");
+  compare->add_option("--json", compare_json,
+                      "Write every run and the comparison as JSON to this file");
+  compare->add_option(
+      "--metric", co.metric,
+      "The throughput counter (default: the scenario's first counter, else elapsed_s)");
   compare->add_option("--jobs", co.jobs, "Simulations run at once")->capture_default_str();
 
   std::string machine = "2s-16c";
@@ -195,33 +245,52 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   auto* costs = app.add_subcommand("costs", "List the cost profile's defaults and their sources");
 
+  std::string switches_version;
+  bool switches_markdown = false;
+  auto* switches = app.add_subcommand(
+      "switches", "List every kernel switch: its scenario key, presets by kernel version and doc");
+  switches->add_option("--kernel-version", switches_version,
+                       "Show each switch's value for this kernel version (X.Y)");
+  switches->add_flag("--markdown", switches_markdown, "Print the README's switch reference table");
+
   native::NativeOptions no;
   std::string native_size;
   auto* native_cmd = app.add_subcommand(
       "native", "Run a benchmark program on this host and report it as `run` reports a simulation");
   native_cmd->add_option("bench", no.bench, "numa-shared-cow or mmap-fault-drop")->required();
-  native_cmd->add_option("--seconds", no.seconds, "numa-shared-cow: seconds each process sums (default 10)");
+  native_cmd->add_option("--seconds", no.seconds,
+                         "numa-shared-cow: seconds each process sums (default 10)");
   native_cmd->add_option("--procs", no.procs, "numa-shared-cow: processes forked (default 2)");
-  native_cmd->add_option("--size", native_size, "mmap-fault-drop: file size, bytes or 256M (default 256M)");
-  native_cmd->add_option("--loops", no.loops, "mmap-fault-drop: touch-and-drop passes (default 10)");
-  native_cmd->add_option("--file", no.file, "mmap-fault-drop: the file (default: a temp file under /var/tmp)");
+  native_cmd->add_option("--size", native_size,
+                         "mmap-fault-drop: file size, bytes or 256M (default 256M)");
+  native_cmd->add_option("--loops", no.loops,
+                         "mmap-fault-drop: touch-and-drop passes (default 10)");
+  native_cmd->add_option("--file", no.file,
+                         "mmap-fault-drop: the file (default: a temp file under /var/tmp)");
   native_cmd->add_option("--numa-balancing", no.numa_balancing,
                          "Set kernel.numa_balancing (0 or 1) for the run; restored afterwards");
-  native_cmd->add_flag("--cgroup", no.cgroup, "Run in a fresh memory cgroup and report its memory.stat");
+  native_cmd->add_flag("--cgroup", no.cgroup,
+                       "Run in a fresh memory cgroup and report its memory.stat");
   native_cmd->add_option("--json", no.json, "Write the results as JSON to this file");
-  native_cmd->add_option("--sysctl-root", no.sysctl_root, "Where the sysctls are")->capture_default_str();
-  native_cmd->add_option("--cgroup-root", no.cgroup_root, "Where the cgroup hierarchies are")->capture_default_str();
-  native_cmd->add_option("--bench-dir", no.bench_dir,
-                         "Where the mmsim-* benchmark programs are (default: the build tree's bench/programs)");
+  native_cmd->add_option("--sysctl-root", no.sysctl_root, "Where the sysctls are")
+      ->capture_default_str();
+  native_cmd->add_option("--cgroup-root", no.cgroup_root, "Where the cgroup hierarchies are")
+      ->capture_default_str();
+  native_cmd->add_option(
+      "--bench-dir", no.bench_dir,
+      "Where the mmsim-* benchmark programs are (default: the build tree's bench/programs)");
 
   bool predict_flag = false;
   std::string predict_costs;
-  native_cmd->add_flag("--predict", predict_flag,
-                       "Also simulate the run on the host machine and print both with the relative errors");
-  native_cmd->add_option("--costs", predict_costs, "--predict: the host cost profile (mmsim calibrate --out)");
+  native_cmd->add_flag(
+      "--predict", predict_flag,
+      "Also simulate the run on the host machine and print both with the relative errors");
+  native_cmd->add_option("--costs", predict_costs,
+                         "--predict: the host cost profile (mmsim calibrate --out)");
 
   CalibrateArgs ca;
-  auto* calibrate = app.add_subcommand("calibrate", "Measure this host's costs and write a cost profile");
+  auto* calibrate =
+      app.add_subcommand("calibrate", "Measure this host's costs and write a cost profile");
   calibrate->add_option("--out", ca.out, "The profile to write")->capture_default_str();
   calibrate->add_option("--runs", ca.runs, "Runs per measurement (default: the calibrators')");
   calibrate->add_option("--tools-dir", ca.tools_dir, "Where the mmsim-calibrate-* programs are");
@@ -242,12 +311,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*compare) return cmd_compare(co, compare_json, out, err);
     if (*topology) return cmd_topology(machine, out, err);
     if (*costs) return cmd_costs(out);
+    if (*switches) return cmd_switches(switches_version, switches_markdown, out, err);
     if (*calibrate) return cmd_calibrate(ca, out, err);
     if (*native_cmd) {
       if (!native_size.empty()) {
         no.size = native::parse_size(native_size);
         if (!no.size) {
-          err << fmt::format("mmsim: error: --size: expected bytes or a size like 256M, got \"{}\"\n", native_size);
+          err << fmt::format(
+              "mmsim: error: --size: expected bytes or a size like 256M, got \"{}\"\n",
+              native_size);
           return 2;
         }
       }

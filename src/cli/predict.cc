@@ -2,17 +2,17 @@
 
 #include <fmt/format.h>
 #include <sys/utsname.h>
+#include <toml++/toml.h>
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <toml++/toml.h>
 
 #include "report/compare.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
-#include "workload/world.h"
+#include "scenario/simulation.h"
 
 namespace mmsim::cli {
 
@@ -44,7 +44,8 @@ std::optional<double> measured_fault_pages(const std::string& costs) {
 
 std::string predict_scenario(const PredictParams& p, const std::string& kernel_release) {
   std::string s = fmt::format(
-      "[scenario]\nname = \"native-{}\"\nseed = 1\n\n[machine]\npreset = \"host\"\n\n[kernel]\nversion = \"{}\"\n",
+      "[scenario]\nname = \"native-{}\"\nseed = 1\n\n[machine]\npreset = "
+      "\"host\"\n\n[kernel]\nversion = \"{}\"\n",
       p.bench, kernel_version(kernel_release));
   if (p.numa_balancing) s += fmt::format("numa_balancing = {}\n", *p.numa_balancing);
   if (auto pages = measured_fault_pages(p.costs)) {
@@ -160,20 +161,15 @@ int predict(const PredictParams& p, const nlohmann::ordered_json& native, std::o
   utsname u{};
   ::uname(&u);
   const std::string text = predict_scenario(p, u.release);
-  auto lr = scenario::parse_scenario(text, "<predict " + p.bench + ">", {});
-  if (!lr.ok()) {
-    for (const auto& d : lr.diagnostics) err << d.str() << "\n";
+  scenario::PrepareResult pr =
+      scenario::prepare({"<predict " + p.bench + ">", text, {}, std::nullopt, ""});
+  if (!pr.run) {
+    for (const auto& d : pr.diagnostics) err << d.str() << "\n";
     return 2;
   }
-  std::string terr;
-  auto topo = scenario::build_topology(*lr.scenario, &terr);
-  if (!topo) {
-    err << "mmsim: error: cannot read the host: " << terr << "\n";
-    return 2;
-  }
-  const report::PreparedRun run{*lr.scenario, std::move(*topo)};
+  const scenario::Prepared& run = *pr.run;
   const auto t0 = std::chrono::steady_clock::now();
-  const workload::RunResult r = report::run_prepared(run);
+  const workload::RunResult r = scenario::simulate(run);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const scenario::Scenario& sc = run.scenario;
   report::RunInfo info{&sc, &run.topology, &r, wall, true};
@@ -182,7 +178,8 @@ int predict(const PredictParams& p, const nlohmann::ordered_json& native, std::o
   // Side by side: wall time, throughput, faults, times, and every vmstat
   // counter both sides have and one of them changed.
   const std::string counter = p.bench == "mmap-fault-drop" ? "touches" : "iterations";
-  auto num = [](const nlohmann::ordered_json& j, const std::string& a, const std::string& b) -> double {
+  auto num = [](const nlohmann::ordered_json& j, const std::string& a,
+                const std::string& b) -> double {
     if (!j.contains(a) || !j.at(a).contains(b) || !j.at(a).at(b).is_number()) return NAN;
     return j.at(a).at(b).get<double>();
   };
@@ -193,8 +190,8 @@ int predict(const PredictParams& p, const nlohmann::ordered_json& native, std::o
                            {counter, "metrics", counter},
                            {"user_s", "metrics", "user_s"},
                            {"sys_s", "metrics", "sys_s"}};
-  for (const char* k : {"pgfault", "pgmajfault", "numa_hint_faults", "numa_pages_migrated", "pgmigrate_success",
-                        "nr_tlb_remote_flush"}) {
+  for (const char* k : {"pgfault", "pgmajfault", "numa_hint_faults", "numa_pages_migrated",
+                        "pgmigrate_success", "nr_tlb_remote_flush"}) {
     rows.push_back({k, "vmstat", k});
   }
   nlohmann::ordered_json rel;

@@ -11,13 +11,13 @@
 namespace mmsim::cli {
 
 struct PredictParams {
-  std::string bench;      // numa-shared-cow or mmap-fault-drop
-  double seconds = 10;    // numa-shared-cow
-  uint32_t procs = 2;     // numa-shared-cow
+  std::string bench;                   // numa-shared-cow or mmap-fault-drop
+  double seconds = 10;                 // numa-shared-cow
+  uint32_t procs = 2;                  // numa-shared-cow
   uint64_t size_bytes = 256ull << 20;  // mmap-fault-drop
-  uint32_t loops = 100;   // mmap-fault-drop
+  uint32_t loops = 100;                // mmap-fault-drop
   std::optional<int> numa_balancing;
-  std::string costs;      // a host cost profile (mmsim calibrate); empty: defaults
+  std::string costs;  // a host cost profile (mmsim calibrate); empty: defaults
 };
 
 // The scenario that models the benchmark on the host (machine preset "host",

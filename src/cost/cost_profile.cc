@@ -40,12 +40,12 @@ constexpr std::array kParams = {
     CostParam{"tlb_flush_local_ns", &CostProfile::tlb_flush_local_ns, 94.0, "ns",
               "D. Hansen, linux-mm 'Re: TLB flush multiple pages per IPI v5' (9 Jun 2015), "
               "Haswell Xeon: INVLPG 216 cycles"},
-    CostParam{"tlb_flush_ipi_ns", &CostProfile::tlb_flush_ipi_ns, 632.0, "ns",
-              "derived from the sources above: a remote interrupt's entry and exit (456) + a "
-              "remote INVLPG (94) + request and ack cache-line hand-offs (2 x 41)"},
-    CostParam{"lock_handoff_ns", &CostProfile::lock_handoff_ns, 41.3, "ns",
-              "J. McCalpin, Intel forum 'Core-to-Core Communication Latency in Skylake/Kaby "
-              "Lake': Xeon E5-2660 v4 modified-line transfer, 40.3-42.3 ns"},
+    CostParam{
+        "tlb_flush_ipi_ns", &CostProfile::tlb_flush_ipi_ns, 632.0, "ns",
+        "derived from the sources above: a remote interrupt's entry and exit (456) + a "
+        "remote INVLPG (94) + request and ack cache-line hand-offs (2 x 41: J. McCalpin, Intel "
+        "forum 'Core-to-Core Communication Latency in Skylake/Kaby Lake', Xeon E5-2660 v4 "
+        "modified-line transfer, 40.3-42.3 ns)"},
     CostParam{"syscall_ns", &CostProfile::syscall_ns, 237.0, "ns",
               "A. Lutomirski, 'x86/pti/64: Remove the SYSCALL64 entry trampoline' (2018), "
               "Skylake with PTI and retpolines"},

@@ -52,15 +52,14 @@ struct CostProfile {
   double exit_base_ns = 0;
   // Switching a CPU from one task to another.
   double context_switch_ns = 0;
-  // Taking an uncontended lock, and handing a lock's cache line to another CPU.
+  // Taking an uncontended lock.
   double lock_ns = 0;
-  double lock_handoff_ns = 0;
   // Reading one readahead window (read_ahead_kb) from storage, as a latency.
   double storage_read_ns = 0;
-  // memcg page-stat pieces (spec B3): rcu_read_lock+unlock (preempt_count
-  // inc/dec), a read of a global flag, a page_cgroup lookup by pfn, a per-CPU
-  // counter add, a bit spinlock lock+unlock, a spin_lock_irqsave+unlock, an
-  // atomic read.
+  // memcg page-stat pieces (mm/memcontrol.c mem_cgroup_begin_update_page_stat):
+  // rcu_read_lock+unlock (preempt_count inc/dec), a read of a global flag, a page_cgroup lookup by
+  // pfn, a per-CPU counter add, a bit spinlock lock+unlock, a spin_lock_irqsave+unlock, an atomic
+  // read.
   double memcg_rcu_ns = 0;
   double memcg_flag_read_ns = 0;
   double memcg_pc_lookup_ns = 0;

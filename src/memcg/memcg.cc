@@ -1,4 +1,5 @@
-// Memory cgroups, restated from spec part B in our own words.
+// Memory cgroups (mm/memcontrol.c of 3.3/3.4, page_counter of v2), in our
+// own words.
 #include "memcg/memcg.h"
 
 #include <algorithm>
@@ -6,32 +7,6 @@
 #include "sim/check.h"
 
 namespace mmsim::memcg {
-
-const char* protocol_name(StatProtocol p) {
-  switch (p) {
-    case StatProtocol::kNone: return "none";
-    case StatProtocol::kPcgFlags: return "pcg-flags";
-    case StatProtocol::kBeginEnd: return "begin-end";
-    case StatProtocol::kBeginEndNoGlobal: return "begin-end-no-global";
-  }
-  return "?";
-}
-
-std::optional<StatProtocol> parse_protocol(const std::string& name) {
-  for (auto p : {StatProtocol::kNone, StatProtocol::kPcgFlags, StatProtocol::kBeginEnd,
-                 StatProtocol::kBeginEndNoGlobal}) {
-    if (name == protocol_name(p)) return p;
-  }
-  return std::nullopt;
-}
-
-uint32_t page_cgroup_bytes(StatProtocol p, int major, int minor) {
-  if (p == StatProtocol::kNone) return 0;  // cgroup_disable=memory: no page_cgroup
-  const auto at_least = [&](int ma, int mi) { return major > ma || (major == ma && minor >= mi); };
-  if (at_least(3, 19)) return 8;   // page->mem_cgroup in struct page's padding
-  if (at_least(3, 3)) return 16;   // {flags, mem_cgroup}
-  return 40;                       // + page back-pointer and an LRU list_head
-}
 
 Controller::Controller(const MemcgConfig& cfg, const cost::CostProfile& costs,
                        mm::MemoryManager& mm, size_t nr_cpus,
@@ -65,23 +40,31 @@ std::optional<uint32_t> Controller::find(const std::string& path) const {
   return std::nullopt;
 }
 
+bool Controller::is_ancestor(uint32_t ancestor, uint32_t memcg) const {
+  bool found = false;
+  for_each_ancestor(memcg, [&](const MemCgroup& g) { found |= g.id == ancestor; });
+  return found;
+}
+
 // res_counter: charge every level up to the root; fail if any level is full.
 bool Controller::res_charge(uint32_t memcg, uint64_t pages) {
-  for (int g = static_cast<int>(memcg); g >= 0; g = groups_[g].parent) {
-    if (groups_[g].limit_pages != UINT64_MAX && groups_[g].usage + pages > groups_[g].limit_pages) {
-      ++groups_[g].failcnt;
-      return false;
-    }
+  MemCgroup* full = nullptr;
+  for_each_ancestor(memcg, [&](MemCgroup& g) {
+    if (!full && g.limit_pages != UINT64_MAX && g.usage + pages > g.limit_pages) full = &g;
+  });
+  if (full) {
+    ++full->failcnt;
+    return false;
   }
-  for (int g = static_cast<int>(memcg); g >= 0; g = groups_[g].parent) {
-    groups_[g].usage += pages;
-    groups_[g].max_usage = std::max(groups_[g].max_usage, groups_[g].usage);
-  }
+  for_each_ancestor(memcg, [&](MemCgroup& g) {
+    g.usage += pages;
+    g.max_usage = std::max(g.max_usage, g.usage);
+  });
   return true;
 }
 
 void Controller::res_uncharge(uint32_t memcg, uint64_t pages) {
-  for (int g = static_cast<int>(memcg); g >= 0; g = groups_[g].parent) groups_[g].usage -= pages;
+  for_each_ancestor(memcg, [&](MemCgroup& g) { g.usage -= pages; });
 }
 
 void Controller::drain_stock(CpuId cpu) {
@@ -90,44 +73,46 @@ void Controller::drain_stock(CpuId cpu) {
   s.pages = 0;
 }
 
-bool Controller::try_charge(uint32_t memcg, CpuId cpu, double& cost_ns) {
+mm::ChargeResult Controller::try_charge(uint32_t memcg, CpuId cpu) {
+  mm::ChargeResult r;
   Stock& s = stock_[cpu.v];
   // consume_stock: a page from this CPU's precharge.
   if (s.memcg == memcg && s.pages > 0) {
     --s.pages;
-    cost_ns += costs_.memcg_percpu_add_ns;
-    return true;
+    r.ns += costs_.memcg_percpu_add_ns;
+    return r;
   }
   // Charge a batch, refilling the stock with the rest; under pressure retry
-  // with one page, then reclaim (up to 5 retries, as mem_cgroup_do_charge).
-  const uint64_t levels = [&] {
-    uint64_t n = 0;
-    for (int g = static_cast<int>(memcg); g >= 0; g = groups_[g].parent) ++n;
-    return n;
-  }();
-  for (int attempt = 0; attempt < 6; ++attempt) {
-    cost_ns += static_cast<double>(levels) * costs_.lock_ns;  // res_counter spinlock per level
-    if (res_charge(memcg, cfg_.charge_batch)) {
+  // with one page, then reclaim (up to MEM_CGROUP_RECLAIM_RETRIES times).
+  uint64_t levels = 0;
+  for_each_ancestor(memcg, [&](const MemCgroup&) { ++levels; });
+  const uint64_t batch = static_cast<uint64_t>(cfg_.charge_batch);
+  for (int attempt = 0; attempt <= kMemCgroupReclaimRetries; ++attempt) {
+    r.ns += static_cast<double>(levels) * costs_.lock_ns;  // res_counter spinlock per level
+    if (res_charge(memcg, batch)) {
       drain_stock(cpu);
       s.memcg = memcg;
-      s.pages = cfg_.charge_batch - 1;
-      return true;
+      s.pages = static_cast<uint32_t>(batch - 1);
+      return r;
     }
-    if (res_charge(memcg, 1)) return true;
-    if (attempt == 5 || !reclaim(memcg, cfg_.charge_batch, cpu, cost_ns)) break;
+    if (res_charge(memcg, 1)) return r;
+    if (attempt == kMemCgroupReclaimRetries) break;
+    const Reclaimed rc = reclaim(memcg, batch, cpu);
+    r.ns += rc.ns;
+    if (rc.pages == 0) break;
   }
-  return false;
+  r.ok = false;
+  return r;
 }
 
-bool Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId cpu, double& cost_ns) {
+Controller::Reclaimed Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId cpu) {
   // Reclaim from the over-limit memcg and its descendants (hierarchical
   // reclaim, SIMPLIFICATION: one FIFO list of page-cache folios per memcg,
   // oldest first; anonymous memory has no swap to go to).
-  uint64_t freed = 0;
+  Reclaimed out;
+  uint64_t& freed = out.pages;
   for (auto& g : groups_) {
-    bool below = false;
-    for (int a = static_cast<int>(g.id); a >= 0; a = groups_[a].parent) below |= (a == static_cast<int>(memcg));
-    if (!below) continue;
+    if (!is_ancestor(memcg, g.id)) continue;
     size_t scanned = 0;
     const size_t budget = g.lru.size();
     while (freed < pages && scanned < budget && !g.lru.empty()) {
@@ -137,7 +122,8 @@ bool Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId cpu, double& cost
       mm_.vmstat().add(mm::Vm::pgscan_direct);
       mm::Folio& f = mm_.folios().folio(Pfn(p));
       if (!f.test(mm::Folio::kInUse) || f.test(mm::Folio::kAnon) || f.memcg != g.id) continue;
-      if (mm_.evict_folio(Pfn(p), cpu, cost_ns)) {
+      if (const auto ns = mm_.evict_folio(Pfn(p), cpu)) {
+        out.ns += *ns;
         ++freed;
         ++g.reclaimed;
         mm_.vmstat().add(mm::Vm::pgsteal_direct);
@@ -146,14 +132,15 @@ bool Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId cpu, double& cost
       }
     }
   }
-  return freed > 0;
+  return out;
 }
 
-bool Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu, double& cost_ns) {
-  if (!enabled()) return true;
-  if (!try_charge(memcg, cpu, cost_ns)) return false;
+mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu) {
+  if (!enabled()) return {};
+  mm::ChargeResult r = try_charge(memcg, cpu);
+  if (!r.ok) return r;
   // commit_charge: lock pc, set mem_cgroup and USED, count, unlock.
-  cost_ns += costs_.memcg_bitlock_ns + costs_.memcg_pc_lookup_ns + 2 * costs_.memcg_percpu_add_ns;
+  r.ns += costs_.memcg_bitlock_ns + costs_.memcg_pc_lookup_ns + 2 * costs_.memcg_percpu_add_ns;
   folio.memcg = memcg;
   MemCgroup& g = groups_[memcg];
   if (folio.test(mm::Folio::kAnon)) {
@@ -163,7 +150,7 @@ bool Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu, do
     g.lru.push_back(pfn.v);
   }
   ++g.pgpgin;
-  return true;
+  return r;
 }
 
 void Controller::uncharge(Pfn, mm::Folio& folio) {
@@ -186,8 +173,9 @@ void Controller::count_fault(uint32_t memcg, bool major) {
   if (major) ++groups_[memcg].pgmajfault;
 }
 
-void Controller::file_rmap(mm::Folio& folio, bool add, bool transition, double& cost_ns) {
+double Controller::file_rmap(mm::Folio& folio, bool add, bool transition) {
   MemCgroup& g = groups_[folio.memcg];
+  double cost_ns = 0;
   const double rcu = costs_.memcg_rcu_ns;
   // The FILE_MAPPED update itself: pc lookup, then the per-CPU counter.
   auto stat_update = [&]() {
@@ -203,12 +191,12 @@ void Controller::file_rmap(mm::Folio& folio, bool add, bool transition, double& 
       ++g.move_lock_slowpath;
     }
   };
-  switch (cfg_.protocol) {
+  switch (cfg_.stat_protocol) {
     case StatProtocol::kNone:
-      return;
+      return cost_ns;
     case StatProtocol::kPcgFlags:
       // 3.3: nothing unless the page becomes mapped or unmapped.
-      if (!transition) return;
+      if (!transition) return cost_ns;
       cost_ns += rcu + costs_.memcg_pc_lookup_ns;
       if (g.moving_account > 0) {  // per-CPU ON_MOVE: take the page's MOVE_LOCK bit
         cost_ns += costs_.memcg_bitlock_ns;
@@ -217,20 +205,21 @@ void Controller::file_rmap(mm::Folio& folio, bool add, bool transition, double& 
       cost_ns += costs_.memcg_bitlock_ns / 2;  // set or clear PCG_FILE_MAPPED (an atomic bitop)
       cost_ns += costs_.memcg_percpu_add_ns;
       g.mapped_file += add ? 1 : -1;
-      return;
+      return cost_ns;
     case StatProtocol::kBeginEnd:
       // 3.4: begin/end around every add and every non-anon remove.
       cost_ns += rcu + costs_.memcg_flag_read_ns;
       if (memcg_moving_ > 0) slow();
       if (transition) stat_update();
-      return;
+      return cost_ns;
     case StatProtocol::kBeginEndNoGlobal:
       // Without the global flag every bracket looks at the page's memcg.
       cost_ns += rcu;
       slow();
       if (transition) stat_update();
-      return;
+      return cost_ns;
   }
+  return cost_ns;
 }
 
 double Controller::begin_move(mm::Mm& mm, uint32_t to) {
@@ -238,7 +227,10 @@ double Controller::begin_move(mm::Mm& mm, uint32_t to) {
   MemCgroup& dst = groups_[to];
   move_pages_.clear();
   double cost = 0;
-  if (!enabled() || from == to || dst.move_charge_at_immigrate == 0) return cost;
+  if (!enabled() || cfg_.hierarchy == Hierarchy::kV2 || from == to ||
+      dst.move_charge_at_immigrate == 0) {
+    return cost;
+  }
   // mem_cgroup_count_precharge: walk the mm's page tables for movable pages.
   for (const auto& vp : mm.vmas()) {
     const mm::Vma& vma = *vp;
@@ -260,7 +252,8 @@ double Controller::begin_move(mm::Mm& mm, uint32_t to) {
         cost += costs_.pte_protect_ns;
         if (!pte.maps_folio()) return;
         const mm::Folio& f = mm_.folios().folio(Pfn(pte.pfn));
-        if (f.test(mm::Folio::kAnon) && f.mapcount == 1 && f.memcg == from) move_pages_.push_back(pte.pfn);
+        if (f.test(mm::Folio::kAnon) && f.mapcount == 1 && f.memcg == from)
+          move_pages_.push_back(pte.pfn);
       });
     }
   }
@@ -297,10 +290,10 @@ void Controller::move_account(mm::Folio& folio, Pfn pfn, uint32_t from, uint32_t
   res_uncharge(from, 1);
   // The precharge was taken at attach time in the kernel; the destination may
   // go over its limit here, as a move does not reclaim (SIMPLIFICATION).
-  for (int g = static_cast<int>(to); g >= 0; g = groups_[g].parent) {
-    groups_[g].usage += 1;
-    groups_[g].max_usage = std::max(groups_[g].max_usage, groups_[g].usage);
-  }
+  for_each_ancestor(to, [](MemCgroup& g) {
+    g.usage += 1;
+    g.max_usage = std::max(g.max_usage, g.usage);
+  });
   folio.memcg = to;
 }
 
@@ -310,7 +303,8 @@ void Controller::finish_move(mm::Mm& mm, uint32_t to) {
     mm::Folio& f = mm_.folios().folio(Pfn(p));
     if (f.test(mm::Folio::kInUse) && f.memcg == from) move_account(f, Pfn(p), from, to);
   }
-  if (!move_pages_.empty() || (enabled() && groups_[to].move_charge_at_immigrate)) {
+  if (!move_pages_.empty() ||
+      (enabled() && cfg_.hierarchy == Hierarchy::kV1 && groups_[to].move_charge_at_immigrate)) {
     if (memcg_moving_ > 0 && groups_[from].moving_account > 0) {
       --memcg_moving_;
       --groups_[from].moving_account;
@@ -339,14 +333,16 @@ std::vector<std::string> Controller::check_invariants() const {
       ++cache[f.memcg];
       if (f.mapcount > 0) ++mapped[f.memcg];
     }
-    for (int g = static_cast<int>(f.memcg); g >= 0; g = groups_[g].parent) ++charged[g];
+    for_each_ancestor(f.memcg, [&](const MemCgroup& g) { ++charged[g.id]; });
   }
   for (const auto& s : stock_) {
-    for (int g = static_cast<int>(s.memcg); g >= 0 && s.pages; g = groups_[g].parent) charged[g] += s.pages;
+    if (s.pages) for_each_ancestor(s.memcg, [&](const MemCgroup& g) { charged[g.id] += s.pages; });
   }
   for (const auto& g : groups_) {
-    if (g.cache != cache[g.id]) errors.push_back("memcg " + g.path + ": cache stat disagrees with its folios");
-    if (g.rss != rss[g.id]) errors.push_back("memcg " + g.path + ": rss stat disagrees with its folios");
+    if (g.cache != cache[g.id])
+      errors.push_back("memcg " + g.path + ": cache stat disagrees with its folios");
+    if (g.rss != rss[g.id])
+      errors.push_back("memcg " + g.path + ": rss stat disagrees with its folios");
     if (g.mapped_file != mapped[g.id])
       errors.push_back("memcg " + g.path + ": mapped_file disagrees with its mapped folios");
     if (g.usage != charged[g.id])

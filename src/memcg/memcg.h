@@ -12,29 +12,11 @@
 #include <vector>
 
 #include "cost/cost_profile.h"
+#include "memcg/config.h"
 #include "mm/memory_manager.h"
 #include "sim/types.h"
 
 namespace mmsim::memcg {
-
-// How FILE_MAPPED is kept (spec B3).
-enum class StatProtocol : uint8_t {
-  kNone,              // memcg off (cgroup_disable=memory): no accounting at all
-  kPcgFlags,          // 3.3: per-page FILE_MAPPED/MOVE_LOCK bits, only at 0<->1
-  kBeginEnd,          // 3.4: a bracket around every file rmap, global fast-path flag
-  kBeginEndNoGlobal,  // the diet's intermediate version, without the global flag
-};
-const char* protocol_name(StatProtocol p);
-std::optional<StatProtocol> parse_protocol(const std::string& name);
-// struct page_cgroup (or its successor) per 4 KiB page for a kernel version.
-uint32_t page_cgroup_bytes(StatProtocol p, int major, int minor);
-
-struct MemcgConfig {
-  StatProtocol protocol = StatProtocol::kBeginEnd;
-  bool v2 = false;  // report cgroup v2 names (memory.max, anon, file, file_mapped)
-  uint32_t charge_batch = 32;  // CHARGE_BATCH
-  uint32_t page_cgroup_bytes = 16;
-};
 
 struct CgroupSpec {
   std::string path;
@@ -48,9 +30,9 @@ struct MemCgroup {
   std::string path;
   int parent = -1;
   uint64_t limit_pages = UINT64_MAX;
-  uint64_t usage = 0;      // pages charged here or below, stock included
+  uint64_t usage = 0;  // pages charged here or below, stock included
   uint64_t max_usage = 0;
-  uint64_t failcnt = 0;
+  uint64_t failcnt = 0;  // v1 memory.failcnt; v2 memory.events max
   uint32_t move_charge_at_immigrate = 0;
   int64_t cache = 0, rss = 0, mapped_file = 0;
   int64_t pgpgin = 0, pgpgout = 0, pgfault = 0, pgmajfault = 0;
@@ -65,22 +47,22 @@ class Controller final : public mm::MemcgHooks {
   Controller(const MemcgConfig& cfg, const cost::CostProfile& costs, mm::MemoryManager& mm,
              size_t nr_cpus, const std::vector<CgroupSpec>& cgroups);
 
-  bool enabled() const { return cfg_.protocol != StatProtocol::kNone; }
+  bool enabled() const { return cfg_.enabled(); }
   const MemcgConfig& config() const { return cfg_; }
   // The memcg of a path ("/" is the root, id 0); nullopt if unknown.
   std::optional<uint32_t> find(const std::string& path) const;
   const std::vector<MemCgroup>& cgroups() const { return groups_; }
 
   // MemcgHooks
-  bool charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu, double& cost_ns) override;
+  mm::ChargeResult charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu) override;
   void uncharge(Pfn pfn, mm::Folio& folio) override;
-  void file_rmap(mm::Folio& folio, bool add, bool transition, double& cost_ns) override;
+  double file_rmap(mm::Folio& folio, bool add, bool transition) override;
   void count_fault(uint32_t memcg, bool major) override;
 
-  // Charge moving (mem_cgroup_move_task): begins the move of `mm`'s charges
-  // from its memcg to `to` (start_move: moving_account raised, then
+  // Charge moving (v1 mem_cgroup_move_task): begins the move of `mm`'s
+  // charges from its memcg to `to` (start_move: moving_account raised, then
   // synchronize_rcu). Returns the time the whole move takes; call
-  // finish_move at its end.
+  // finish_move at its end. Under v2 charges never move: only the task does.
   double begin_move(mm::Mm& mm, uint32_t to);
   void finish_move(mm::Mm& mm, uint32_t to);
 
@@ -88,10 +70,25 @@ class Controller final : public mm::MemcgHooks {
   std::vector<std::string> check_invariants() const;
 
  private:
-  bool try_charge(uint32_t memcg, CpuId cpu, double& cost_ns);
+  // Calls f(MemCgroup&) for memcg and each of its ancestors up to the root.
+  template <class F>
+  void for_each_ancestor(uint32_t memcg, F&& f) {
+    for (int g = static_cast<int>(memcg); g >= 0; g = groups_[g].parent) f(groups_[g]);
+  }
+  template <class F>
+  void for_each_ancestor(uint32_t memcg, F&& f) const {
+    for (int g = static_cast<int>(memcg); g >= 0; g = groups_[g].parent) f(groups_[g]);
+  }
+  bool is_ancestor(uint32_t ancestor, uint32_t memcg) const;
+  mm::ChargeResult try_charge(uint32_t memcg, CpuId cpu);
   bool res_charge(uint32_t memcg, uint64_t pages);
   void res_uncharge(uint32_t memcg, uint64_t pages);
-  bool reclaim(uint32_t memcg, uint64_t pages, CpuId cpu, double& cost_ns);
+  // Reclaims up to `pages` from memcg and below; the pages freed and the time.
+  struct Reclaimed {
+    uint64_t pages = 0;
+    double ns = 0;
+  };
+  Reclaimed reclaim(uint32_t memcg, uint64_t pages, CpuId cpu);
   void drain_stock(CpuId cpu);
   void move_account(mm::Folio& folio, Pfn pfn, uint32_t from, uint32_t to);
 

@@ -24,13 +24,12 @@ struct Folio {
     kUptodate = 32,  // PG_uptodate
     kShmem = 64,     // page cache of a shmem inode (MAP_SHARED|MAP_ANONYMOUS)
     kInUse = 128,    // allocated (not on the free list)
-    kActive = 256,   // PG_active
   };
   NodeId node;
   uint16_t flags = 0;
-  int32_t mapcount = 0;   // PTEs mapping this folio (the kernel's _mapcount + 1)
-  uint32_t mapping = 0;   // file id (page cache) or anon_vma id (anonymous)
-  uint64_t index = 0;     // page offset in the file, or the anon linear index
+  int32_t mapcount = 0;        // PTEs mapping this folio (the kernel's _mapcount + 1)
+  uint32_t mapping = 0;        // file id (page cache) or anon_vma id (anonymous)
+  uint64_t index = 0;          // page offset in the file, or the anon linear index
   uint32_t last_cpupid = ~0u;  // NUMA balancing: last faulting (pid, cpu); all ones = unset
   uint32_t memcg = 0;
   uint16_t mlock_count = 0;  // PTEs of VM_LOCKED VMAs mapping it (folio->mlock_count)

@@ -10,6 +10,12 @@
 
 namespace mmsim::mm {
 
+double copy_page_ns(const cost::CostProfile& costs, const topo::Topology& topo, NodeId cpu_node,
+                    NodeId src, NodeId dst) {
+  return costs.page_copy_ns *
+         (topo.distance_factor(cpu_node, src) + topo.distance_factor(cpu_node, dst)) / 2;
+}
+
 MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile& costs,
                              MmConfig config)
     : topo_(topo), costs_(costs), config_(config), folios_(topo, vmstat_) {}
@@ -34,10 +40,7 @@ bool MemoryManager::preload_file(AddressSpace& file, NodeId node) {
     f.flags |= Folio::kUptodate | Folio::kLru | (file.shmem ? Folio::kShmem : 0);
     f.mapping = file.id;
     f.index = i;
-    if (memcg_) {
-      double ignored = 0;
-      memcg_->charge(0, *pfn, f, CpuId(0), ignored);  // cached before the run: the root's
-    }
+    if (memcg_) memcg_->charge(0, *pfn, f, CpuId(0));  // cached before the run: the root's
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);
     if (file.shmem) vmstat_.add(Vm::nr_shmem);
@@ -66,8 +69,9 @@ double MemoryManager::flush_tlb_range(Mm& mm, CpuId cpu, uint64_t pages) {
   if (pages == 0) return 0;
   uint64_t remote = 0;
   for (CpuId c : mm.cpumask()) remote += c != cpu;
-  // flush_tlb_mm_range flushes the whole TLB above a ceiling of 33 pages.
-  vmstat_.add(pages > 33 ? Vm::nr_tlb_local_flush_all : Vm::nr_tlb_local_flush_one);
+  // flush_tlb_mm_range flushes the whole TLB above tlb_single_page_flush_ceiling.
+  vmstat_.add(pages > kTlbSinglePageFlushCeiling ? Vm::nr_tlb_local_flush_all
+                                                 : Vm::nr_tlb_local_flush_one);
   if (remote) {
     vmstat_.add(Vm::nr_tlb_remote_flush);
     vmstat_.add(Vm::nr_tlb_remote_flush_received, static_cast<int64_t>(remote));
@@ -98,17 +102,18 @@ AnonVma& MemoryManager::anon_vma_prepare(Vma& vma) {
   return *vma.anon_vma;
 }
 
-void MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool write) {
+double MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool write) {
   Pte pte;
   pte.pfn = pfn;
   pte.flags = Pte::kPresent | Pte::kYoung | (write ? (Pte::kWrite | Pte::kDirty) : 0);
   mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), pte);
-  if (pfn == kZeroPfn) return;
+  if (pfn == kZeroPfn) return 0;
   Folio& f = folios_.folio(Pfn(pfn));
   const bool first = f.mapcount++ == 0;
+  double memcg_ns = 0;
   if (!f.test(Folio::kAnon)) {
     if (first) vmstat_.add(Vm::nr_mapped);
-    if (memcg_) memcg_->file_rmap(f, true, first, hook_cost_ns_);
+    if (memcg_) memcg_ns = memcg_->file_rmap(f, true, first);
   }
   if (f.test(Folio::kAnon)) {
     ++mm.rss_anon;
@@ -122,6 +127,7 @@ void MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool writ
     vmstat_.add(Vm::nr_dirty);
   }
   if (vma.flags & Vma::kLocked) mlock_folio(f);
+  return memcg_ns;
 }
 
 void MemoryManager::mlock_folio(Folio& f) {
@@ -132,11 +138,11 @@ void MemoryManager::mlock_folio(Folio& f) {
   }
 }
 
-void MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i) {
+double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i) {
   ++page_events_;
   const Pte pte = t.get(i);
   t.set(i, Pte{});
-  if (!pte.maps_folio()) return;
+  if (!pte.maps_folio()) return 0;
   const Pfn pfn(pte.pfn);
   Folio& f = folios_.folio(pfn);
   if (vma.flags & Vma::kLocked) {
@@ -160,7 +166,7 @@ void MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i) {
   }
   check(f.mapcount > 0, "zap of an unmapped folio");
   const bool last = --f.mapcount == 0;
-  if (!anon && memcg_) memcg_->file_rmap(f, false, last, hook_cost_ns_);
+  const double memcg_ns = !anon && memcg_ ? memcg_->file_rmap(f, false, last) : 0.0;
   if (last) {
     if (anon) {
       // No swap: the last unmap of an anonymous folio frees it.
@@ -171,26 +177,31 @@ void MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i) {
       vmstat_.add(Vm::nr_mapped, -1);
     }
   }
+  return memcg_ns;
 }
 
-uint64_t MemoryManager::zap_range(Mm& mm, Vma& vma, Vpn start, Vpn end) {
-  uint64_t n = 0;
+MemoryManager::Zapped MemoryManager::zap_range(Mm& mm, Vma& vma, Vpn start, Vpn end) {
+  Zapped z;
   mm.pgtable().for_each(start, end, [&](Vpn, PteTable& t, uint32_t i) {
-    zap_pte(mm, vma, t, i);
-    ++n;
+    z.memcg_ns += zap_pte(mm, vma, t, i);
+    ++z.ptes;
   });
-  return n;
+  return z;
 }
 
-std::optional<uint32_t> MemoryManager::filemap_get(AddressSpace& file, uint64_t index,
-                                                   const Vma& vma, FaultCtx& ctx, OpCost& cost,
-                                                   bool& major) {
+MemoryManager::FilemapGet MemoryManager::filemap_get(AddressSpace& file, uint64_t index,
+                                                     const Vma& vma, FaultCtx& ctx) {
+  FilemapGet g;
+  OpCost& cost = g.cost;
   cost.sys_ns += costs_.pagecache_lookup_ns;
   const uint32_t cached = file.lookup(index);
-  if (cached != AddressSpace::kNone) return cached;
+  if (cached != AddressSpace::kNone) {
+    g.pfn = cached;
+    return g;
+  }
   // Not cached: shmem creates a zeroed page; a file reads a readahead window
   // of pages that are not cached yet, as one storage request.
-  const uint64_t window = file.shmem ? 1 : std::max<uint32_t>(1, config_.read_ahead_pages);
+  const uint64_t window = file.shmem ? 1 : std::max<uint32_t>(1, config_.read_ahead_pages());
   const uint64_t first = file.shmem ? index : index - index % window;
   const uint64_t last = std::min(file.size_pages, first + window);
   uint64_t read = 0;
@@ -198,18 +209,22 @@ std::optional<uint32_t> MemoryManager::filemap_get(AddressSpace& file, uint64_t 
     if (file.lookup(i) != AddressSpace::kNone) continue;
     auto pfn = folios_.alloc(vma.policy, ctx.node, i);
     if (!pfn) {
-      if (i == index) return std::nullopt;
+      if (i == index) return g;
       continue;
     }
     Folio& f = folios_.folio(*pfn);
     f.flags |= Folio::kUptodate | Folio::kLru | (file.shmem ? Folio::kShmem : 0);
     f.mapping = file.id;
     f.index = i;
-    if (memcg_ && !memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu, cost.sys_ns)) {
-      f.flags = Folio::kInUse;
-      folios_.free(*pfn);
-      if (i == index) return std::nullopt;
-      continue;
+    if (memcg_) {
+      const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu);
+      cost.sys_ns += c.ns;
+      if (!c.ok) {
+        f.flags = Folio::kInUse;
+        folios_.free(*pfn);
+        if (i == index) return g;
+        continue;
+      }
     }
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);
@@ -217,32 +232,32 @@ std::optional<uint32_t> MemoryManager::filemap_get(AddressSpace& file, uint64_t 
     cost.sys_ns += costs_.page_alloc_ns;
     if (file.shmem) {
       vmstat_.add(Vm::nr_shmem);
-      cost.sys_ns += costs_.page_zero_ns * distance_factor(ctx.node, f.node);
+      cost.sys_ns += costs_.page_zero_ns * topo_.distance_factor(ctx.node, f.node);
     } else {
       ++read;
     }
   }
   if (read) {
-    major = true;
+    g.major = true;
     vmstat_.add(Vm::pgpgin, static_cast<int64_t>(read * (kPageSize / 1024)));
     cost.io_ns += costs_.storage_read_ns;
   }
   const uint32_t pfn = file.lookup(index);
-  if (pfn == AddressSpace::kNone) return std::nullopt;
-  return pfn;
+  if (pfn != AddressSpace::kNone) g.pfn = pfn;
+  return g;
 }
 
-uint32_t MemoryManager::fault_around(Mm& mm, Vma& vma, Vpn vpn, OpCost& cost) {
+MemoryManager::Mapped MemoryManager::fault_around(Mm& mm, Vma& vma, Vpn vpn) {
   // Map the cached, uptodate pages of an aligned window around the fault that
   // have no PTE yet, without leaving the VMA or the PTE table.
-  const uint64_t n = config_.fault_around_pages;
+  Mapped m;
+  const uint64_t n = config_.fault_around_pages();
   uint64_t from = vpn.v - (vpn.v % n);
   uint64_t to = from + n;
   const uint64_t table_start = vpn.v & ~uint64_t{kPtesPerTable - 1};
   from = std::max({from, vma.start.v, table_start});
   to = std::min({to, vma.end.v, table_start + kPtesPerTable});
   PteTable& t = mm.pgtable().table_alloc(vpn);
-  uint32_t mapped = 0;
   for (uint64_t v = from; v < to; ++v) {
     if (!t.get(v & (kPtesPerTable - 1)).none()) continue;
     const uint64_t index = vma.file_index(Vpn(v));
@@ -251,72 +266,78 @@ uint32_t MemoryManager::fault_around(Mm& mm, Vma& vma, Vpn vpn, OpCost& cost) {
     if (pfn == AddressSpace::kNone) continue;
     const Folio& f = folios_.folio(Pfn(pfn));
     if (!f.test(Folio::kUptodate) || f.test(Folio::kLocked)) continue;
-    map_folio(mm, vma, Vpn(v), pfn, false);
-    cost.sys_ns += costs_.pte_set_ns;
-    ++mapped;
+    m.memcg_ns += map_folio(mm, vma, Vpn(v), pfn, false);
+    m.ns += costs_.pte_set_ns;
   }
-  return mapped;
+  return m;
 }
 
-std::optional<Pfn> MemoryManager::new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx) {
+MemoryManager::NewFolio MemoryManager::new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx) {
+  NewFolio n;
   auto pfn = folios_.alloc(vma.policy, ctx.node, vpn.v);
-  if (!pfn) return std::nullopt;
+  if (!pfn) return n;
   AnonVma& av = anon_vma_prepare(vma);
   Folio& f = folios_.folio(*pfn);
   f.flags |= Folio::kAnon | Folio::kLru | Folio::kUptodate;
   f.mapping = av.id;
   f.index = vpn.v;
-  if (memcg_ && !memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu, hook_cost_ns_)) {
-    f.flags = Folio::kInUse;
-    folios_.free(*pfn);
-    return std::nullopt;
+  if (memcg_) {
+    const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu);
+    n.memcg_ns = c.ns;
+    if (!c.ok) {
+      f.flags = Folio::kInUse;
+      folios_.free(*pfn);
+      return n;
+    }
   }
   vmstat_.add(Vm::nr_anon_pages);
-  return pfn;
+  n.pfn = pfn;
+  return n;
 }
 
 FaultResult MemoryManager::handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx) {
-  FaultResult r = do_handle_mm_fault(mm, vpn, write, ctx);
-  r.cost.sys_ns += take_hook_cost();
-  return r;
+  Fault f = do_handle_mm_fault(mm, vpn, write, ctx);
+  f.result.cost.sys_ns += f.memcg_ns;
+  return f.result;
 }
 
-FaultResult MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx) {
-  FaultResult r;
+MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx) {
+  Fault out;
+  FaultResult& r = out.result;
+  double& memcg_ns = out.memcg_ns;
   Vma* vma = mm.find_vma(vpn);
   if (!vma || !(vma->flags & (write ? Vma::kWrite : Vma::kRead))) {
     r.status = FaultStatus::kSegv;
-    return r;
+    return out;
   }
   OpCost& cost = r.cost;
   cost.sys_ns += costs_.fault_entry_ns;
   const Pte pte = mm.pgtable().get(vpn);
-  bool major = false;
 
   if (pte.present() && !pte.protnone()) {
     if (write && !pte.writable()) {
-      r = do_wp_page(mm, *vma, vpn, pte, ctx);
+      out = do_wp_page(mm, *vma, vpn, pte, ctx);
       r.cost.sys_ns += costs_.fault_entry_ns;
       if (r.status == FaultStatus::kOk) account_fault(ctx, false);
-      return r;
+      return out;
     }
     // Spurious: another thread mapped it first.
     account_fault(ctx, false);
-    return r;
+    return out;
   }
   if (pte.protnone()) {
     // A NUMA hinting fault: do_numa_page is the caller's (numa::Balancer).
     r.status = FaultStatus::kNumaHint;
     r.pfn = Pfn(pte.pfn);
     account_fault(ctx, false);
-    return r;
+    return out;
   }
   if (pte.migration()) {
     // migration_entry_wait: the caller sleeps until the migration ends.
     r.status = FaultStatus::kMigrationWait;
     r.pfn = Pfn(pte.pfn);
     account_fault(ctx, false);
-    return r;
+    return out;
   }
 
   if (vma->is_anonymous()) {
@@ -325,69 +346,76 @@ FaultResult MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, Fault
       map_folio(mm, *vma, vpn, kZeroPfn, false);
       cost.sys_ns += costs_.pte_set_ns;
       account_fault(ctx, false);
-      return r;
+      return out;
     }
-    auto pfn = new_anon_folio(*vma, vpn, ctx);
-    if (!pfn) {
+    const NewFolio n = new_anon_folio(*vma, vpn, ctx);
+    memcg_ns += n.memcg_ns;
+    if (!n.pfn) {
       r.status = FaultStatus::kOom;
-      return r;
+      return out;
     }
-    const Folio& f = folios_.folio(*pfn);
-    map_folio(mm, *vma, vpn, pfn->v, true);
+    const Folio& f = folios_.folio(*n.pfn);
+    memcg_ns += map_folio(mm, *vma, vpn, n.pfn->v, true);
     cost.sys_ns += costs_.page_alloc_ns +
-                   costs_.page_zero_ns * distance_factor(ctx.node, f.node) + costs_.pte_set_ns;
+                   costs_.page_zero_ns * topo_.distance_factor(ctx.node, f.node) +
+                   costs_.pte_set_ns;
     account_fault(ctx, false);
-    return r;
+    return out;
   }
 
   AddressSpace& file = *vma->file;
   const uint64_t index = vma->file_index(vpn);
   if (index >= file.size_pages) {
     r.status = FaultStatus::kSegv;  // SIGBUS beyond EOF
-    return r;
+    return out;
   }
   const bool shared = vma->flags & Vma::kShared;
-  if (!write && config_.fault_around_pages > 1) {
+  const bool around = !write && config_.fault_around_pages() > 1;
+  if (around) {
     // do_read_fault: fault-around first; done if it mapped the faulting page.
-    fault_around(mm, *vma, vpn, cost);
+    const Mapped m = fault_around(mm, *vma, vpn);
+    cost.sys_ns += m.ns;
+    memcg_ns += m.memcg_ns;
     if (!mm.pgtable().get(vpn).none()) {
       account_fault(ctx, false);
-      return r;
+      return out;
     }
   }
-  auto pfn = filemap_get(file, index, *vma, ctx, cost, major);
-  if (!pfn) {
+  const FilemapGet g = filemap_get(file, index, *vma, ctx);
+  cost += g.cost;
+  if (!g.pfn) {
     r.status = FaultStatus::kOom;
-    return r;
+    return out;
   }
   if (write && !shared) {
     // do_cow_fault: copy the cached page into a new anonymous folio.
-    auto copy = new_anon_folio(*vma, vpn, ctx);
-    if (!copy) {
+    const NewFolio copy = new_anon_folio(*vma, vpn, ctx);
+    memcg_ns += copy.memcg_ns;
+    if (!copy.pfn) {
       r.status = FaultStatus::kOom;
-      return r;
+      return out;
     }
-    const NodeId src = folios_.folio(Pfn(*pfn)).node;
-    const Folio& f = folios_.folio(*copy);
-    map_folio(mm, *vma, vpn, copy->v, true);
+    const NodeId src = folios_.folio(Pfn(*g.pfn)).node;
+    const Folio& f = folios_.folio(*copy.pfn);
+    memcg_ns += map_folio(mm, *vma, vpn, copy.pfn->v, true);
     cost.sys_ns += costs_.page_alloc_ns + costs_.pte_set_ns +
-                   costs_.page_copy_ns * (distance_factor(ctx.node, src) +
-                                          distance_factor(ctx.node, f.node)) / 2;
+                   copy_page_ns(costs_, topo_, ctx.node, src, f.node);
+  } else if (around) {
+    // After a read, fault-around maps the new window too.
+    const Mapped m = fault_around(mm, *vma, vpn);
+    cost.sys_ns += m.ns;
+    memcg_ns += m.memcg_ns;
   } else {
-    if (!write && config_.fault_around_pages > 1) {
-      // After a read, fault-around maps the new window too.
-      fault_around(mm, *vma, vpn, cost);
-    } else {
-      map_folio(mm, *vma, vpn, *pfn, write);
-      cost.sys_ns += costs_.pte_set_ns;
-    }
+    memcg_ns += map_folio(mm, *vma, vpn, *g.pfn, write);
+    cost.sys_ns += costs_.pte_set_ns;
   }
-  account_fault(ctx, major);
-  return r;
+  account_fault(ctx, g.major);
+  return out;
 }
 
-FaultResult MemoryManager::do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx) {
-  FaultResult r;
+MemoryManager::Fault MemoryManager::do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx) {
+  Fault out;
+  FaultResult& r = out.result;
   PteTable& t = mm.pgtable().table_alloc(vpn);
   const uint32_t i = vpn.v & (kPtesPerTable - 1);
   if (pte.pfn != kZeroPfn) {
@@ -403,29 +431,29 @@ FaultResult MemoryManager::do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultC
         vmstat_.add(Vm::nr_dirty);
       }
       r.cost.sys_ns += costs_.pte_protect_ns;
-      return r;
+      return out;
     }
   }
   // wp_page_copy: a private copy for this mm.
-  auto pfn = new_anon_folio(vma, vpn, ctx);
-  if (!pfn) {
+  const NewFolio n = new_anon_folio(vma, vpn, ctx);
+  out.memcg_ns += n.memcg_ns;
+  if (!n.pfn) {
     r.status = FaultStatus::kOom;
-    return r;
+    return out;
   }
-  const Folio& f = folios_.folio(*pfn);
+  const Folio& f = folios_.folio(*n.pfn);
   if (pte.pfn == kZeroPfn) {
-    r.cost.sys_ns += costs_.page_zero_ns * distance_factor(ctx.node, f.node);
+    r.cost.sys_ns += costs_.page_zero_ns * topo_.distance_factor(ctx.node, f.node);
   } else {
     const NodeId src = folios_.folio(Pfn(pte.pfn)).node;
-    r.cost.sys_ns += costs_.page_copy_ns *
-                     (distance_factor(ctx.node, src) + distance_factor(ctx.node, f.node)) / 2;
+    r.cost.sys_ns += copy_page_ns(costs_, topo_, ctx.node, src, f.node);
   }
-  zap_pte(mm, vma, t, i);
-  map_folio(mm, vma, vpn, pfn->v, true);
+  out.memcg_ns += zap_pte(mm, vma, t, i);
+  out.memcg_ns += map_folio(mm, vma, vpn, n.pfn->v, true);
   r.cost.sys_ns += costs_.page_alloc_ns + costs_.pte_set_ns;
   // The old translation may be cached on other CPUs running this mm.
   r.cost.sys_ns += flush_tlb_range(mm, ctx.cpu, 1);
-  return r;
+  return out;
 }
 
 MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
@@ -496,13 +524,15 @@ MmResult MemoryManager::munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
       r.cost.sys_ns += costs_.vma_op_ns;
     }
   }
+  double memcg_ns = 0;
   auto& vmas = mm.vmas_mut();
   for (auto it = vmas.begin(); it != vmas.end();) {
     Vma& v = **it;
     if (v.start >= start && v.end <= end) {
-      const uint64_t n = zap_range(mm, v, v.start, v.end);
-      zapped += n;
-      r.cost.sys_ns += static_cast<double>(n) * costs_.pte_clear_ns + costs_.vma_op_ns;
+      const Zapped z = zap_range(mm, v, v.start, v.end);
+      zapped += z.ptes;
+      memcg_ns += z.memcg_ns;
+      r.cost.sys_ns += static_cast<double>(z.ptes) * costs_.pte_clear_ns + costs_.vma_op_ns;
       unlink_vma(v);
       it = vmas.erase(it);
     } else {
@@ -510,7 +540,7 @@ MmResult MemoryManager::munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
     }
   }
   mm.revoke(start, end);
-  r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped) + take_hook_cost();
+  r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped) + memcg_ns;
   return r;
 }
 
@@ -544,13 +574,16 @@ MmResult MemoryManager::madvise_dontneed(Mm& mm, Vpn start, uint64_t pages, CpuI
     return r;
   }
   uint64_t zapped = 0;
+  double memcg_ns = 0;
   for (const auto& v : mm.vmas()) {
     if (v->end <= start || v->start >= end) continue;
-    zapped += zap_range(mm, *v, std::max(v->start, start), std::min(v->end, end));
+    const Zapped z = zap_range(mm, *v, std::max(v->start, start), std::min(v->end, end));
+    zapped += z.ptes;
+    memcg_ns += z.memcg_ns;
   }
   mm.revoke(start, end);
   r.cost.sys_ns += static_cast<double>(zapped) * costs_.pte_clear_ns;
-  r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped) + take_hook_cost();
+  r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped) + memcg_ns;
   return r;
 }
 
@@ -602,7 +635,6 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
   uint64_t protected_ptes = 0;
   for (const auto& pv : parent.vmas()) {
     Vma& pvma = *pv;
-    if (pvma.flags & Vma::kDontCopy) continue;
     auto cv = std::make_unique<Vma>();
     cv->start = pvma.start;
     cv->end = pvma.end;
@@ -652,32 +684,34 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
     parent.revoke(Vpn(0), Vpn(UINT64_MAX));
     cost.sys_ns += flush_tlb_range(parent, cpu, protected_ptes);
   }
-  cost.sys_ns += take_hook_cost();
   return cost;
 }
 
 OpCost MemoryManager::exit_mmap(Mm& mm, CpuId cpu) {
   OpCost cost;
   uint64_t zapped = 0;
+  double memcg_ns = 0;
   for (auto& v : mm.vmas_mut()) {
-    const uint64_t n = zap_range(mm, *v, v->start, v->end);
-    zapped += n;
-    cost.sys_ns += static_cast<double>(n) * costs_.pte_clear_ns + costs_.vma_op_ns;
+    const Zapped z = zap_range(mm, *v, v->start, v->end);
+    zapped += z.ptes;
+    memcg_ns += z.memcg_ns;
+    cost.sys_ns += static_cast<double>(z.ptes) * costs_.pte_clear_ns + costs_.vma_op_ns;
     unlink_vma(*v);
   }
   mm.vmas_mut().clear();
   // tlb_finish_mmu of a dying mm flushes only its last CPU.
   if (zapped) cost.sys_ns += costs_.tlb_flush_local_ns;
-  cost.sys_ns += take_hook_cost();
+  cost.sys_ns += memcg_ns;
   return cost;
 }
 
-bool MemoryManager::evict_folio(Pfn pfn, CpuId cpu, double& cost_ns) {
+std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
   Folio& f = folios_.folio(pfn);
   if (f.test(Folio::kAnon) || f.test(Folio::kLocked) || f.test(Folio::kMlocked) ||
       f.test(Folio::kDirty)) {
-    return false;
+    return std::nullopt;
   }
+  double cost_ns = 0, memcg_ns = 0;
   if (f.mapcount > 0) {
     // try_to_unmap: every PTE goes, with a flush of each mm's TLB.
     auto& maps = scratch_maps_;
@@ -685,7 +719,7 @@ bool MemoryManager::evict_folio(Pfn pfn, CpuId cpu, double& cost_ns) {
     rmap_walk(pfn, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
     for (auto [mm, vpn] : maps) {
       Vma* vma = mm->find_vma(vpn);
-      zap_pte(*mm, *vma, mm->pgtable().table_alloc(vpn), vpn.v & (kPtesPerTable - 1));
+      memcg_ns += zap_pte(*mm, *vma, mm->pgtable().table_alloc(vpn), vpn.v & (kPtesPerTable - 1));
       cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
       mm->revoke(vpn, Vpn(vpn.v + 1));
     }
@@ -698,24 +732,20 @@ bool MemoryManager::evict_folio(Pfn pfn, CpuId cpu, double& cost_ns) {
   if (memcg_) memcg_->uncharge(pfn, f);
   f.flags = Folio::kInUse;
   folios_.free(pfn);
-  cost_ns += costs_.page_free_ns + take_hook_cost();
-  return true;
+  cost_ns += costs_.page_free_ns + memcg_ns;
+  return cost_ns;
 }
 
 ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn end,
-                                               const ProtNumaRules& rules, CpuId cpu) {
+                                               const ProtNumaSkip& skip, CpuId cpu) {
   ProtNumaResult r;
   mm.pgtable().for_each(start, end, [&](Vpn, PteTable& t, uint32_t i) {
     Pte pte = t.get(i);
-    // The skip rules of change_pte_range under prot_numa, in 4.16 order.
-    if (!pte.present() || pte.protnone()) return;                    // (d) and non-present
-    if (pte.pfn == kZeroPfn) return;                                  // (a) no normal page
-    const Folio& f = folios_.folio(Pfn(pte.pfn));
-    if (rules.skip_shared_cow && vma.is_cow_mapping() && f.mapcount != 1) return;  // (b)
-    // (c) dirty page-cache page (page_is_file_cache: shmem is swap-backed, not skipped)
-    if (!f.test(Folio::kAnon) && !f.test(Folio::kShmem) && f.test(Folio::kDirty)) return;
-    if (rules.target_node && f.node == *rules.target_node) return;   // (e) already local
-    if (pte.flags & Pte::kWrite) pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kWrite) | Pte::kSavedWrite);
+    if (!pte.present()) return;  // migration entries: not present
+    const Folio* f = pte.pfn == kZeroPfn ? nullptr : &folios_.folio(Pfn(pte.pfn));
+    if (skip.skip(vma, pte, f)) return;
+    if (pte.flags & Pte::kWrite)
+      pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kWrite) | Pte::kSavedWrite);
     pte.flags |= Pte::kProtNone;
     t.set(i, pte);
     ++r.updated;
@@ -729,7 +759,7 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
   return r;
 }
 
-Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn, OpCost& cost) {
+Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn) {
   PteTable& t = mm.pgtable().table_alloc(vpn);
   const uint32_t i = vpn.v & (kPtesPerTable - 1);
   Pte pte = t.get(i);
@@ -738,7 +768,6 @@ Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn, OpCost& cost) {
     pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kSavedWrite) | Pte::kWrite);
   pte.flags |= Pte::kYoung;
   t.set(i, pte);
-  cost.sys_ns += costs_.pte_protect_ns;
   return pte;
 }
 
@@ -777,7 +806,8 @@ MemoryManager::MigrateStep MemoryManager::migrate_remap(Pfn from, Pfn to) {
     const bool write = pte.flags & Pte::kSavedWrite;
     Pte mapped;
     mapped.pfn = to.v;
-    mapped.flags = static_cast<uint8_t>(Pte::kPresent | (write ? Pte::kWrite : 0) | (pte.flags & Pte::kDirty));
+    mapped.flags =
+        static_cast<uint8_t>(Pte::kPresent | (write ? Pte::kWrite : 0) | (pte.flags & Pte::kDirty));
     t.set(i, mapped);
     s.cost_ns += costs_.pte_set_ns;
     ++s.mappings;

@@ -4,29 +4,21 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <span>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cost/cost_profile.h"
+#include "mm/config.h"
 #include "mm/folio.h"
 #include "mm/mm_types.h"
 #include "mm/vmstat.h"
 #include "topo/topology.h"
 
 namespace mmsim::mm {
-
-// Kernel behaviour switches of the mm core (preset by kernel version).
-struct MmConfig {
-  // Pages mapped around a read fault on a file (fault_around_bytes / 4 KiB);
-  // 0 before Linux 3.15, 16 from 3.15.
-  uint32_t fault_around_pages = 16;
-  // Readahead window of a major fault, read_ahead_kb / 4 (default 128 KiB).
-  uint32_t read_ahead_pages = 32;
-};
 
 // Time a kernel operation spent: on the CPU (system time) and asleep waiting
 // for storage (D state, counted as iowait).
@@ -68,10 +60,14 @@ struct ProtNumaResult {
   double cost_ns = 0;
 };
 
-// Which PTEs change_prot_numa leaves alone (mm/mprotect.c, prot_numa_skip).
-struct ProtNumaRules {
-  bool skip_shared_cow = true;  // 4.16+: COW mapping and mapcount != 1
-  std::optional<NodeId> target_node;  // skip pages already there (P2, P3e)
+// Decides which present PTEs change_prot_numa leaves alone (the numa layer's
+// rules, as mm/mprotect.c prot_numa_skip gathers them). Contract: a pure
+// decision; must not change the PTE, the folio or the VMA.
+class ProtNumaSkip {
+ public:
+  virtual ~ProtNumaSkip() = default;
+  // `folio` is nullptr when the PTE maps no normal page (the zero page).
+  virtual bool skip(const Vma& vma, const Pte& pte, const Folio* folio) const = 0;
 };
 
 enum class MmError { kOk, kInval, kNoMem, kOom };
@@ -90,22 +86,33 @@ struct MmapArgs {
   std::string name;
 };
 
+// What a memcg charge did: whether it succeeded and the time it took.
+struct ChargeResult {
+  bool ok = true;
+  double ns = 0;
+};
+
 // The memory controller's entry points from mm (mm/memcontrol.c), which the
-// memcg layer implements. Each adds the time it takes to `cost_ns`.
+// memcg layer implements. Each returns the time it took, if any.
 class MemcgHooks {
  public:
   virtual ~MemcgHooks() = default;
   // mem_cgroup_charge: a new anonymous or page-cache folio for `memcg`,
-  // reclaiming if over the limit. False: the charge failed (memcg OOM).
-  virtual bool charge(uint32_t memcg, Pfn pfn, Folio& folio, CpuId cpu, double& cost_ns) = 0;
+  // reclaiming if over the limit. !ok: the charge failed (memcg OOM).
+  virtual ChargeResult charge(uint32_t memcg, Pfn pfn, Folio& folio, CpuId cpu) = 0;
   // The folio leaves memory (last anonymous unmap, page-cache removal).
   virtual void uncharge(Pfn pfn, Folio& folio) = 0;
   // page_add_file_rmap / page_remove_rmap of a file folio, under the
   // page-stat protocol; `transition` when its mapcount went 0 <-> 1.
-  virtual void file_rmap(Folio& folio, bool add, bool transition, double& cost_ns) = 0;
+  virtual double file_rmap(Folio& folio, bool add, bool transition) = 0;
   // A fault by a task of the mm (memory.stat pgfault, pgmajfault).
   virtual void count_fault(uint32_t memcg, bool major) = 0;
 };
+
+// Time to copy one 4 KiB page for a CPU on `cpu_node` from `src` to `dst`:
+// page_copy_ns, scaled by the mean SLIT distance of the read and the write.
+double copy_page_ns(const cost::CostProfile& costs, const topo::Topology& topo, NodeId cpu_node,
+                    NodeId src, NodeId dst);
 
 class MemoryManager {
  public:
@@ -136,12 +143,13 @@ class MemoryManager {
   OpCost exit_mmap(Mm& mm, CpuId cpu);
 
   // change_prot_numa: makes the present PTEs of [start, end) in the VMA
-  // PROT_NONE hinting PTEs, except those the rules skip, then flushes the TLB.
-  ProtNumaResult change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn end, const ProtNumaRules& rules,
+  // PROT_NONE hinting PTEs, except those `skip` says to leave alone, then
+  // flushes the TLB.
+  ProtNumaResult change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn end, const ProtNumaSkip& skip,
                                   CpuId cpu);
   // First half of do_numa_page: restores the PTE's access (and its saved
-  // write bit) and returns the restored PTE.
-  Pte restore_numa_pte(Mm& mm, Vpn vpn, OpCost& cost);
+  // write bit). Returns the restored PTE; the time is costs().pte_protect_ns.
+  Pte restore_numa_pte(Mm& mm, Vpn vpn);
   // Migration (mm/migrate.c). migrate_unmap replaces every PTE mapping the
   // folio with a migration entry (try_to_migrate via the rmap), flushing each
   // mm's TLB; it returns the mappings it replaced. migrate_remap points those
@@ -187,8 +195,9 @@ class MemoryManager {
   void set_memcg(MemcgHooks* hooks) { memcg_ = hooks; }
   // Reclaim of one page-cache folio (shrink_page_list): unmaps it through the
   // rmap if needed, removes it from the page cache, uncharges and frees it.
-  // False if it cannot go (locked, mlocked, dirty). Adds the time to cost_ns.
-  bool evict_folio(Pfn pfn, CpuId cpu, double& cost_ns);
+  // Returns the time it took, or nullopt if it cannot go (locked, mlocked,
+  // dirty).
+  std::optional<double> evict_folio(Pfn pfn, CpuId cpu);
 
   // Invariant checker (DEBUG_VM-like): mapcounts against page tables, rmap
   // against PTEs, page cache and node accounting. Returns the violations.
@@ -209,27 +218,50 @@ class MemoryManager {
  private:
   friend struct MmDeleter;
   void release_mm(Mm* mm);
-  double distance_factor(NodeId a, NodeId b) const {
-    return topo_.distance(a, b) / 10.0;
-  }
   // Installs a PTE mapping pfn and does the rmap/counter bookkeeping.
-  void map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool write);
+  // Returns the memcg's time (the page-stat update of a file folio).
+  double map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool write);
   // Clears a PTE and drops its folio's mapping (freeing anonymous folios).
-  void zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i);
-  uint64_t zap_range(Mm& mm, Vma& vma, Vpn start, Vpn end);
+  // Returns the memcg's time.
+  double zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i);
+  struct Zapped {
+    uint64_t ptes = 0;
+    double memcg_ns = 0;
+  };
+  Zapped zap_range(Mm& mm, Vma& vma, Vpn start, Vpn end);
   AnonVma& anon_vma_prepare(Vma& vma);
-  // An anonymous folio for vpn under the VMA's policy, on its anon_vma.
-  std::optional<Pfn> new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx);
+  // An anonymous folio for vpn under the VMA's policy, on its anon_vma, with
+  // the memcg's charge time; pfn is nullopt when memory or the charge failed.
+  struct NewFolio {
+    std::optional<Pfn> pfn;
+    double memcg_ns = 0;
+  };
+  NewFolio new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx);
   void mlock_folio(Folio& f);
   void unlink_vma(Vma& vma);
   // Splits the VMA at `at`, returning the new upper part.
   Vma* split_vma(Mm& mm, Vma& vma, Vpn at);
-  // Finds or reads the page-cache folio at index; adds I/O time to cost.
-  std::optional<uint32_t> filemap_get(AddressSpace& file, uint64_t index, const Vma& vma,
-                                      FaultCtx& ctx, OpCost& cost, bool& major);
-  uint32_t fault_around(Mm& mm, Vma& vma, Vpn vpn, OpCost& cost);
-  FaultResult do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx);
-  FaultResult do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx);
+  // Finds or reads the page-cache folio at index (filemap_fault).
+  struct FilemapGet {
+    std::optional<uint32_t> pfn;  // nullopt: memory or the charge failed
+    OpCost cost;
+    bool major = false;  // it read from storage
+  };
+  FilemapGet filemap_get(AddressSpace& file, uint64_t index, const Vma& vma, FaultCtx& ctx);
+  // Maps the cached pages around vpn; returns the time, memcg's apart.
+  struct Mapped {
+    double ns = 0;
+    double memcg_ns = 0;
+  };
+  Mapped fault_around(Mm& mm, Vma& vma, Vpn vpn);
+  // A fault's result, with the memcg's time kept apart (handle_mm_fault adds
+  // it last).
+  struct Fault {
+    FaultResult result;
+    double memcg_ns = 0;
+  };
+  Fault do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx);
+  Fault do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx);
   void account_fault(FaultCtx& ctx, bool major);
 
   const topo::Topology& topo_;
@@ -243,12 +275,6 @@ class MemoryManager {
   uint32_t next_mm_id_ = 1;
   uint64_t page_events_ = 0;
   MemcgHooks* memcg_ = nullptr;
-  double hook_cost_ns_ = 0;  // memcg time inside the current operation
-  double take_hook_cost() {
-    const double c = hook_cost_ns_;
-    hook_cost_ns_ = 0;
-    return c;
-  }
   std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
 };
 

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <unordered_set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "mm/folio.h"
@@ -58,8 +58,6 @@ struct Vma {
     kShared = 8,
     kMayWrite = 16,
     kLocked = 32,
-    kIo = 64,
-    kDontCopy = 128,
   };
   Mm* mm = nullptr;
   Vpn start, end;  // [start, end)
@@ -103,17 +101,17 @@ class Mm {
   // CPUs that may hold TLB entries of this mm (mm_cpumask): the CPUs its
   // tasks run or ran on since the last flush.
   std::vector<CpuId>& cpumask() { return cpumask_; }
-  int users = 0;         // mm_users: tasks (threads) using this mm
+  int users = 0;           // mm_users: tasks (threads) using this mm
   uint64_t rss_anon = 0;   // MM_ANONPAGES
   uint64_t rss_file = 0;   // MM_FILEPAGES
   uint64_t rss_shmem = 0;  // MM_SHMEMPAGES
   PteObserver* observer = nullptr;
-  uint32_t memcg = 0;  // the memcg charged for this mm's new pages (mm->owner's)
+  uint32_t memcg = 0;      // the memcg charged for this mm's new pages (mm->owner's)
   int runahead_tasks = 0;  // tasks of this mm that ran ahead (see PteObserver)
   // Automatic NUMA balancing state of the mm (mm->numa_*).
-  Tick numa_next_scan;     // no scan pass starts before this
+  Tick numa_next_scan;            // no scan pass starts before this
   uint64_t numa_scan_offset = 0;  // vpn where the next pass resumes
-  int numa_scan_seq = 0;   // completed passes over the address space
+  int numa_scan_seq = 0;          // completed passes over the address space
   void revoke(Vpn start, Vpn end) {
     if (runahead_tasks && observer) observer->on_pte_revoked(*this, start, end);
   }

@@ -25,7 +25,7 @@ struct Pte {
   enum : uint8_t {
     kPresent = 1,
     kWrite = 2,
-    kProtNone = 4,   // NUMA hinting: present but inaccessible
+    kProtNone = 4,  // NUMA hinting: present but inaccessible
     kYoung = 8,
     kDirty = 16,
     kMigration = 32,

@@ -1,20 +1,20 @@
-// Automatic NUMA balancing, restated from part A of the spec in our words.
+// Automatic NUMA balancing (kernel/sched/fair.c, mm/memory.c do_numa_page,
+// mm/mempolicy.c mpol_misplaced, mm/migrate.c), in our own words.
 #include "numa/balancer.h"
 
 #include <algorithm>
 
+#include "numa/skip_rules.h"
 #include "sim/check.h"
 
 namespace mmsim::numa {
 
 namespace {
 
+// The numa_faults arrays' stats (NUMA_MEM, NUMA_CPU, NUMA_MEMBUF, NUMA_CPUBUF).
 constexpr int kMem = 0, kCpu = 1, kMemBuf = 2, kCpuBuf = 3;
-constexpr int64_t kMaxScanWindowMBps = 2560;  // MAX_SCAN_WINDOW
-constexpr int64_t kPeriodSlots = 10;          // NUMA_PERIOD_SLOTS
-constexpr int64_t kPeriodThreshold = 7;       // NUMA_PERIOD_THRESHOLD
-constexpr int64_t kActiveNodeFraction = 3;    // ACTIVE_NODE_FRACTION
-
+constexpr int64_t kPeriodSlots = kNumaPeriodSlots;
+constexpr int64_t kPeriodThreshold = kNumaPeriodThreshold;
 
 }  // namespace
 
@@ -31,11 +31,11 @@ Balancer::Balancer(const NumaConfig& cfg, const topo::Topology& topo, mm::Memory
 void Balancer::task_init(uint32_t pid, mm::Mm& mm, bool new_mm, Tick now) {
   if (tasks_.size() <= pid) tasks_.resize(pid + 1);
   auto t = std::make_unique<TaskNuma>();
-  t->scan_period_ms = cfg_.scan_delay_ms;
+  t->scan_period_ms = cfg_.numa_balancing_scan_delay_ms;
   t->node_stamp_ns = 0;
   t->faults.assign(4 * nodes_ * 2, 0);
   if (new_mm) {
-    mm.numa_next_scan = now + milliseconds(cfg_.scan_delay_ms);
+    mm.numa_next_scan = now + milliseconds(cfg_.numa_balancing_scan_delay_ms);
     mm.numa_scan_seq = 0;
     mm.numa_scan_offset = 0;
   }
@@ -58,15 +58,16 @@ void Balancer::task_exit(uint32_t pid) {
   }
 }
 
-// S9 ------------------------------------------------------------------------
+// task_scan_min/max/start ---------------------------------------------------
 
 int64_t Balancer::task_scan_min(uint32_t, const mm::Mm& mm) const {
-  const int64_t scan_pages = int64_t{cfg_.scan_size_mb} << (20 - kPageShift);
+  const int64_t scan_pages = cfg_.scan_size_pages();
   int64_t rss = static_cast<int64_t>(mm_rss_pages(mm));
   if (rss == 0) rss = scan_pages;
   const int64_t windows = (rss + scan_pages - 1) / scan_pages;
-  const int64_t floor = 1000 / std::max<int64_t>(1, kMaxScanWindowMBps / cfg_.scan_size_mb);
-  return std::max(floor, int64_t{cfg_.scan_period_min_ms} / windows);
+  const int64_t floor =
+      1000 / std::max<int64_t>(1, kMaxScanWindow / cfg_.numa_balancing_scan_size_mb);
+  return std::max(floor, int64_t{cfg_.numa_balancing_scan_period_min_ms} / windows);
 }
 
 int64_t Balancer::group_scaled(const NumaGroup& g, int64_t period) const {
@@ -81,29 +82,38 @@ int64_t Balancer::group_scaled(const NumaGroup& g, int64_t period) const {
 
 int64_t Balancer::task_scan_max(uint32_t pid, const mm::Mm& mm) const {
   const int64_t smin = task_scan_min(pid, mm);
-  const int64_t scan_pages = int64_t{cfg_.scan_size_mb} << (20 - kPageShift);
+  const int64_t scan_pages = cfg_.scan_size_pages();
   int64_t rss = static_cast<int64_t>(mm_rss_pages(mm));
   if (rss == 0) rss = scan_pages;
   const int64_t windows = (rss + scan_pages - 1) / scan_pages;
-  int64_t smax = int64_t{cfg_.scan_period_max_ms} / windows;
+  int64_t smax = int64_t{cfg_.numa_balancing_scan_period_max_ms} / windows;
   const TaskNuma* t = find(pid);
   if (t && t->group) smax = std::max(smax, group_scaled(*t->group, smax));
   return std::max(smin, smax);
 }
 
 int64_t Balancer::task_scan_start(uint32_t pid, const mm::Mm& mm) const {
-  if (!cfg_.scan_start_is_min) return cfg_.scan_delay_ms;
+  if (!cfg_.scan_start_is_min) return cfg_.numa_balancing_scan_delay_ms;
   int64_t period = task_scan_min(pid, mm);
   const TaskNuma* t = find(pid);
   if (t && t->group) period = std::max(period, group_scaled(*t->group, period));
   return period;
 }
 
-// S1-S8 ---------------------------------------------------------------------
+// task_tick_numa, task_numa_work ---------------------------------------------
 
 int64_t Balancer::next_tick_runtime(uint32_t pid) const {
   const TaskNuma& t = *tasks_[pid];
   return t.node_stamp_ns + t.scan_period_ms * 1000000;
+}
+
+Tick Balancer::next_tick(uint32_t pid, int64_t runtime_ns, Tick now, Tick phase) const {
+  const int64_t due = next_tick_runtime(pid);
+  if (runtime_ns > due) return now;  // this tick acts
+  const int64_t crossing = now.ns + (due - runtime_ns) + 1;
+  const int64_t tick = cfg_.tick_ns();
+  const int64_t k = (crossing - phase.ns + tick - 1) / tick;
+  return Tick(phase.ns + k * tick);
 }
 
 bool Balancer::task_tick(uint32_t pid, const mm::Mm& mm, Tick now) {
@@ -119,17 +129,16 @@ double Balancer::task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now) {
   if (now < mm.numa_next_scan) return 0;
   // One scanner per mm per window (the cmpxchg on numa_next_scan).
   mm.numa_next_scan = now + milliseconds(t.scan_period_ms);
-  t.node_stamp_ns += 2 * int64_t{cfg_.tick_ns};
+  t.node_stamp_ns += 2 * cfg_.tick_ns();
 
-  int64_t pages = int64_t{cfg_.scan_size_mb} << (20 - kPageShift);
-  int64_t virtpages = pages * 8;
+  int64_t pages = cfg_.scan_size_pages();
+  int64_t virtpages = pages * kVirtpagesPerPage;
   double cost = 0;
-  mm::ProtNumaRules rules;
-  rules.skip_shared_cow = cfg_.skip_shared_cow;
 
   uint64_t start = mm.numa_scan_offset;
   auto& vmas = mm.vmas();
-  auto first = std::find_if(vmas.begin(), vmas.end(), [&](const auto& v) { return v->end.v > start; });
+  auto first =
+      std::find_if(vmas.begin(), vmas.end(), [&](const auto& v) { return v->end.v > start; });
   if (first == vmas.end()) {
     ++mm.numa_scan_seq;  // reset_ptenuma_scan
     mm.numa_scan_offset = 0;
@@ -139,22 +148,22 @@ double Balancer::task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now) {
   bool stopped = false;
   for (auto it = first; it != vmas.end() && !stopped; ++it) {
     mm::Vma& vma = **it;
-    // S6: VMAs that are never scanned.
-    if (vma.flags & mm::Vma::kIo) continue;
+    // VMAs task_numa_work never scans.
     if (vma.policy.mode != mm::MemPolicy::Mode::kDefault) continue;  // no MPOL_F_MOF
     if (vma.file && (vma.flags & (mm::Vma::kRead | mm::Vma::kWrite)) == mm::Vma::kRead) continue;
     if (!(vma.flags & (mm::Vma::kRead | mm::Vma::kWrite | mm::Vma::kExec))) continue;
-    // P2: a private mapping of a single-user mm is aimed at this CPU's node.
-    rules.target_node.reset();
-    if (!(vma.flags & mm::Vma::kShared) && mm.users == 1) rules.target_node = topo_.cpu_to_node(cpu);
+    // A private mapping of a single-user mm is aimed at this CPU's node.
+    std::optional<NodeId> target_node;
+    if (!(vma.flags & mm::Vma::kShared) && mm.users == 1) target_node = topo_.cpu_to_node(cpu);
+    const ProtNumaFilter filter(cfg_, target_node);
     uint64_t end;
     do {
       start = std::max(start, vma.start.v);
-      const uint64_t chunk_pages = uint64_t{1} << 9;  // 2 MiB
       end = start + static_cast<uint64_t>(pages);
-      end = (end + chunk_pages - 1) / chunk_pages * chunk_pages;
+      end = (end + kScanChunkPages - 1) / kScanChunkPages * kScanChunkPages;
       end = std::min(end, vma.end.v);
-      const mm::ProtNumaResult pr = mm_.change_prot_numa(mm, vma, Vpn(start), Vpn(end), rules, cpu);
+      const mm::ProtNumaResult pr =
+          mm_.change_prot_numa(mm, vma, Vpn(start), Vpn(end), filter, cpu);
       cost += pr.cost_ns;
       if (pr.updated) pages -= static_cast<int64_t>(end - start);
       virtpages -= static_cast<int64_t>(end - start);
@@ -175,16 +184,15 @@ double Balancer::task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now) {
 }
 
 void Balancer::scan_done(uint32_t pid, double scan_cost_ns) {
-  // S8: charge the scan 32 times over against the next scan's runtime.
-  task(pid).node_stamp_ns += static_cast<int64_t>(32 * scan_cost_ns);
+  // task_numa_work: charge the scan 32 times over against the next scan's runtime.
+  task(pid).node_stamp_ns += static_cast<int64_t>(kScanOverheadFactor * scan_cost_ns);
 }
 
-// F1-F5 ---------------------------------------------------------------------
+// do_numa_page, should_numa_migrate_memory -----------------------------------
 
-HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu,
-                                    mm::OpCost& cost) {
+HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu) {
   HintDecision d;
-  const mm::Pte pte = mm_.restore_numa_pte(mm, vpn, cost);
+  const mm::Pte pte = mm_.restore_numa_pte(mm, vpn);
   mm::Folio& folio = mm_.folios().folio(Pfn(pte.pfn));
   const mm::Vma* vma = mm.find_vma(vpn);
   if (!pte.writable()) d.flags |= kTnfNoGroup;
@@ -213,7 +221,10 @@ bool Balancer::should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId
   folio.last_cpupid = make_cpupid(cpu, pid);
   const bool unset = last == kCpupidUnset;
   // 2: early in the task's life, or a repeat fault by this task.
-  if ((t.preferred_nid == -1 || t.scan_seq <= 4) && (unset || cpupid_match_pid(pid, last))) return true;
+  if ((t.preferred_nid == -1 || t.scan_seq <= kNumaScanSeqEarly) &&
+      (unset || cpupid_match_pid(pid, last))) {
+    return true;
+  }
   // 3: the two-stage filter: the previous fault came from another node.
   if (!unset && topo_.cpu_to_node(cpupid_cpu(last)) != dst) return false;
   // 4: private.
@@ -229,30 +240,30 @@ bool Balancer::should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId
 
 bool Balancer::migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick now) {
   const mm::Folio& f = mm_.folios().folio(pfn);
-  // M1: shared library pages and dirty file pages stay (page-cache pages
-  // only: shmem is swap-backed, as page_is_file_cache tells).
+  // numamigrate_isolate_page and migrate_misplaced_page: shared library pages and dirty file pages
+  // stay (page-cache pages only: shmem is swap-backed, as page_is_file_cache tells).
   const bool file_cache = !f.test(mm::Folio::kAnon) && !f.test(mm::Folio::kShmem);
   if (file_cache && f.mapcount != 1 && (vma.flags & mm::Vma::kExec)) return false;
-  if (file_cache && f.test(mm::Folio::kDirty)) return false;
-  // M2 (3.8-4.18): per destination node, a window of 100 ms.
+  if (cfg_.skip_dirty_file && file_cache && f.test(mm::Folio::kDirty)) return false;
+  // numamigrate_update_ratelimit (3.8-4.18): per destination node, a window of 100 ms.
   if (cfg_.migrate_rate_limit) {
     if (now > ratelimit_window_end_[target.v]) {
       ratelimit_pages_[target.v] = 0;
-      ratelimit_window_end_[target.v] = now + milliseconds(100);
+      ratelimit_window_end_[target.v] = now + milliseconds(kRatelimitWindowMs);
     }
-    if (ratelimit_pages_[target.v] > cfg_.ratelimit_pages) return false;
+    if (ratelimit_pages_[target.v] > static_cast<uint64_t>(cfg_.ratelimit_pages)) return false;
     ratelimit_pages_[target.v] += 1;
   }
-  // M3: the destination must stay above its high watermark.
+  // migrate_balanced_pgdat: the destination must stay above its high watermark.
   const uint64_t cap = mm_.folios().capacity_pages(target);
   const uint64_t high = cap / 1000 * 3;  // min + 2 x watermark_scale_factor gaps (0.1% each)
   if (mm_.folios().free_pages(target) <= high + 1) return false;
-  // M4: isolation fails for a folio off the LRU or already being migrated.
+  // isolate_lru_page: isolation fails for a folio off the LRU or already being migrated.
   if (!f.test(mm::Folio::kLru) || f.test(mm::Folio::kLocked)) return false;
   return true;
 }
 
-// T1-T6 ---------------------------------------------------------------------
+// task_numa_fault, task_numa_placement, update_task_scan_period ------------
 
 std::optional<NodeId> Balancer::task_numa_fault(uint32_t pid, const mm::Mm& mm,
                                                 uint32_t last_cpupid, NodeId mem_node,
@@ -273,8 +284,10 @@ std::optional<NodeId> Balancer::task_numa_fault(uint32_t pid, const mm::Mm& mm,
   auto migrate_preferred = [&]() {
     // numa_migrate_preferred: retry every min(period / 16, 1 s).
     if (t.preferred_nid == -1) return;
-    t.migrate_retry = now + milliseconds(std::min<int64_t>(t.scan_period_ms / 16, 1000));
-    if (view_.task_node(pid).v != t.preferred_nid) move = NodeId(static_cast<uint16_t>(t.preferred_nid));
+    t.migrate_retry =
+        now + milliseconds(std::min<int64_t>(t.scan_period_ms / 16, kMigrateRetryMaxMs));
+    if (view_.task_node(pid).v != t.preferred_nid)
+      move = NodeId(static_cast<uint16_t>(t.preferred_nid));
   };
   if (cfg_.placement_every_fault) {
     task_numa_placement(pid, mm, now, runtime_ns);
@@ -293,7 +306,7 @@ std::optional<NodeId> Balancer::task_numa_fault(uint32_t pid, const mm::Mm& mm,
 
 void Balancer::task_numa_placement(uint32_t pid, const mm::Mm& mm, Tick now, int64_t runtime_ns) {
   TaskNuma& t = task(pid);
-  // T3: once per completed pass over the address space.
+  // task_numa_placement: once per completed pass over the address space.
   if (t.scan_seq == mm.numa_scan_seq) return;
   t.scan_seq = mm.numa_scan_seq;
   t.scan_period_max_ms = task_scan_max(pid, mm);
@@ -327,7 +340,8 @@ void Balancer::task_numa_placement(uint32_t pid, const mm::Mm& mm, Tick now, int
       fault_types[p] += membuf;
       membuf = 0;
       // runshare x 65536, weighted by this node's CPU faults.
-      int64_t f_weight = static_cast<int64_t>((static_cast<__int128>(runtime) << 16) / (period + 1));
+      int64_t f_weight =
+          static_cast<int64_t>((static_cast<__int128>(runtime) << 16) / (period + 1));
       f_weight = f_weight * cpubuf / (total_faults + 1);
       const int64_t f_diff = f_weight - cpu / 2;
       cpubuf = 0;
@@ -353,8 +367,8 @@ void Balancer::task_numa_placement(uint32_t pid, const mm::Mm& mm, Tick now, int
   update_task_scan_period(pid, mm, fault_types[0], fault_types[1], now);
 }
 
-void Balancer::update_task_scan_period(uint32_t pid, const mm::Mm& mm, int64_t shared,
-                                       int64_t priv, Tick now) {
+void Balancer::update_task_scan_period(uint32_t pid, const mm::Mm& mm, int64_t shared, int64_t priv,
+                                       Tick now) {
   TaskNuma& t = task(pid);
   const int64_t remote = t.locality[0];
   const int64_t local = t.locality[1];
@@ -368,7 +382,7 @@ void Balancer::update_task_scan_period(uint32_t pid, const mm::Mm& mm, int64_t s
   const int64_t slot = (t.scan_period_ms + kPeriodSlots - 1) / kPeriodSlots;
   const int64_t lr = local + remote ? local * kPeriodSlots / (local + remote) : 0;
   int64_t diff;
-  if (cfg_.period_update_v414) {
+  if (cfg_.scan_period_update == ScanPeriodUpdate::k414) {
     const int64_t ps = priv + shared ? priv * kPeriodSlots / (priv + shared) : 0;
     if (ps >= kPeriodThreshold) {
       diff = std::max<int64_t>(1, ps - kPeriodThreshold) * slot;
@@ -386,7 +400,8 @@ void Balancer::update_task_scan_period(uint32_t pid, const mm::Mm& mm, int64_t s
       diff = diff * ratio / kPeriodSlots;
     }
   }
-  t.scan_period_ms = std::clamp(t.scan_period_ms + diff, task_scan_min(pid, mm), task_scan_max(pid, mm));
+  t.scan_period_ms =
+      std::clamp(t.scan_period_ms + diff, task_scan_min(pid, mm), task_scan_max(pid, mm));
   t.locality[0] = t.locality[1] = t.locality[2] = 0;
 }
 
@@ -447,6 +462,25 @@ void Balancer::task_numa_group(uint32_t pid, uint32_t cpupid, uint32_t flags, in
   --mine->nr_tasks;
   ++grp->nr_tasks;
   t.group = grp;
+}
+
+std::optional<ProcSchedNuma> Balancer::proc_sched(uint32_t pid) const {
+  const TaskNuma* n = find(pid);
+  if (!n) return std::nullopt;
+  ProcSchedNuma p;
+  p.numa_scan_seq = n->scan_seq;
+  p.numa_pages_migrated = n->pages_migrated;
+  p.numa_preferred_nid = n->preferred_nid;
+  p.total_numa_faults = n->total_faults;
+  p.numa_group_id = n->group ? n->group->gid : 0;
+  p.numa_scan_period_ms = n->scan_period_ms;
+  for (size_t node = 0; node < nodes_; ++node) {
+    const int nid = static_cast<int>(node);
+    std::array<int64_t, 4> f{n->faults[idx(kMem, nid, 1)], n->faults[idx(kMem, nid, 0)], 0, 0};
+    if (n->group) f = {f[0], f[1], n->group->mem[node * 2 + 1], n->group->mem[node * 2]};
+    p.numa_faults.push_back(f);
+  }
+  return p;
 }
 
 int64_t Balancer::task_weight(uint32_t pid, NodeId node) const {

@@ -1,39 +1,23 @@
 // Models automatic NUMA balancing (kernel/sched/fair.c task_tick_numa,
 // task_numa_work, task_numa_fault, task_numa_placement, task_numa_group,
 // update_task_scan_period, should_numa_migrate_memory; mm/memory.c
-// do_numa_page; mm/mempolicy.c mpol_misplaced; mm/migrate.c refusal rules).
-// It keeps the per-task and per-group state and makes the decisions; the
-// executor (workload::World) runs them in simulated time.
+// do_numa_page; mm/mempolicy.c mpol_misplaced; mm/migrate.c
+// migrate_misplaced_page's refusals). It keeps the per-task and per-group
+// state and makes the decisions; the executor runs them in simulated time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "mm/memory_manager.h"
+#include "numa/config.h"
 #include "sim/types.h"
 #include "topo/topology.h"
 
 namespace mmsim::numa {
-
-// Knobs (by their sysctl names) and the version rules of part A of the spec.
-struct NumaConfig {
-  bool enabled = false;                     // kernel.numa_balancing
-  uint32_t scan_delay_ms = 1000;            // numa_balancing_scan_delay_ms
-  uint32_t scan_period_min_ms = 1000;       // numa_balancing_scan_period_min_ms
-  uint32_t scan_period_max_ms = 60000;      // numa_balancing_scan_period_max_ms
-  uint32_t scan_size_mb = 256;              // numa_balancing_scan_size_mb
-  bool skip_shared_cow = true;              // P3b: 4.16+
-  bool migrate_rate_limit = false;          // M2: 3.8-4.18
-  uint64_t ratelimit_pages = 32768;         // M2: 128 MB per 100 ms window
-  bool scan_start_is_min = true;            // S9: 4.14+ start at scan_min (else scan_delay)
-  bool period_update_v414 = true;           // T6: 4.14+ arithmetic (else 3.13-4.13)
-  bool placement_every_fault = true;        // T3: up to 4.18 (else after numa_migrate_retry)
-  bool waiter_pins_page = true;             // M7: up to 4.20 sleepers hold a page reference
-  uint32_t migrate_passes = 10;             // M5: migrate_pages retries on EAGAIN
-  uint32_t tick_ns = 4000000;               // scheduler tick (HZ = 250)
-};
 
 // Flags of a hinting fault (TNF_*).
 enum : uint32_t {
@@ -46,7 +30,9 @@ enum : uint32_t {
 
 inline constexpr uint32_t kCpupidUnset = ~0u;
 // last_cpupid: the CPU and the low 8 bits of the PID of the last faulter.
-inline uint32_t make_cpupid(CpuId cpu, uint32_t pid) { return (uint32_t{cpu.v} << 8) | (pid & 0xff); }
+inline uint32_t make_cpupid(CpuId cpu, uint32_t pid) {
+  return (uint32_t{cpu.v} << 8) | (pid & 0xff);
+}
 inline CpuId cpupid_cpu(uint32_t cpupid) { return CpuId(static_cast<uint16_t>(cpupid >> 8)); }
 inline bool cpupid_match_pid(uint32_t pid, uint32_t cpupid) {
   return cpupid != kCpupidUnset && (cpupid & 0xff) == (pid & 0xff);
@@ -69,7 +55,7 @@ struct TaskNuma {
   int64_t node_stamp_ns = 0;  // in the task's runtime
   int scan_seq = 0;
   int preferred_nid = -1;
-  std::vector<int64_t> faults;  // [MEM, CPU, MEMBUF, CPUBUF][node][priv]
+  std::vector<int64_t> faults;      // [MEM, CPU, MEMBUF, CPUBUF][node][priv]
   int64_t locality[3] = {0, 0, 0};  // remote, local, failed migrations
   int64_t total_faults = 0;
   std::shared_ptr<NumaGroup> group;
@@ -88,6 +74,18 @@ class TaskView {
   virtual NodeId task_node(uint32_t pid) const = 0;
 };
 
+// The NUMA fields of /proc/<pid>/sched for one task.
+struct ProcSchedNuma {
+  int numa_scan_seq = 0;
+  uint64_t numa_pages_migrated = 0;
+  int numa_preferred_nid = -1;
+  int64_t total_numa_faults = 0;
+  uint32_t numa_group_id = 0;
+  int64_t numa_scan_period_ms = 0;
+  // Per node: task_private, task_shared, group_private, group_shared.
+  std::vector<std::array<int64_t, 4>> numa_faults;
+};
+
 struct HintDecision {
   std::optional<NodeId> target;  // migrate there (mpol_misplaced)
   uint32_t flags = 0;
@@ -101,9 +99,10 @@ class Balancer {
            const TaskView& view);
 
   const NumaConfig& config() const { return cfg_; }
+  const topo::Topology& topology() const { return topo_; }
   bool enabled() const { return cfg_.enabled; }
 
-  // init_numa_balancing at fork/clone (S2); `new_mm` when the child has its own mm.
+  // init_numa_balancing at fork/clone; `new_mm` when the child has its own mm.
   void task_init(uint32_t pid, mm::Mm& mm, bool new_mm, Tick now);
   void task_exit(uint32_t pid);
   TaskNuma& task(uint32_t pid) { return *tasks_[pid]; }
@@ -111,36 +110,48 @@ class Balancer {
     return pid < tasks_.size() ? tasks_[pid].get() : nullptr;
   }
 
-  // S1: the runtime (ns) at which task_tick_numa next acts.
+  // task_tick_numa: the runtime (ns) at which it next acts.
   int64_t next_tick_runtime(uint32_t pid) const;
-  // S1 at that moment: advances node_stamp; true if task_numa_work is due.
+  // When task_tick_numa next acts for a task that has run `runtime_ns` by
+  // `now` and keeps running on a CPU whose ticks fall at `phase` + k ticks:
+  // the first tick after its runtime passes node_stamp + period.
+  Tick next_tick(uint32_t pid, int64_t runtime_ns, Tick now, Tick phase) const;
+  // task_tick_numa at that moment: advances node_stamp; true if
+  // task_numa_work is due.
   bool task_tick(uint32_t pid, const mm::Mm& mm, Tick now);
-  // S3-S8: one scan pass over the mm from its offset. Returns the scan's CPU
+  // task_numa_work: one scan pass over the mm from its offset. Returns the scan's CPU
   // cost in ns, which the caller charges (and passes to scan_done).
   double task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now);
   void scan_done(uint32_t pid, double scan_cost_ns);
 
-  // F1-F5: the first half of do_numa_page (restores the PTE, counts the fault,
-  // swaps last_cpupid, picks the target).
-  HintDecision do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, mm::OpCost& cost);
-  // M1-M4 and M2's rate limit: may this folio go to `target` now?
+  // The first half of do_numa_page (with mpol_misplaced and
+  // should_numa_migrate_memory) (restores the PTE, counts the fault,
+  // swaps last_cpupid, picks the target). Its time is costs().pte_protect_ns.
+  HintDecision do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu);
+  // migrate_misplaced_page's refusals (numamigrate_isolate_page, the
+  // 3.8-4.18 rate limit): may this folio go to `target` now?
   bool migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick now);
-  // T1-T6: task_numa_fault after the migration attempt. Returns the node the
+  // task_numa_fault after the migration attempt. Returns the node the
   // task should move to (numa_migrate_preferred), if any.
   std::optional<NodeId> task_numa_fault(uint32_t pid, const mm::Mm& mm, uint32_t last_cpupid,
-                                        NodeId mem_node, NodeId cpu_node, int pages,
-                                        uint32_t flags, Tick now, int64_t runtime_ns);
-  // T7 score: 1000 x this task's (or group's) faults on the node / total.
+                                        NodeId mem_node, NodeId cpu_node, int pages, uint32_t flags,
+                                        Tick now, int64_t runtime_ns);
+  // task_numa_migrate's score (task_weight/group_weight): 1000 x this task's (or group's) faults on
+  // the node / total.
   int64_t task_weight(uint32_t pid, NodeId node) const;
+  // What /proc/<pid>/sched shows of the task's NUMA state; nullopt for a pid
+  // the balancer never saw.
+  std::optional<ProcSchedNuma> proc_sched(uint32_t pid) const;
 
-  // Scan-period bounds of S9, in ms.
+  // task_scan_min, task_scan_max and task_scan_start, in ms.
   int64_t task_scan_min(uint32_t pid, const mm::Mm& mm) const;
   int64_t task_scan_max(uint32_t pid, const mm::Mm& mm) const;
   int64_t task_scan_start(uint32_t pid, const mm::Mm& mm) const;
 
  private:
   size_t idx(int stat, int node, int priv) const {
-    return (static_cast<size_t>(stat) * nodes_ + static_cast<size_t>(node)) * 2 + static_cast<size_t>(priv);
+    return (static_cast<size_t>(stat) * nodes_ + static_cast<size_t>(node)) * 2 +
+           static_cast<size_t>(priv);
   }
   bool should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId src, NodeId dst,
                                   CpuId cpu);
@@ -156,9 +167,7 @@ class Balancer {
   int64_t group_faults_mem(const NumaGroup& g, int node) const {
     return g.mem[node * 2] + g.mem[node * 2 + 1];
   }
-  uint64_t mm_rss_pages(const mm::Mm& mm) const {
-    return mm.rss_anon + mm.rss_file + mm.rss_shmem;
-  }
+  uint64_t mm_rss_pages(const mm::Mm& mm) const { return mm.rss_anon + mm.rss_file + mm.rss_shmem; }
 
   NumaConfig cfg_;
   const topo::Topology& topo_;
@@ -166,7 +175,8 @@ class Balancer {
   const TaskView& view_;
   size_t nodes_;
   std::vector<std::unique_ptr<TaskNuma>> tasks_;  // by pid
-  // M2: per destination node, pages migrated in the current 100 ms window.
+  // numamigrate_update_ratelimit: per destination node, pages migrated in
+  // the current 100 ms window.
   std::vector<Tick> ratelimit_window_end_;
   std::vector<uint64_t> ratelimit_pages_;
 };

@@ -70,7 +70,8 @@ struct RunSummary {
   ordered_json vmstat;
 };
 
-RunSummary summarize(const PreparedRun& run, const workload::RunResult& r, const std::string& metric) {
+RunSummary summarize(const scenario::Prepared& run, const workload::RunResult& r,
+                     const std::string& metric) {
   RunSummary s;
   s.seed = run.scenario.seed;
   const RunInfo info{&run.scenario, &run.topology, &r, 0.0, false};
@@ -134,7 +135,8 @@ std::vector<std::string> wrap(const std::string& text, size_t width) {
       w.erase(0, width);
     }
     if (w.empty()) continue;
-    if (!line.empty() && line.size() + 1 + w.size() > width) lines.push_back(std::exchange(line, ""));
+    if (!line.empty() && line.size() + 1 + w.size() > width)
+      lines.push_back(std::exchange(line, ""));
     line += (line.empty() ? "" : " ") + w;
   }
   if (!line.empty() || lines.empty()) lines.push_back(line);
@@ -157,7 +159,8 @@ std::string format_table(const std::vector<std::string>& headers, const std::vec
   for (size_t c = 0; c < headers.size(); ++c) {
     for (const auto& r : rows) width[c] = std::max(width[c], r.cells[c].size());
     std::istringstream words(headers[c]);
-    for (std::string w; words >> w;) width[c] = std::max(width[c], std::min(w.size(), kMaxWordWidth));
+    for (std::string w; words >> w;)
+      width[c] = std::max(width[c], std::min(w.size(), kMaxWordWidth));
     head[c] = wrap(headers[c], width[c]);
     head_lines = std::max(head_lines, head[c].size());
   }
@@ -176,7 +179,8 @@ std::string format_table(const std::vector<std::string>& headers, const std::vec
   out += rule + "\n";
   for (const auto& r : rows) {
     std::string line = fmt::format("{:<{}}", r.label, label_w);
-    for (size_t c = 0; c < r.cells.size(); ++c) line += fmt::format("  {:>{}}", r.cells[c], width[c]);
+    for (size_t c = 0; c < r.cells.size(); ++c)
+      line += fmt::format("  {:>{}}", r.cells[c], width[c]);
     out += line + "\n";
   }
   return out;
@@ -190,14 +194,15 @@ bool is_metric_of(const std::string& metric, const scenario::Scenario& sc) {
 
 // Runs every job on up to `threads` threads; results land by index, so they
 // do not depend on the thread count. Rethrows the first exception of a run.
-std::vector<workload::RunResult> run_all(const std::vector<PreparedRun>& jobs, uint32_t threads) {
+std::vector<workload::RunResult> run_all(const std::vector<scenario::Prepared>& jobs,
+                                         uint32_t threads) {
   std::vector<workload::RunResult> results(jobs.size());
   std::atomic<size_t> next{0};
   const size_t n = std::min<size_t>(std::max<uint32_t>(threads, 1), jobs.size());
   std::vector<std::exception_ptr> failures(n);
   auto work = [&](size_t w) {
     try {
-      for (size_t i = next++; i < jobs.size(); i = next++) results[i] = run_prepared(jobs[i]);
+      for (size_t i = next++; i < jobs.size(); i = next++) results[i] = scenario::simulate(jobs[i]);
     } catch (...) {
       failures[w] = std::current_exception();
       next = jobs.size();  // the others stop after their current run
@@ -214,33 +219,6 @@ std::vector<workload::RunResult> run_all(const std::vector<PreparedRun>& jobs, u
 }
 
 }  // namespace
-
-PrepareResult prepare_run(const std::string& path, const std::vector<std::string>& overrides,
-                          std::optional<uint64_t> seed) {
-  PrepareResult out;
-  scenario::LoadResult lr = scenario::load_scenario(path, overrides, seed);
-  if (!lr.ok()) {
-    out.diagnostics = std::move(lr.diagnostics);
-    return out;
-  }
-  std::string error;
-  std::optional<topo::Topology> topo = scenario::build_topology(*lr.scenario, &error);
-  if (!topo) {
-    out.diagnostics.push_back(
-        {lr.scenario->path, 1, 1, "machine.preset", "cannot read the host: " + error});
-    return out;
-  }
-  out.run.emplace(PreparedRun{std::move(*lr.scenario), std::move(*topo)});
-  return out;
-}
-
-workload::RunResult run_prepared(const PreparedRun& run, bool check_invariants) {
-  const scenario::Scenario& sc = run.scenario;
-  workload::WorldConfig wc = scenario::world_config(sc, run.topology);  // as `mmsim run` does
-  wc.check_invariants = check_invariants;
-  workload::World world(run.topology, sc.costs, sc.mm_config(), sc.workload, wc);
-  return world.run();
-}
 
 std::optional<Vary> parse_vary(const std::string& arg, std::string* error) {
   const auto eq = arg.find('=');
@@ -262,9 +240,11 @@ std::optional<Vary> parse_vary(const std::string& arg, std::string* error) {
   size_t start = 0;
   while (true) {
     const size_t comma = list.find(',', start);
-    const std::string value = list.substr(start, comma == std::string::npos ? comma : comma - start);
+    const std::string value =
+        list.substr(start, comma == std::string::npos ? comma : comma - start);
     if (value.empty()) {
-      *error = fmt::format("--vary {}: empty value in the list (values are separated by commas)", arg);
+      *error =
+          fmt::format("--vary {}: empty value in the list (values are separated by commas)", arg);
       return std::nullopt;
     }
     v.values.push_back(value);
@@ -299,11 +279,13 @@ Change change_vs(const Sample& base, const Sample& x) {
   double half = 0;  // both samples constant: no spread, the interval is a point
   if (se > 0) {
     // Welch-Satterthwaite degrees of freedom.
-    const double df = (vb + vx) * (vb + vx) /
-                      (vb * vb / static_cast<double>(base.n - 1) + vx * vx / static_cast<double>(x.n - 1));
+    const double df =
+        (vb + vx) * (vb + vx) /
+        (vb * vb / static_cast<double>(base.n - 1) + vx * vx / static_cast<double>(x.n - 1));
     half = t_quantile_975(df) * se;
   }
-  c.ci = {(diff - half) / std::fabs(base.mean) * 100.0, (diff + half) / std::fabs(base.mean) * 100.0};
+  c.ci = {(diff - half) / std::fabs(base.mean) * 100.0,
+          (diff + half) / std::fabs(base.mean) * 100.0};
   return c;
 }
 
@@ -362,10 +344,11 @@ CompareReport compare(const CompareOptions& o) {
     for (const auto& value : v.values) varied_args.insert(v.key + "=" + value);
   }
   const std::set<std::string> set_args(o.sets.begin(), o.sets.end());
-  std::vector<PreparedRun> prepared;
+  std::vector<scenario::Prepared> prepared;
   std::set<std::string> printed;
   for (const auto& c : combos) {
-    PrepareResult pr = prepare_run(o.scenario, c.overrides, o.seed);
+    scenario::PrepareResult pr =
+        scenario::prepare({o.scenario, std::nullopt, c.overrides, o.seed, ""});
     for (auto& d : pr.diagnostics) {
       // The loader names every override "--set"; say where a varied one came from.
       const std::string arg = d.file.starts_with("--set ") ? d.file.substr(6) : "";
@@ -396,7 +379,7 @@ CompareReport compare(const CompareOptions& o) {
   if (rep.exit_code) return rep;
 
   // 3. Run: combination c, repeat r is job c * repeat + r, seed base + r.
-  std::vector<PreparedRun> jobs;
+  std::vector<scenario::Prepared> jobs;
   jobs.reserve(prepared.size() * o.repeat);
   for (const auto& p : prepared) {
     const uint64_t base = p.scenario.seed;  // o.seed already replaced it
@@ -415,10 +398,11 @@ CompareReport compare(const CompareOptions& o) {
     const auto& r = results[j];
     const std::string who = fmt::format("{}, seed {}", combos[c].label(), jobs[j].scenario.seed);
     if (r.time_limit_hit)
-      rep.err += fmt::format("mmsim: warning: {}: the time limit ended the run with tasks still alive\n", who);
+      rep.err += fmt::format(
+          "mmsim: warning: {}: the time limit ended the run with tasks still alive\n", who);
     if (!r.errors.empty())
-      rep.err += fmt::format("mmsim: warning: {}: {} error(s) in the run, e.g. {}\n", who, r.errors.size(),
-                             r.errors.front());
+      rep.err += fmt::format("mmsim: warning: {}: {} error(s) in the run, e.g. {}\n", who,
+                             r.errors.size(), r.errors.front());
   }
 
   using Get = double (*)(const RunSummary&);
@@ -431,7 +415,11 @@ CompareReport compare(const CompareOptions& o) {
   const Sample base = sample(runs[0], metric_of);
 
   std::vector<std::string> headers;
-  std::vector<Row> rows = {{fmt::format("throughput ({})", metric), {}}, {"change vs first", {}}};
+  // A counter is a throughput (more is better); a time is not.
+  const bool is_time =
+      std::find(kTimeMetrics.begin(), kTimeMetrics.end(), metric) != kTimeMetrics.end();
+  std::vector<Row> rows = {{fmt::format("{} ({})", is_time ? "time" : "throughput", metric), {}},
+                           {"change vs first", {}}};
   for (const auto& [label, get] : mean_rows) rows.push_back({label, {}});
   for (const char* name : kVmRows) rows.push_back({name, {}});
   rows.push_back({"mean tasks in D", {}});
@@ -461,29 +449,35 @@ CompareReport compare(const CompareOptions& o) {
     ordered_json settings = ordered_json::object();
     for (const auto& [k, v] : combos[c].settings) settings[k] = v;
     ordered_json jruns = ordered_json::array();
-    for (const auto& s : rs) jruns.push_back({{"seed", s.seed}, {"metrics", s.metrics}, {"vmstat", s.vmstat}});
+    for (const auto& s : rs)
+      jruns.push_back({{"seed", s.seed}, {"metrics", s.metrics}, {"vmstat", s.vmstat}});
     ordered_json mean = ordered_json::object();
     for (const auto& [key, value] : rs.front().metrics.items()) {
-      mean[key] = sample(rs, [&key](const RunSummary& s) { return s.metrics.at(key).get<double>(); }).mean;
+      mean[key] =
+          sample(rs, [&key](const RunSummary& s) { return s.metrics.at(key).get<double>(); }).mean;
     }
     for (size_t i = 0; i < kVmRows.size(); ++i) mean[kVmRows[i]] = vm_mean[i];
     mean["tasks_in_d"] = in_d;
     mean["iowait_pct"] = iowait_pct;
     ordered_json jc = {{"settings", settings}, {"runs", jruns}, {"mean", mean}};
     jc["change_pct"] = ch.pct ? ordered_json(*ch.pct) : ordered_json(nullptr);
-    jc["ci95_pct"] = ch.ci ? ordered_json::array({ch.ci->first, ch.ci->second}) : ordered_json(nullptr);
+    jc["ci95_pct"] =
+        ch.ci ? ordered_json::array({ch.ci->first, ch.ci->second}) : ordered_json(nullptr);
     jcombos.push_back(std::move(jc));
   }
 
   const scenario::Scenario& sc = prepared.front().scenario;
   const uint64_t first_seed = prepared.front().scenario.seed;
-  rep.out += fmt::format("compare {} ({}): {} combination(s) x {} run(s), seeds {}{}, machine {} ({} CPUs)\n",
-                         sc.name.empty() ? "(unnamed)" : sc.name, sc.path, combos.size(), o.repeat,
-                         first_seed, o.repeat > 1 ? fmt::format("-{}", first_seed + o.repeat - 1) : "",
-                         prepared.front().topology.name(), prepared.front().topology.nr_cpus());
+  rep.out += fmt::format(
+      "compare {} ({}): {} combination(s) x {} run(s), seeds {}{}, machine {} ({} CPUs)\n",
+      sc.name.empty() ? "(unnamed)" : sc.name, sc.path, combos.size(), o.repeat, first_seed,
+      o.repeat > 1 ? fmt::format("-{}", first_seed + o.repeat - 1) : "",
+      prepared.front().topology.name(), prepared.front().topology.nr_cpus());
   rep.out += "\n" + format_table(headers, rows) + "\n";
-  rep.out += "Means over the runs. change vs first: the throughput mean's change in %, with\n"
-             "the 95% confidence interval of Welch's t test (n/a with one run).\n";
+  rep.out += fmt::format(
+      "Means over the runs. change vs first: the {} mean's change in %, with\n"
+      "the 95% confidence interval of Welch's t test (n/a with one run).\n",
+      is_time ? "time" : "throughput");
 
   rep.json = {{"scenario", {{"name", sc.name}, {"path", sc.path}, {"overrides", o.sets}}},
               {"metric", metric},

@@ -12,31 +12,10 @@
 #include <vector>
 
 #include "scenario/scenario.h"
+#include "scenario/simulation.h"
 #include "topo/topology.h"
-#include "workload/world.h"
 
 namespace mmsim::report {
-
-// One scenario ready to run: loaded, validated and its machine built.
-struct PreparedRun {
-  scenario::Scenario scenario;
-  topo::Topology topology;
-};
-
-struct PrepareResult {
-  std::optional<PreparedRun> run;                // set iff diagnostics is empty
-  std::vector<scenario::Diagnostic> diagnostics;
-};
-
-// Loads `path` with `overrides` ("key.path=value") and `seed` (replaces
-// scenario.seed when set), and builds its machine. A machine that cannot be
-// built (the host's /sys unreadable) is reported as a diagnostic.
-PrepareResult prepare_run(const std::string& path, const std::vector<std::string>& overrides,
-                          std::optional<uint64_t> seed);
-
-// Runs one World over a prepared scenario. Thread-safe: worlds share nothing,
-// so several may run at once on different threads.
-workload::RunResult run_prepared(const PreparedRun& run, bool check_invariants = false);
 
 // One `--vary KEY=V1,V2,...` argument.
 struct Vary {
@@ -49,19 +28,19 @@ struct Vary {
 std::optional<Vary> parse_vary(const std::string& arg, std::string* error);
 
 struct CompareOptions {
-  std::string scenario;              // the TOML file
-  std::vector<std::string> vary;     // "KEY=V1,V2,..." each; the first varies slowest
-  std::vector<std::string> sets;     // "key.path=value", applied before the varied keys
-  uint32_t repeat = 1;               // runs per combination; REQUIRES: >= 1
-  std::optional<uint64_t> seed;      // the first run's seed; default scenario.seed
-  std::string metric;                // a named counter; empty: the first one, else elapsed_s
-  uint32_t jobs = 2;                 // worlds run at once; REQUIRES: >= 1
+  std::string scenario;           // the TOML file
+  std::vector<std::string> vary;  // "KEY=V1,V2,..." each; the first varies slowest
+  std::vector<std::string> sets;  // "key.path=value", applied before the varied keys
+  uint32_t repeat = 1;            // runs per combination; REQUIRES: >= 1
+  std::optional<uint64_t> seed;   // the first run's seed; default scenario.seed
+  std::string metric;  // a named counter or a time; empty: the first counter, else elapsed_s
+  uint32_t jobs = 2;   // worlds run at once; REQUIRES: >= 1
 };
 
 struct CompareReport {
-  int exit_code = 0;          // 0 ok, 2 bad input (nothing ran)
-  std::string out;            // the table
-  std::string err;            // diagnostics and warnings, one per line
+  int exit_code = 0;            // 0 ok, 2 bad input (nothing ran)
+  std::string out;              // the table
+  std::string err;              // diagnostics and warnings, one per line
   nlohmann::ordered_json json;  // set when exit_code is 0
 };
 

@@ -1,13 +1,15 @@
 #include "report/report.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
-#include <map>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <ostream>
-#include <unistd.h>
+
+#include "util/atomic_file.h"
 
 namespace mmsim::report {
 
@@ -65,6 +67,68 @@ ordered_json task_numa_json(const workload::TaskResult& t) {
 
 }  // namespace
 
+ordered_json switch_json(const SwitchInfo& sw, int64_t value) {
+  if (sw.kind == SwitchKind::kBool) return value != 0;
+  if (sw.kind == SwitchKind::kChoice || sw.from_word(sw.format(value))) return sw.format(value);
+  return value;
+}
+
+ordered_json kernel_json(const scenario::KernelConfig& k, size_t nodes) {
+  // [kernel] keys at the top, each other scenario table as an object.
+  ordered_json j = {{"version", k.version.str()}};
+  const numa::NumaConfig effective = [&] {
+    scenario::Scenario probe;
+    probe.kernel = k;
+    return probe.numa_config(nodes);
+  }();
+  scenario::for_each_switch(k, [&](const SwitchInfo& sw, int64_t value) {
+    ordered_json v = switch_json(sw, value);
+    // numa_balancing as the kernel reports it once booted: 0 or 1.
+    if (sw.key == "numa_balancing") v = effective.enabled ? 1 : 0;
+    if (sw.section == "kernel") {
+      j[std::string(sw.key)] = v;
+    } else {
+      j[std::string(sw.section)][std::string(sw.key)] = v;
+    }
+  });
+  return j;
+}
+
+ordered_json memcg_files_json(const memcg::MemCgroup& g, memcg::Hierarchy h) {
+  const uint64_t page = kPageSize;
+  const bool unlimited = g.limit_pages == UINT64_MAX;
+  if (h == memcg::Hierarchy::kV2) {
+    // cgroup v2: memory.current, memory.max ("max" when unlimited),
+    // memory.peak, memory.events, and memory.stat in bytes and events.
+    ordered_json stat = {{"anon", g.rss * page},
+                         {"file", g.cache * page},
+                         {"file_mapped", g.mapped_file * page},
+                         {"pgfault", g.pgfault},
+                         {"pgmajfault", g.pgmajfault}};
+    return {{"memory.current", g.usage * page},
+            {"memory.max", unlimited ? ordered_json("max") : ordered_json(g.limit_pages * page)},
+            {"memory.peak", g.max_usage * page},
+            {"memory.events", {{"max", g.failcnt}}},
+            {"memory.stat", stat},
+            {"move_lock_slowpath", g.move_lock_slowpath},
+            {"reclaimed_pages", g.reclaimed}};
+  }
+  // cgroup v1: the res_counter files and the v1 memory.stat.
+  ordered_json stat = {
+      {"cache", g.cache * page},   {"rss", g.rss * page},  {"mapped_file", g.mapped_file * page},
+      {"pgpgin", g.pgpgin},        {"pgpgout", g.pgpgout}, {"pgfault", g.pgfault},
+      {"pgmajfault", g.pgmajfault}};
+  const int64_t limit = unlimited ? -1 : static_cast<int64_t>(g.limit_pages * page);
+  return {{"memory.usage_in_bytes", g.usage * page},
+          {"memory.max_usage_in_bytes", g.max_usage * page},
+          {"memory.limit_in_bytes", limit},
+          {"memory.failcnt", g.failcnt},
+          {"memory.move_charge_at_immigrate", g.move_charge_at_immigrate},
+          {"memory.stat", stat},
+          {"move_lock_slowpath", g.move_lock_slowpath},
+          {"reclaimed_pages", g.reclaimed}};
+}
+
 ordered_json metrics_json(const RunInfo& info) {
   const Totals t = totals(info, nullptr);
   ordered_json m;
@@ -94,27 +158,14 @@ ordered_json run_json(const RunInfo& info) {
     for (const auto& b : topo.nodes()) row.push_back(topo.distance(a.id, b.id));
     dist.push_back(row);
   }
-  j["machine"] = {{"name", topo.name()},     {"nodes", topo.nr_nodes()},
-                  {"cpus", topo.nr_cpus()},  {"sockets", topo.nr_sockets()},
+  j["machine"] = {{"name", topo.name()},
+                  {"nodes", topo.nr_nodes()},
+                  {"cpus", topo.nr_cpus()},
+                  {"sockets", topo.nr_sockets()},
                   {"llc_bytes_per_socket", topo.nr_sockets() ? topo.llc_bytes(0) : 0},
-                  {"node_list", nodes},      {"distance", dist}};
-  const numa::NumaConfig nc = sc.numa_config(topo.nr_nodes());
-  j["kernel"] = {{"version", sc.kernel.version},
-                 {"fault_around_kb", sc.kernel.fault_around_kb},
-                 {"read_ahead_kb", sc.kernel.read_ahead_kb},
-                 {"pagecache_folio_kb", sc.kernel.pagecache_folio_kb},
-                 {"numa_balancing", nc.enabled ? 1 : 0},
-                 {"numa_balancing_scan_delay_ms", nc.scan_delay_ms},
-                 {"numa_balancing_scan_period_min_ms", nc.scan_period_min_ms},
-                 {"numa_balancing_scan_period_max_ms", nc.scan_period_max_ms},
-                 {"numa_balancing_scan_size_mb", nc.scan_size_mb},
-                 {"numa", {{"skip_shared_cow", nc.skip_shared_cow},
-                           {"migrate_rate_limit", nc.migrate_rate_limit},
-                           {"scan_start_is_min", nc.scan_start_is_min},
-                           {"scan_period_update", nc.period_update_v414 ? "4.14" : "3.13"},
-                           {"placement_every_fault", nc.placement_every_fault},
-                           {"waiter_pins_page", nc.waiter_pins_page},
-                           {"migrate_passes", nc.migrate_passes}}}};
+                  {"node_list", nodes},
+                  {"distance", dist}};
+  j["kernel"] = kernel_json(sc.kernel, topo.nr_nodes());
   j["metrics"] = metrics_json(info);
   ordered_json vm;
   for (const auto& [name, v] : r.vmstat) vm[name] = v;
@@ -122,7 +173,8 @@ ordered_json run_json(const RunInfo& info) {
   ordered_json tasks = ordered_json::array();
   for (const auto& t : r.tasks) {
     ordered_json counters;
-    for (size_t i = 0; i < t.counters.size(); ++i) counters[sc.workload.counters[i]] = t.counters[i];
+    for (size_t i = 0; i < t.counters.size(); ++i)
+      counters[sc.workload.counters[i]] = t.counters[i];
     tasks.push_back({{"pid", t.pid},
                      {"tgid", t.tgid},
                      {"ppid", t.ppid},
@@ -146,28 +198,13 @@ ordered_json run_json(const RunInfo& info) {
   j["tasks"] = tasks;
   if (!r.memcg.empty()) {
     const auto& mc = sc.kernel.memcg;
+    const uint32_t pc_bytes = sc.kernel.page_cgroup_bytes();
     ordered_json groups;
-    for (const auto& g : r.memcg) {
-      const uint64_t page = kPageSize;
-      ordered_json stat = {{"cache", g.cache * page},        {"rss", g.rss * page},
-                           {"mapped_file", g.mapped_file * page}, {"pgpgin", g.pgpgin},
-                           {"pgpgout", g.pgpgout},           {"pgfault", g.pgfault},
-                           {"pgmajfault", g.pgmajfault},     {"anon", g.rss * page},
-                           {"file", g.cache * page},         {"file_mapped", g.mapped_file * page}};
-      const int64_t limit = g.limit_pages == UINT64_MAX ? -1 : static_cast<int64_t>(g.limit_pages * page);
-      groups[g.path] = {{"memory.usage_in_bytes", g.usage * page},
-                        {"memory.max_usage_in_bytes", g.max_usage * page},
-                        {"memory.limit_in_bytes", limit},
-                        {"memory.failcnt", g.failcnt},
-                        {"memory.move_charge_at_immigrate", g.move_charge_at_immigrate},
-                        {"memory.stat", stat},
-                        {"move_lock_slowpath", g.move_lock_slowpath},
-                        {"reclaimed_pages", g.reclaimed}};
-    }
-    j["memcg"] = {{"stat_protocol", memcg::protocol_name(mc.protocol)},
-                  {"hierarchy", mc.v2 ? "v2" : "v1"},
-                  {"page_cgroup_bytes_per_page", mc.page_cgroup_bytes},
-                  {"page_cgroup_bytes_total", mc.page_cgroup_bytes * (topo.total_mem_bytes() / kPageSize)},
+    for (const auto& g : r.memcg) groups[g.path] = memcg_files_json(g, mc.hierarchy);
+    j["memcg"] = {{"stat_protocol", memcg::protocol_name(mc.stat_protocol)},
+                  {"hierarchy", mc.hierarchy == memcg::Hierarchy::kV2 ? "v2" : "v1"},
+                  {"page_cgroup_bytes_per_page", pc_bytes},
+                  {"page_cgroup_bytes_total", pc_bytes * (topo.total_mem_bytes() / kPageSize)},
                   {"cgroups", groups}};
   }
   if (!r.timeline.empty()) {
@@ -175,7 +212,8 @@ ordered_json run_json(const RunInfo& info) {
     for (const auto& smp : r.timeline) {
       ordered_json row = {{"t_s", smp.t_s}};
       for (size_t i = 0; i < workload::kTimelineCounters.size(); ++i)
-        row[std::string(mm::kVmNames[static_cast<size_t>(workload::kTimelineCounters[i])])] = smp.vm[i];
+        row[std::string(mm::kVmNames[static_cast<size_t>(workload::kTimelineCounters[i])])] =
+            smp.vm[i];
       row["tasks_in_d"] = smp.tasks_in_d;
       if (!r.memcg.empty()) {
         row["memcg_cache"] = smp.memcg[0];
@@ -193,7 +231,8 @@ ordered_json run_json(const RunInfo& info) {
                       {"check_failures", r.check_failures}};
   if (info.timing) {
     sim["wall_s"] = info.wall_s;
-    sim["page_events_per_s"] = info.wall_s > 0 ? static_cast<double>(r.page_events) / info.wall_s : 0.0;
+    sim["page_events_per_s"] =
+        info.wall_s > 0 ? static_cast<double>(r.page_events) / info.wall_s : 0.0;
   }
   j["sim"] = sim;
   return j;
@@ -206,18 +245,20 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
   line(fmt::format("scenario {} (seed {})", sc.name, sc.seed));
-  line(fmt::format("machine  {}: {} nodes, {} CPUs; kernel {} (fault-around {} KiB)", topo.name(),
-                   topo.nr_nodes(), topo.nr_cpus(), sc.kernel.version, sc.kernel.fault_around_kb));
+  line(fmt::format("machine  {}: {} nodes, {} CPUs", topo.name(), topo.nr_nodes(), topo.nr_cpus()));
   const numa::NumaConfig nc = sc.numa_config(topo.nr_nodes());
-  if (nc.enabled) {
-    line(fmt::format("numa     numa_balancing=1: skip_shared_cow {}, migrate_rate_limit {}, scan period "
-                     "{}-{} ms, scan size {} MB, sleepers pin pages {}",
-                     nc.skip_shared_cow ? "on" : "off", nc.migrate_rate_limit ? "on" : "off",
-                     nc.scan_period_min_ms, nc.scan_period_max_ms, nc.scan_size_mb,
-                     nc.waiter_pins_page ? "yes" : "no"));
-  } else {
-    line("numa     numa_balancing=0");
-  }
+  // Every switch, from the tables, one line per scenario table.
+  std::map<std::string, std::string> by_section;
+  scenario::for_each_switch(sc.kernel, [&](const SwitchInfo& sw, int64_t value) {
+    if (sw.section == "numa" && !nc.enabled) return;
+    if (sw.section == "memcg" && !sc.kernel.memcg.enabled() && sw.key != "stat_protocol") return;
+    const std::string v =
+        sw.key == "numa_balancing" ? std::to_string(nc.enabled ? 1 : 0) : sw.format(value);
+    by_section[std::string(sw.section)].append(fmt::format(" {}={}", sw.key, v));
+  });
+  line(fmt::format("kernel   {}:{}", sc.kernel.version.str(), by_section["kernel"]));
+  if (nc.enabled) line(fmt::format("numa    {}", by_section["numa"]));
+  line(fmt::format("memcg   {}", by_section["memcg"]));
   // Host timings are not part of the summary, so that it is the same for the
   // same scenario and seed on any host (see timing_text).
   line(fmt::format("elapsed  {:.6f} s simulated, {} events, {} page events", r.elapsed_s, r.events,
@@ -242,39 +283,43 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
   }();
   if (all_tasks || r.tasks.size() <= 16) {
     line(fmt::format("tasks ({})", r.tasks.size()));
-    line(fmt::format("  {:>6} {:>6} {:<12} {:>4} {:>4} {:>10} {:>10} {:>10} {:>9} {:>7}{}", "pid", "ppid",
-                     "comm", "cpu", "node", "user_s", "sys_s", "iowait_s", "minflt", "majflt",
-                     counters_hdr));
+    line(fmt::format("  {:>6} {:>6} {:<12} {:>4} {:>4} {:>10} {:>10} {:>10} {:>9} {:>7}{}", "pid",
+                     "ppid", "comm", "cpu", "node", "user_s", "sys_s", "iowait_s", "minflt",
+                     "majflt", counters_hdr));
     for (const auto& t : r.tasks) {
       std::string cs;
       for (uint64_t c : t.counters) cs += fmt::format(" {:>12}", c);
-      line(fmt::format("  {:>6} {:>6} {:<12} {:>4} {:>4} {:>10.4f} {:>10.4f} {:>10.4f} {:>9} {:>7}{}", t.pid,
-                       t.ppid, t.comm.substr(0, 12), t.cpu, t.node, secs(t.times.user_ns),
-                       secs(t.times.sys_ns), secs(t.times.iowait_ns), t.min_flt, t.maj_flt, cs));
+      line(fmt::format(
+          "  {:>6} {:>6} {:<12} {:>4} {:>4} {:>10.4f} {:>10.4f} {:>10.4f} {:>9} {:>7}{}", t.pid,
+          t.ppid, t.comm.substr(0, 12), t.cpu, t.node, secs(t.times.user_ns), secs(t.times.sys_ns),
+          secs(t.times.iowait_ns), t.min_flt, t.maj_flt, cs));
     }
   } else {
     line(fmt::format("tasks ({}), by program (--tasks lists each)", r.tasks.size()));
-    line(fmt::format("  {:<12} {:>6} {:>12} {:>12} {:>12} {:>10} {:>7}{}", "program", "tasks", "user_s",
-                     "sys_s", "iowait_s", "minflt", "majflt", counters_hdr));
+    line(fmt::format("  {:<12} {:>6} {:>12} {:>12} {:>12} {:>10} {:>7}{}", "program", "tasks",
+                     "user_s", "sys_s", "iowait_s", "minflt", "majflt", counters_hdr));
     std::map<std::string, int> seen;
     for (const auto& t : r.tasks) {
       if (seen[t.program]++) continue;
       const Totals pt = totals(info, &t.program);
       std::string cs;
       for (uint64_t c : pt.counters) cs += fmt::format(" {:>12}", c);
-      line(fmt::format("  {:<12} {:>6} {:>12.4f} {:>12.4f} {:>12.4f} {:>10} {:>7}{}", t.program.substr(0, 12),
-                       pt.tasks, secs(pt.user), secs(pt.sys), secs(pt.iowait), pt.minflt, pt.majflt, cs));
+      line(fmt::format("  {:<12} {:>6} {:>12.4f} {:>12.4f} {:>12.4f} {:>10} {:>7}{}",
+                       t.program.substr(0, 12), pt.tasks, secs(pt.user), secs(pt.sys),
+                       secs(pt.iowait), pt.minflt, pt.majflt, cs));
     }
   }
   if (nc.enabled && (all_tasks || r.tasks.size() <= 16)) {
     line("");
     line("numa per task (/proc/<pid>/sched)");
-    line(fmt::format("  {:>6} {:>8} {:>9} {:>10} {:>12} {:>13} {:>9} {}", "pid", "scan_seq", "preferred",
-                     "cur_node", "total_faults", "pages_migrated", "group", "period_ms"));
+    line(fmt::format("  {:>6} {:>8} {:>9} {:>10} {:>12} {:>13} {:>9} {}", "pid", "scan_seq",
+                     "preferred", "cur_node", "total_faults", "pages_migrated", "group",
+                     "period_ms"));
     for (const auto& t : r.tasks) {
-      line(fmt::format("  {:>6} {:>8} {:>9} {:>10} {:>12} {:>13} {:>9} {}", t.pid, t.numa.numa_scan_seq,
-                       t.numa.numa_preferred_nid, t.node, t.numa.total_numa_faults,
-                       t.numa.numa_pages_migrated, t.numa.numa_group_id, t.numa.numa_scan_period_ms));
+      line(fmt::format("  {:>6} {:>8} {:>9} {:>10} {:>12} {:>13} {:>9} {}", t.pid,
+                       t.numa.numa_scan_seq, t.numa.numa_preferred_nid, t.node,
+                       t.numa.total_numa_faults, t.numa.numa_pages_migrated, t.numa.numa_group_id,
+                       t.numa.numa_scan_period_ms));
     }
   }
   if (!r.timeline.empty()) {
@@ -284,7 +329,8 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
     for (auto c : workload::kTimelineCounters)
       hdr += fmt::format(" {:>12}", mm::kVmNames[static_cast<size_t>(c)].substr(0, 12));
     hdr += fmt::format(" {:>6}", "in_D");
-    if (!r.memcg.empty()) hdr += fmt::format(" {:>12} {:>12} {:>12}", "memcg_cache", "memcg_mapped", "memcg_pgpgin");
+    if (!r.memcg.empty())
+      hdr += fmt::format(" {:>12} {:>12} {:>12}", "memcg_cache", "memcg_mapped", "memcg_pgpgin");
     line(hdr);
     std::array<int64_t, workload::kTimelineCounters.size()> prev{};
     for (const auto& smp : r.timeline) {
@@ -304,18 +350,37 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
   }
   if (!r.memcg.empty()) {
     const auto& mc = sc.kernel.memcg;
+    const uint32_t pc_bytes = sc.kernel.page_cgroup_bytes();
     line("");
     line(fmt::format("memcg ({}, page_cgroup {} B per page = {} MiB on this machine)",
-                     memcg::protocol_name(mc.protocol), mc.page_cgroup_bytes,
-                     mc.page_cgroup_bytes * (topo.total_mem_bytes() / kPageSize) >> 20));
-    line(fmt::format("  {:<12} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10} {:>9}", "cgroup",
-                     "usage_kB", "limit_kB", "failcnt", "cache_kB", "rss_kB", "mapped_kB", "pgpgin", "pgpgout",
-                     "pgfault", "movelock"));
-    for (const auto& g : r.memcg) {
-      const std::string limit = g.limit_pages == UINT64_MAX ? "max" : std::to_string(g.limit_pages * 4);
-      line(fmt::format("  {:<12} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10} {:>9}", g.path,
-                       g.usage * 4, limit, g.failcnt, g.cache * 4, g.rss * 4, g.mapped_file * 4, g.pgpgin,
-                       g.pgpgout, g.pgfault, g.move_lock_slowpath));
+                     memcg::protocol_name(mc.stat_protocol), pc_bytes,
+                     pc_bytes * (topo.total_mem_bytes() / kPageSize) >> 20));
+    if (mc.hierarchy == memcg::Hierarchy::kV2) {
+      // cgroup v2 file names: memory.current, memory.max, memory.events max,
+      // memory.stat anon, file, file_mapped.
+      line(fmt::format("  {:<12} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12} {:>10} {:>9}", "cgroup",
+                       "current_kB", "max_kB", "max_evt", "file_kB", "anon_kB", "fmapped_kB",
+                       "pgfault", "movelock"));
+      for (const auto& g : r.memcg) {
+        const std::string limit =
+            g.limit_pages == UINT64_MAX ? "max" : std::to_string(g.limit_pages * 4);
+        line(fmt::format("  {:<12} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12} {:>10} {:>9}", g.path,
+                         g.usage * 4, limit, g.failcnt, g.cache * 4, g.rss * 4, g.mapped_file * 4,
+                         g.pgfault, g.move_lock_slowpath));
+      }
+    } else {
+      line(fmt::format(
+          "  {:<12} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10} {:>9}", "cgroup",
+          "usage_kB", "limit_kB", "failcnt", "cache_kB", "rss_kB", "mapped_kB", "pgpgin", "pgpgout",
+          "pgfault", "movelock"));
+      for (const auto& g : r.memcg) {
+        const std::string limit =
+            g.limit_pages == UINT64_MAX ? "max" : std::to_string(g.limit_pages * 4);
+        line(fmt::format(
+            "  {:<12} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10} {:>9}", g.path,
+            g.usage * 4, limit, g.failcnt, g.cache * 4, g.rss * 4, g.mapped_file * 4, g.pgpgin,
+            g.pgpgout, g.pgfault, g.move_lock_slowpath));
+      }
     }
   }
   if (!r.errors.empty()) {
@@ -338,25 +403,10 @@ std::string timing_text(const RunInfo& info) {
 }
 
 bool write_atomically(const std::string& path, const std::string& text, std::ostream& err) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) {
-      err << fmt::format("mmsim: error: cannot write {}\n", path);
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    err << fmt::format("mmsim: error: cannot write {}: {}\n", path, ec.message());
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  std::string why;
+  if (util::write_file_atomically(path, text, &why)) return true;
+  err << "mmsim: error: " << why << "\n";
+  return false;
 }
 
 }  // namespace mmsim::report

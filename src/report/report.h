@@ -8,7 +8,7 @@
 
 #include "scenario/scenario.h"
 #include "topo/topology.h"
-#include "workload/world.h"
+#include "workload/result.h"
 
 namespace mmsim::report {
 
@@ -16,10 +16,17 @@ struct RunInfo {
   const scenario::Scenario* scenario = nullptr;
   const topo::Topology* topology = nullptr;
   const workload::RunResult* result = nullptr;
-  double wall_s = 0;       // host time the simulation took
-  bool timing = true;      // false: leave host timings out (byte-identical output)
+  double wall_s = 0;   // host time the simulation took
+  bool timing = true;  // false: leave host timings out (byte-identical output)
 };
 
+// A switch's value in JSON: a boolean, a word, or a number.
+nlohmann::ordered_json switch_json(const SwitchInfo& sw, int64_t value);
+// The kernel's version and every switch, from the subsystems' tables:
+// [kernel] keys at the top level, the [numa] and [memcg] ones as objects.
+nlohmann::ordered_json kernel_json(const scenario::KernelConfig& k, size_t nodes);
+// A memcg's interface files under the hierarchy's names (v1 or v2).
+nlohmann::ordered_json memcg_files_json(const memcg::MemCgroup& g, memcg::Hierarchy h);
 // Named counters summed over tasks, elapsed_s, user_s, sys_s, iowait_s.
 nlohmann::ordered_json metrics_json(const RunInfo& info);
 nlohmann::ordered_json run_json(const RunInfo& info);

@@ -3,6 +3,7 @@
 #include "scenario/scenario.h"
 
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +12,8 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
+
+#include "util/units.h"
 
 namespace mmsim::scenario {
 
@@ -69,13 +71,20 @@ struct Ctx {
 
 const char* type_name(const toml::node& n) {
   switch (n.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    default: return "a date or time";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    default:
+      return "a date or time";
   }
 }
 
@@ -152,31 +161,87 @@ class TableReader {
     }
     return v;
   }
-  // An integer of bytes or a string with a unit ("4MiB", "1GB").
+  // An integer of bytes or a string with a unit ("4MiB", "1GB"; util/units.h).
   std::optional<uint64_t> size(const std::string& key) {
     const toml::node* n = get(key);
     if (!n) return std::nullopt;
-    uint64_t bytes = 0;
     if (n->is_integer() && n->as_integer()->get() >= 0) {
       return static_cast<uint64_t>(n->as_integer()->get());
     }
-    if (n->is_string() && parse_size(n->as_string()->get(), bytes)) return bytes;
-    error(n, key,
-          n->is_string() ? fmt::format("\"{}\" is not a size (e.g. 4096, \"4MiB\", \"1GB\")",
-                                       n->as_string()->get())
-                         : fmt::format("expected a size, got {}", type_name(*n)));
+    std::string why;
+    if (n->is_string()) {
+      if (auto bytes = util::parse_size(n->as_string()->get(), &why)) return bytes;
+      error(n, key, why + " (a size is bytes, or a string like \"4KiB\", \"4MiB\", \"1GB\")");
+    } else if (n->is_integer()) {
+      error(n, key, fmt::format("{} is negative; a size is at least 0", n->as_integer()->get()));
+    } else {
+      error(n, key, fmt::format("expected a size, got {}", type_name(*n)));
+    }
     return std::nullopt;
   }
   // A string with a unit ("10s", "5ms") or a number of seconds.
   std::optional<int64_t> duration(const std::string& key) {
     const toml::node* n = get(key);
     if (!n) return std::nullopt;
-    int64_t ns = 0;
-    if (n->is_integer() && n->as_integer()->get() >= 0) return n->as_integer()->get() * 1000000000;
-    if (n->is_floating_point() && n->as_floating_point()->get() >= 0)
-      return static_cast<int64_t>(std::llround(n->as_floating_point()->get() * 1e9));
-    if (n->is_string() && parse_duration(n->as_string()->get(), ns)) return ns;
-    error(n, key, "expected a duration (seconds, or a string like \"10s\", \"5ms\", \"100us\")");
+    std::string why;
+    std::optional<int64_t> ns;
+    if (n->is_integer()) {
+      ns = util::seconds_to_ns(static_cast<double>(n->as_integer()->get()), &why);
+    } else if (n->is_floating_point()) {
+      ns = util::seconds_to_ns(n->as_floating_point()->get(), &why);
+    } else if (n->is_string()) {
+      ns = util::parse_duration(n->as_string()->get(), &why);
+    } else {
+      why = fmt::format("expected a duration, got {}", type_name(*n));
+    }
+    if (ns) return ns;
+    error(n, key, why + " (a duration is seconds, or a string like \"10s\", \"5ms\", \"100us\")");
+    return std::nullopt;
+  }
+  // A switch's value: a boolean, one of its words, or an integer it allows.
+  std::optional<int64_t> switch_value(const SwitchInfo& sw) {
+    const std::string key(sw.key);
+    if (sw.kind == SwitchKind::kBool) {
+      if (auto b = boolean(key)) return *b ? 1 : 0;
+      return std::nullopt;
+    }
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    std::vector<std::string> words;
+    for (const auto& w : sw.words) words.emplace_back(w.word);
+    const std::string known = fmt::format("{}", fmt::join(words, ", "));
+    if (sw.kind == SwitchKind::kInt && n->is_integer()) {
+      const int64_t v = n->as_integer()->get();
+      if (const std::string why = sw.check(v); !why.empty()) {
+        error(n, key, why);
+        return std::nullopt;
+      }
+      return v;
+    }
+    if (sw.kind == SwitchKind::kInt && !n->is_string()) {
+      error(n, key,
+            fmt::format("expected an integer{}, got {}", words.empty() ? "" : " or one of " + known,
+                        type_name(*n)));
+      return std::nullopt;
+    }
+    // A word; --set kernel.x=3.13 means the string "3.13", not a float.
+    std::optional<std::string> word;
+    if (n->is_string()) {
+      word = n->as_string()->get();
+    } else if (auto text = ctx_.override_text(path(key))) {
+      word = *text;
+    } else {
+      error(n, key, fmt::format("expected one of {}, got {}", known, type_name(*n)));
+      return std::nullopt;
+    }
+    if (auto v = sw.from_word(*word)) return v;
+    if (sw.kind == SwitchKind::kInt) {
+      error(n, key,
+            fmt::format("expected an integer{}, got \"{}\"",
+                        words.empty() ? "" : " or one of " + known, *word));
+    } else {
+      error(n, key, fmt::format("unknown value \"{}\" (known: {})", *word, known));
+    }
     return std::nullopt;
   }
   // One of the given words.
@@ -184,7 +249,8 @@ class TableReader {
     auto s = string(key);
     if (!s) return std::nullopt;
     if (std::find(words.begin(), words.end(), *s) == words.end()) {
-      error(t_.get(key), key, fmt::format("unknown value \"{}\" (known: {})", *s, fmt::join(words, ", ")));
+      error(t_.get(key), key,
+            fmt::format("unknown value \"{}\" (known: {})", *s, fmt::join(words, ", ")));
       return std::nullopt;
     }
     return s;
@@ -244,9 +310,9 @@ struct Names {
   }
 };
 
-const std::vector<std::string> kOpNames = {"map",   "unmap",   "fork",    "threads", "wait",
-                                           "loop",  "sweep",   "touch",   "madvise", "mlock",
-                                           "sleep", "count",   "cgroup"};
+const std::vector<std::string> kOpNames = {"map",   "unmap", "fork",  "threads", "wait",
+                                           "loop",  "sweep", "touch", "madvise", "mlock",
+                                           "sleep", "count", "cgroup"};
 
 // A cgroup path as the id World uses (0 is the root "/").
 std::optional<uint32_t> cgroup_id(const Scenario& sc, const std::string& path) {
@@ -293,12 +359,14 @@ std::vector<Op> read_body(const toml::node* n, TableReader& r, uint32_t program,
   if (a->empty()) r.error(n, "body", "a loop needs at least one op");
   for (size_t i = 0; i < a->size(); ++i) {
     const toml::node& e = *a->get(i);
-    const std::string p = fmt::format("{}.body[{}]", r.path("").substr(0, r.path("").size() - 1), i);
+    const std::string p =
+        fmt::format("{}.body[{}]", r.path("").substr(0, r.path("").size() - 1), i);
     if (!e.is_table()) {
       ctx.error(e.source(), p, fmt::format("expected an op table, got {}", type_name(e)));
       continue;
     }
-    if (auto op = read_op(*e.as_table(), p, program, names, sc, ctx, depth + 1)) body.push_back(std::move(*op));
+    if (auto op = read_op(*e.as_table(), p, program, names, sc, ctx, depth + 1))
+      body.push_back(std::move(*op));
   }
   return body;
 }
@@ -323,7 +391,8 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
     if (defines) {
       names.mapped_regions.insert(op.region);
     } else {
-      names.region_refs.push_back({op.region, {*name, t.get("region")->source(), r.path("region"), program}});
+      names.region_refs.push_back(
+          {op.region, {*name, t.get("region")->source(), r.path("region"), program}});
     }
     return true;
   };
@@ -364,11 +433,12 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
       op.writable = true;
     }
     if (auto fl = r.choice("flags", {"private", "shared"})) op.shared = (*fl == "shared");
-    const size_t nodes = sc.host_machine ? 1024 : size_t{sc.machine.sockets} * sc.machine.nodes_per_socket;
+    const size_t nodes =
+        sc.host_machine ? 1024 : size_t{sc.machine.sockets} * sc.machine.nodes_per_socket;
     if (auto pol = r.choice("policy", {"default", "bind", "preferred", "interleave"})) {
       using Mode = mm::MemPolicy::Mode;
-      op.policy.mode = *pol == "bind" ? Mode::kBind
-                       : *pol == "preferred" ? Mode::kPreferred
+      op.policy.mode = *pol == "bind"         ? Mode::kBind
+                       : *pol == "preferred"  ? Mode::kPreferred
                        : *pol == "interleave" ? Mode::kInterleave
                                               : Mode::kDefault;
     }
@@ -420,7 +490,8 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
     if (dur) op.duration = Tick(*dur);
     if (t.get("count") && t.get("duration"))
       r.error(t.get("duration"), "duration", "give count or duration, not both");
-    if (!t.get("count") && !t.get("duration")) r.error(nullptr, "count", "a loop needs count or duration");
+    if (!t.get("count") && !t.get("duration"))
+      r.error(nullptr, "count", "a loop needs count or duration");
     if (depth > 16) r.error(nullptr, "body", "loops nest too deeply (16 levels at most)");
     op.body = read_body(r.get("body"), r, program, names, sc, ctx, depth);
     if (!t.get("body")) r.missing("body");
@@ -482,17 +553,31 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
 
 void read_machine(TableReader& r, Scenario& sc) {
   auto preset = r.string("preset");
-  if (!preset) {
-    if (!r.raw().get("preset")) r.missing("preset");
-    preset = "2s-16c";
-  }
-  if (*preset == "host") {
+  if (!preset && !r.raw().get("preset")) {
+    // No preset: the machine is its shape. Counts default to 1; memory and
+    // cache sizes have no sensible default.
+    sc.machine = topo::MachineSpec{};
+    sc.machine.name = "custom";
+    for (const char* key : {"mem_per_node", "llc_per_socket"}) {
+      if (!r.raw().get(key)) {
+        r.error(nullptr, key,
+                "missing required key (a machine without a preset is given by its "
+                "shape: sockets, cores_per_socket, threads_per_core, "
+                "nodes_per_socket, mem_per_node, llc_per_socket, distance)");
+      }
+    }
+    if (!r.raw().get("mem_per_node")) sc.machine.mem_per_node = kPageSize;
+    if (!r.raw().get("llc_per_socket")) sc.machine.llc_per_socket = 1;
+  } else if (!preset) {
+    sc.machine = *topo::preset("2s-16c");  // so that only the keys given are checked below
+  } else if (*preset == "host") {
     sc.host_machine = true;
   } else if (auto spec = topo::preset(*preset)) {
     sc.machine = *spec;
   } else {
     r.error(r.raw().get("preset"), "preset",
-            fmt::format("unknown machine \"{}\" (known: {})", *preset, fmt::join(topo::preset_names(), ", ")));
+            fmt::format("unknown machine \"{}\" (known: {})", *preset,
+                        fmt::join(topo::preset_names(), ", ")));
     sc.machine = *topo::preset("2s-16c");  // so that only the keys given are checked below
   }
   topo::MachineSpec& m = sc.machine;
@@ -559,75 +644,61 @@ void read_machine(TableReader& r, Scenario& sc) {
   r.finish();
 }
 
+// The switches of one scenario table, from the subsystems' tables.
+template <class C>
+void read_switches(TableReader& r, std::string_view section, std::span<const Switch<C>> table,
+                   C& config) {
+  for (const auto& sw : table) {
+    if (sw.info.section != section) continue;
+    if (auto v = r.switch_value(sw.info)) sw.set(config, *v);
+  }
+}
+
+// [kernel]: the version first (it presets every switch), then its keys.
 void read_kernel(TableReader& r, Scenario& sc) {
   if (auto v = r.string("version")) {
-    if (!apply_kernel_version(*v, sc.kernel)) {
+    if (auto kv = KernelVersion::parse(*v)) {
+      sc.kernel.apply_version(*kv);
+    } else {
       r.error(r.raw().get("version"), "version",
-              fmt::format("\"{}\" is not a kernel version from 2.6 to 6.19 (\"X.Y\")", *v));
+              fmt::format("\"{}\" is not a kernel version from {} to {} (\"X.Y\")", *v,
+                          kOldestKernel.str(), kNewestKernel.str()));
     }
   }
-  if (auto v = r.integer("fault_around_kb", 0, 2048)) {
-    if (*v % 4) r.error(r.raw().get("fault_around_kb"), "fault_around_kb", "must be a multiple of 4");
-    sc.kernel.fault_around_kb = static_cast<uint32_t>(*v);
-  }
-  if (auto v = r.integer("pagecache_folio_kb", 0, 2048)) {
-    if (*v && (*v % 4 || ((*v / 4) & (*v / 4 - 1))))
-      r.error(r.raw().get("pagecache_folio_kb"), "pagecache_folio_kb",
-              "must be 0 or a power of two times 4 (a folio of 2^order pages)");
-    sc.kernel.pagecache_folio_kb = static_cast<uint32_t>(*v);
-  }
-  if (auto v = r.integer("read_ahead_kb", 4, 65536)) {
-    if (*v % 4) r.error(r.raw().get("read_ahead_kb"), "read_ahead_kb", "must be a multiple of 4");
-    sc.kernel.read_ahead_kb = static_cast<uint32_t>(*v);
-  }
-  // The sysctls of automatic NUMA balancing, by their names.
-  numa::NumaConfig& n = sc.kernel.numa;
-  if (auto v = r.integer("numa_balancing", 0, 1)) {
-    sc.kernel.numa_balancing = static_cast<int>(*v);
-    if (*v && !sc.kernel.has_numa_balancing)
-      r.error(r.raw().get("numa_balancing"), "numa_balancing",
-              fmt::format("automatic NUMA balancing arrived in 3.8; kernel {} has none", sc.kernel.version));
-  }
-  auto ms = [&](const char* key, uint32_t& field) {
-    if (auto v = r.integer(key, 1, 3600000)) field = static_cast<uint32_t>(*v);
-  };
-  ms("numa_balancing_scan_delay_ms", n.scan_delay_ms);
-  ms("numa_balancing_scan_period_min_ms", n.scan_period_min_ms);
-  ms("numa_balancing_scan_period_max_ms", n.scan_period_max_ms);
-  if (auto v = r.integer("numa_balancing_scan_size_mb", 1, 1 << 20)) n.scan_size_mb = static_cast<uint32_t>(*v);
-  if (n.scan_period_min_ms > n.scan_period_max_ms)
-    r.error(r.raw().get("numa_balancing_scan_period_min_ms"), "numa_balancing_scan_period_min_ms",
-            "must not exceed numa_balancing_scan_period_max_ms");
+  read_switches(r, "kernel", mm::mm_switches(), sc.kernel.mm);
+  read_switches(r, "kernel", numa::numa_switches(), sc.kernel.numa);
   r.finish();
+}
+
+// Checks across switches, once every key is read.
+void check_kernel(const toml::table& root, Scenario& sc, Ctx& ctx) {
+  const numa::NumaConfig& n = sc.kernel.numa;
+  const toml::node* kernel = root.get("kernel");
+  auto where = [&](const char* key) -> const toml::source_region& {
+    const toml::node* at = kernel && kernel->is_table() ? kernel->as_table()->get(key) : nullptr;
+    return at ? at->source() : (kernel ? kernel->source() : root.source());
+  };
+  if (n.numa_balancing == 1 && !numa::has_numa_balancing(sc.kernel.version)) {
+    ctx.error(where("numa_balancing"), "kernel.numa_balancing",
+              fmt::format("automatic NUMA balancing arrived in 3.8; kernel {} has none",
+                          sc.kernel.version.str()));
+  }
+  if (n.numa_balancing_scan_period_min_ms > n.numa_balancing_scan_period_max_ms) {
+    ctx.error(where("numa_balancing_scan_period_min_ms"),
+              "kernel.numa_balancing_scan_period_min_ms",
+              "must not exceed numa_balancing_scan_period_max_ms");
+  }
 }
 
 // [memcg]: the page-stat protocol and the hierarchy's names.
 void read_memcg(TableReader& r, Scenario& sc) {
-  memcg::MemcgConfig& m = sc.kernel.memcg;
-  if (auto v = r.choice("stat_protocol", {"none", "pcg-flags", "begin-end", "begin-end-no-global"})) {
-    m.protocol = *memcg::parse_protocol(*v);
-    m.page_cgroup_bytes = memcg::page_cgroup_bytes(m.protocol, sc.kernel.major, sc.kernel.minor);
-  }
-  if (auto v = r.choice("hierarchy", {"v1", "v2"})) m.v2 = (*v == "v2");
-  if (auto v = r.integer("charge_batch", 1, 1024)) m.charge_batch = static_cast<uint32_t>(*v);
+  read_switches(r, "memcg", memcg::memcg_switches(), sc.kernel.memcg);
   r.finish();
 }
 
 // [numa]: the version rules of NUMA balancing, each a switch.
 void read_numa(TableReader& r, Scenario& sc) {
-  numa::NumaConfig& n = sc.kernel.numa;
-  auto sw = [&](const char* key, bool& field) {
-    if (auto v = r.boolean(key)) field = *v;
-  };
-  sw("skip_shared_cow", n.skip_shared_cow);
-  sw("migrate_rate_limit", n.migrate_rate_limit);
-  sw("scan_start_is_min", n.scan_start_is_min);
-  sw("placement_every_fault", n.placement_every_fault);
-  sw("waiter_pins_page", n.waiter_pins_page);
-  if (auto v = r.choice("scan_period_update", {"3.13", "4.14"})) n.period_update_v414 = (*v == "4.14");
-  if (auto v = r.integer("migrate_passes", 1, 100)) n.migrate_passes = static_cast<uint32_t>(*v);
-  if (auto v = r.integer("ratelimit_pages", 1, INT64_MAX)) n.ratelimit_pages = static_cast<uint64_t>(*v);
-  if (auto v = r.integer("tick_hz", 100, 1000)) n.tick_ns = static_cast<uint32_t>(1000000000 / *v);
+  read_switches(r, "numa", numa::numa_switches(), sc.kernel.numa);
   r.finish();
 }
 
@@ -648,7 +719,8 @@ void read_costs(TableReader& r, Scenario& sc, Ctx& ctx) {
     }
     std::ifstream in(path);
     if (!in) {
-      r.error(r.raw().get("profile"), "profile", fmt::format("cannot read cost profile \"{}\"", path));
+      r.error(r.raw().get("profile"), "profile",
+              fmt::format("cannot read cost profile \"{}\"", path));
     } else {
       std::stringstream ss;
       ss << in.rdbuf();
@@ -674,7 +746,8 @@ void read_costs(TableReader& r, Scenario& sc, Ctx& ctx) {
 
 // Applies one --set: "a.b.c=value".
 void apply_override(toml::table& root, const std::string& arg, Ctx& ctx) {
-  const toml::source_region where{{1, 1}, {1, 1}, std::make_shared<const std::string>("--set " + arg)};
+  const toml::source_region where{
+      {1, 1}, {1, 1}, std::make_shared<const std::string>("--set " + arg)};
   const auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0) {
     ctx.error(where, arg, "expected key=value");
@@ -693,8 +766,9 @@ void apply_override(toml::table& root, const std::string& arg, Ctx& ctx) {
     if (toml::array* arr = cur->as_array()) {
       const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
       if (!numeric || std::stoul(part) >= arr->size()) {
-        ctx.error(where, key, fmt::format("\"{}\" is not an index of that array (0 to {})", part,
-                                          arr->size() ? arr->size() - 1 : 0));
+        ctx.error(where, key,
+                  fmt::format("\"{}\" is not an index of that array (0 to {})", part,
+                              arr->size() ? arr->size() - 1 : 0));
         return;
       }
       next = arr->get(std::stoul(part));
@@ -740,8 +814,9 @@ void check_programs(Names& names, Scenario& sc, Ctx& ctx) {
     if (!names.programs.count(ref.name)) {
       std::vector<std::string> known;
       for (const auto& [n, id] : names.programs) known.push_back(n);
-      ctx.error(ref.where, ref.key,
-                fmt::format("no program is named \"{}\" (known: {})", ref.name, fmt::join(known, ", ")));
+      ctx.error(
+          ref.where, ref.key,
+          fmt::format("no program is named \"{}\" (known: {})", ref.name, fmt::join(known, ", ")));
     }
   }
   for (const auto& [region, ref] : names.region_refs) {
@@ -765,7 +840,8 @@ void check_programs(Names& names, Scenario& sc, Ctx& ctx) {
     if (cyclic(id)) {
       for (const auto& ref : names.program_refs) {
         if (ref.program == id) {
-          ctx.error(ref.where, ref.key, fmt::format("program \"{}\" starts itself (fork cycle)", name));
+          ctx.error(ref.where, ref.key,
+                    fmt::format("program \"{}\" starts itself (fork cycle)", name));
           break;
         }
       }
@@ -782,7 +858,6 @@ LoadResult parse_table(toml::table root, const std::string& file,
   sc.path = file;
   sc.overrides = overrides;
   sc.costs = cost::default_costs();
-  apply_kernel_version(sc.kernel.version, sc.kernel);
   TableReader top(root, "", ctx);
 
   if (const toml::table* t = top.table("scenario")) {
@@ -795,7 +870,8 @@ LoadResult parse_table(toml::table root, const std::string& file,
       sc.time_limit = Tick(*d);
     }
     if (auto d = r.duration("sample_interval")) {
-      if (*d < 1000000) r.error(t->get("sample_interval"), "sample_interval", "must be at least 1ms");
+      if (*d < 1000000)
+        r.error(t->get("sample_interval"), "sample_interval", "must be at least 1ms");
       sc.sample_interval = Tick(*d);
     }
     r.finish();
@@ -825,6 +901,7 @@ LoadResult parse_table(toml::table root, const std::string& file,
     TableReader r(*t, "memcg", ctx);
     read_memcg(r, sc);
   }
+  check_kernel(root, sc, ctx);
   if (const toml::node* n = top.get("cgroups")) {
     const toml::array* a = n->as_array();
     if (!a || !a->is_array_of_tables()) {
@@ -838,8 +915,11 @@ LoadResult parse_table(toml::table root, const std::string& file,
           const bool ok = p->size() > 1 && (*p)[0] == '/' && p->back() != '/';
           const bool dup = std::any_of(sc.cgroups.begin(), sc.cgroups.end(),
                                        [&](const auto& x) { return x.path == *p; });
-          if (!ok) r.error(ct.get("path"), "path", fmt::format("\"{}\" is not a cgroup path like \"/bench\"", *p));
-          if (dup) r.error(ct.get("path"), "path", fmt::format("a cgroup \"{}\" exists already", *p));
+          if (!ok)
+            r.error(ct.get("path"), "path",
+                    fmt::format("\"{}\" is not a cgroup path like \"/bench\"", *p));
+          if (dup)
+            r.error(ct.get("path"), "path", fmt::format("a cgroup \"{}\" exists already", *p));
           c.path = *p;
         } else if (!ct.get("path")) {
           r.missing("path");
@@ -848,7 +928,14 @@ LoadResult parse_table(toml::table root, const std::string& file,
           if (*l < kPageSize) r.error(ct.get("limit"), "limit", "must be at least one page");
           c.limit_bytes = *l;
         }
-        if (auto mv = r.integer("move_charge_at_immigrate", 0, 3)) c.move_charge_at_immigrate = static_cast<uint32_t>(*mv);
+        if (auto mv = r.integer("move_charge_at_immigrate", 0, 3)) {
+          c.move_charge_at_immigrate = static_cast<uint32_t>(*mv);
+          if (*mv && sc.kernel.memcg.hierarchy == memcg::Hierarchy::kV2) {
+            r.error(ct.get("move_charge_at_immigrate"), "move_charge_at_immigrate",
+                    "cgroup v2 has no memory.move_charge_at_immigrate: its charges never move "
+                    "(use memcg.hierarchy = \"v1\")");
+          }
+        }
         r.finish();
         sc.cgroups.push_back(c);
         sc.workload.cgroup_paths.push_back(c.path);
@@ -872,7 +959,8 @@ LoadResult parse_table(toml::table root, const std::string& file,
         if (auto name = r.string("name")) {
           f.name = *name;
           if (!names.files.emplace(f.name, static_cast<uint32_t>(sc.workload.files.size())).second)
-            r.error(a->get(i)->as_table()->get("name"), "name", fmt::format("a file \"{}\" exists already", f.name));
+            r.error(a->get(i)->as_table()->get("name"), "name",
+                    fmt::format("a file \"{}\" exists already", f.name));
         } else if (!a->get(i)->as_table()->get("name")) {
           r.missing("name");
         }
@@ -884,15 +972,18 @@ LoadResult parse_table(toml::table root, const std::string& file,
         }
         f.cached = r.boolean("cached").value_or(false);
         if (f.cached && !sc.host_machine) {
-          const uint64_t machine_pages =
-              uint64_t{sc.machine.sockets} * sc.machine.nodes_per_socket * (sc.machine.mem_per_node / kPageSize);
+          const uint64_t machine_pages = uint64_t{sc.machine.sockets} *
+                                         sc.machine.nodes_per_socket *
+                                         (sc.machine.mem_per_node / kPageSize);
           if (f.pages > machine_pages)
             r.error(a->get(i)->as_table()->get("cached"), "cached",
-                    fmt::format("a cached file of {} pages does not fit the machine's {} pages", f.pages,
-                                machine_pages));
+                    fmt::format("a cached file of {} pages does not fit the machine's {} pages",
+                                f.pages, machine_pages));
         }
-        const int64_t max_node = sc.host_machine ? 1023 : int64_t{sc.machine.sockets} * sc.machine.nodes_per_socket - 1;
-        f.cached_node = static_cast<uint16_t>(r.integer("node", 0, std::max<int64_t>(0, max_node)).value_or(0));
+        const int64_t max_node =
+            sc.host_machine ? 1023 : int64_t{sc.machine.sockets} * sc.machine.nodes_per_socket - 1;
+        f.cached_node =
+            static_cast<uint16_t>(r.integer("node", 0, std::max<int64_t>(0, max_node)).value_or(0));
         r.finish();
         sc.workload.files.push_back(f);
       }
@@ -940,7 +1031,8 @@ LoadResult parse_table(toml::table root, const std::string& file,
       if (auto id = cgroup_id(sc, *c)) {
         sc.workload.init_cgroup = *id;
       } else {
-        r.error(t->get("cgroup"), "cgroup", fmt::format("no [[cgroups]] entry has path \"{}\"", *c));
+        r.error(t->get("cgroup"), "cgroup",
+                fmt::format("no [[cgroups]] entry has path \"{}\"", *c));
       }
     }
     r.finish();
@@ -992,49 +1084,20 @@ LoadResult load_scenario(const std::string& path, const std::vector<std::string>
   return parse_scenario(ss.str(), path, overrides, seed);
 }
 
-mm::MmConfig Scenario::mm_config() const {
-  mm::MmConfig c;
-  c.fault_around_pages = std::max(kernel.fault_around_kb, kernel.pagecache_folio_kb) / 4;
-  c.read_ahead_pages = kernel.read_ahead_kb / 4;
-  return c;
-}
+KernelConfig::KernelConfig() { apply_version(version); }
 
-bool apply_kernel_version(const std::string& version, KernelConfig& k) {
-  int major = 0, minor = 0;
-  char dot = 0;
-  std::istringstream in(version);
-  if (!(in >> major >> dot >> minor) || dot != '.' || !in.eof()) return false;
-  if (major < 2 || major > 6 || minor < 0 || minor > 99 || (major == 2 && minor != 6)) return false;
-  if (major == 6 && minor > 19) return false;
-  k.version = version;
-  const auto at_least = [&](int ma, int mi) { return major > ma || (major == ma && minor >= mi); };
-  const auto at_most = [&](int ma, int mi) { return major < ma || (major == ma && minor <= mi); };
-  // Fault-around (do_fault_around, fault_around_bytes = 64 KiB) arrived in 3.15.
-  k.fault_around_kb = at_least(3, 15) ? 64 : 0;
-  // Large page-cache folios on ext4 (6.16): a read fault maps the whole folio.
-  // Readahead sizes them; read_ahead_kb is the smallest that it makes.
-  k.pagecache_folio_kb = at_least(6, 16) ? k.read_ahead_kb : 0;
-  // Automatic NUMA balancing and its rules (spec part A).
-  k.has_numa_balancing = at_least(3, 8);
-  k.numa.skip_shared_cow = at_least(4, 16);               // 859d4adc3415
-  k.numa.migrate_rate_limit = at_least(3, 8) && at_most(4, 18);  // removed by efaffc5e40ae
-  k.numa.scan_start_is_min = at_least(4, 14);
-  k.numa.period_update_v414 = at_least(4, 14);
-  k.numa.placement_every_fault = at_most(4, 18);
-  k.numa.waiter_pins_page = at_most(4, 20);               // put_and_wait_on_page_locked in 5.0
-  // memcg: PCG_FILE_MAPPED bits up to 3.3, the begin/end bracket from 3.4
-  // ("page cgroup diet"); page_cgroup is 16 B per page from 3.3 to 3.18.
-  k.major = major;
-  k.minor = minor;
-  k.memcg.protocol = at_least(3, 4) ? memcg::StatProtocol::kBeginEnd : memcg::StatProtocol::kPcgFlags;
-  k.memcg.page_cgroup_bytes = memcg::page_cgroup_bytes(k.memcg.protocol, major, minor);
-  return true;
+void KernelConfig::apply_version(KernelVersion v) {
+  version = v;
+  apply_presets(mm::mm_switches(), v, mm);
+  apply_presets(numa::numa_switches(), v, numa);
+  apply_presets(memcg::memcg_switches(), v, memcg);
 }
 
 workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo) {
   workload::WorldConfig wc;
   wc.seed = s.seed;
   wc.time_limit = s.time_limit;
+  wc.mm = s.kernel.mm;
   wc.numa = s.numa_config(topo.nr_nodes());
   wc.sample_interval = s.sample_interval;
   wc.memcg = s.kernel.memcg;
@@ -1044,52 +1107,14 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
 
 numa::NumaConfig Scenario::numa_config(size_t nodes) const {
   numa::NumaConfig c = kernel.numa;
-  c.enabled = kernel.has_numa_balancing &&
-              (kernel.numa_balancing == 1 || (kernel.numa_balancing == -1 && nodes > 1));
+  c.enabled = numa::has_numa_balancing(kernel.version) &&
+              (c.numa_balancing == 1 || (c.numa_balancing == -1 && nodes > 1));
   return c;
 }
 
 std::optional<topo::Topology> build_topology(const Scenario& s, std::string* error) {
   if (s.host_machine) return topo::load_host("/sys", error);
   return topo::Topology(s.machine);
-}
-
-bool parse_size(const std::string& text, uint64_t& bytes) {
-  size_t i = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-  if (i == 0 || i > 18) return false;
-  const uint64_t n = std::stoull(text.substr(0, i));
-  std::string unit = text.substr(i);
-  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
-  static const std::map<std::string, uint64_t> kUnits = {
-      {"", 1},           {"B", 1},
-      {"K", 1ull << 10}, {"KiB", 1ull << 10}, {"KB", 1000},
-      {"M", 1ull << 20}, {"MiB", 1ull << 20}, {"MB", 1000000},
-      {"G", 1ull << 30}, {"GiB", 1ull << 30}, {"GB", 1000000000},
-      {"T", 1ull << 40}, {"TiB", 1ull << 40}, {"TB", 1000000000000}};
-  auto it = kUnits.find(unit);
-  if (it == kUnits.end()) return false;
-  if (n > UINT64_MAX / it->second) return false;
-  bytes = n * it->second;
-  return true;
-}
-
-bool parse_duration(const std::string& text, int64_t& ns) {
-  size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  if (i == 0) return false;
-  double v;
-  try {
-    v = std::stod(text.substr(0, i));
-  } catch (...) {
-    return false;
-  }
-  static const std::map<std::string, double> kUnits = {
-      {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"min", 60e9}};
-  auto it = kUnits.find(text.substr(i));
-  if (it == kUnits.end() || v < 0 || v * it->second > 9e18) return false;
-  ns = static_cast<int64_t>(std::llround(v * it->second));
-  return true;
 }
 
 }  // namespace mmsim::scenario

@@ -10,8 +10,11 @@
 #include <vector>
 
 #include "cost/cost_profile.h"
-#include "mm/memory_manager.h"
-#include "numa/balancer.h"
+#include "memcg/config.h"
+#include "memcg/memcg.h"
+#include "mm/config.h"
+#include "numa/config.h"
+#include "sim/switches.h"
 #include "topo/topology.h"
 #include "workload/program.h"
 #include "workload/world.h"
@@ -27,20 +30,30 @@ struct Diagnostic {
   std::string str() const;
 };
 
-// Kernel behaviour switches, preset from kernel.version.
+// The kernel a scenario models: its version, and every switch of every
+// subsystem, preset from the version and then set by the scenario's keys
+// (the file's, then --set's: an explicit key always wins over a preset).
 struct KernelConfig {
-  std::string version = "6.6";
-  uint32_t fault_around_kb = 64;  // 0 before 3.15
-  uint32_t read_ahead_kb = 128;
-  // Page-cache folio size mapped whole by a read fault (large folios); 0:
-  // order-0 folios. The fault maps max(fault_around, folio) pages.
-  uint32_t pagecache_folio_kb = 0;
-  bool has_numa_balancing = true;  // 3.8+
-  int numa_balancing = -1;         // kernel.numa_balancing; -1: on if the machine has > 1 node
-  numa::NumaConfig numa;           // knobs and version rules ([numa], [kernel] sysctls)
-  int major = 6, minor = 6;
-  memcg::MemcgConfig memcg;        // [memcg]; the protocol is preset by the version
+  KernelVersion version{6, 6};
+  mm::MmConfig mm;           // [kernel] fault_around_kb, read_ahead_kb, ...
+  numa::NumaConfig numa;     // [kernel] numa_balancing sysctls, [numa] rules
+  memcg::MemcgConfig memcg;  // [memcg]
+  KernelConfig();
+  // Every switch to its preset for `v`.
+  void apply_version(KernelVersion v);
+  uint32_t page_cgroup_bytes() const {
+    return memcg::page_cgroup_bytes(memcg.stat_protocol, version);
+  }
 };
+
+// Calls f(const SwitchInfo&, int64_t value) for every switch of every
+// subsystem, in table order (mm, numa, memcg).
+template <class F>
+void for_each_switch(const KernelConfig& k, F&& f) {
+  for (const auto& s : mm::mm_switches()) f(s.info, s.get(k.mm));
+  for (const auto& s : numa::numa_switches()) f(s.info, s.get(k.numa));
+  for (const auto& s : memcg::memcg_switches()) f(s.info, s.get(k.memcg));
+}
 
 struct Scenario {
   std::string path;
@@ -48,17 +61,17 @@ struct Scenario {
   std::string description;
   uint64_t seed = 1;
   Tick time_limit = seconds(3600);
-  Tick sample_interval;  // scenario.sample_interval: a timeline of counters
+  Tick sample_interval;       // scenario.sample_interval: a timeline of counters
   bool host_machine = false;  // machine.preset = "host": read from /sys at build time
   topo::MachineSpec machine;
   KernelConfig kernel;
   cost::CostProfile costs;
   workload::Workload workload;
   std::vector<memcg::CgroupSpec> cgroups;  // [[cgroups]]
-  std::vector<std::string> overrides;  // the --set arguments, as given
+  std::vector<std::string> overrides;      // the --set arguments, as given
 
-  mm::MmConfig mm_config() const;
-  // The NUMA balancing configuration for a machine of `nodes` nodes.
+  // The NUMA balancing configuration for a machine of `nodes` nodes, with
+  // `enabled` resolved (kernel.numa_balancing "auto": more than one node).
   numa::NumaConfig numa_config(size_t nodes) const;
 };
 
@@ -77,18 +90,10 @@ LoadResult parse_scenario(const std::string& text, const std::string& name,
                           const std::vector<std::string>& overrides,
                           std::optional<uint64_t> seed = std::nullopt);
 
-// Sets the switches of a kernel version ("X.Y"). False if it is not a version.
-bool apply_kernel_version(const std::string& version, KernelConfig& k);
-
 // Builds the machine: a preset/spec or the host.
 std::optional<topo::Topology> build_topology(const Scenario& s, std::string* error);
 
 // The World settings of a scenario on its machine (seed, time limit, NUMA).
 workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo);
-
-// Parses "4MiB", "4MB", "4096", "1G": bytes. False on a malformed size.
-bool parse_size(const std::string& text, uint64_t& bytes);
-// Parses "10s", "5ms", "100us", "20ns": nanoseconds.
-bool parse_duration(const std::string& text, int64_t& ns);
 
 }  // namespace mmsim::scenario

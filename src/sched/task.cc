@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <bit>
 
+#include "sim/check.h"
+
 namespace mmsim::sched {
 
 SliceConfig SliceConfig::for_cpus(size_t ncpus) {
-  const size_t capped = std::min<size_t>(std::max<size_t>(ncpus, 1), 8);
+  const size_t capped = std::min<size_t>(std::max<size_t>(ncpus, 1), kSchedTunableScalingMaxCpus);
   const int64_t factor = 1 + (std::bit_width(capped) - 1);
-  return SliceConfig{Tick(6'000'000 * factor), Tick(750'000 * factor)};
+  return SliceConfig{Tick(kSchedLatencyNs * factor), Tick(kSchedMinGranularityNs * factor)};
 }
 
 Tick SliceConfig::slice(size_t nr_running) const {
@@ -60,6 +62,148 @@ CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node) const {
     if (nr_[c.v] < nr_[pick.v]) pick = c;
   }
   return pick;
+}
+
+}  // namespace mmsim::sched
+
+namespace mmsim::sched {
+
+Scheduler::Scheduler(const topo::Topology& topo, double context_switch_ns, Executor& executor)
+    : topo_(topo),
+      context_switch_ns_(context_switch_ns),
+      executor_(executor),
+      rq_(topo),
+      slices_(SliceConfig::for_cpus(topo.nr_cpus())) {
+  tasks_.emplace_back();  // pid 0 is the idle task
+}
+
+Task& Scheduler::new_task(uint32_t tgid, uint32_t ppid, std::string comm, mm::Mm& mm,
+                          NodeId parent_node, Tick at) {
+  auto owned = std::make_unique<Task>();
+  Task& t = *owned;
+  t.pid = static_cast<uint32_t>(tasks_.size());
+  tasks_.push_back(std::move(owned));
+  t.tgid = tgid ? tgid : t.pid;
+  t.ppid = ppid;
+  t.comm = std::move(comm);
+  t.mm = &mm;
+  t.cpu = rq_.select_cpu_for_new_task(parent_node);
+  t.node = topo_.cpu_to_node(t.cpu);
+  t.start_time = at;
+  return t;
+}
+
+void Scheduler::wake_up_new_task(Task& t, Tick at) {
+  rq_.add(t.cpu);
+  t.state = TaskState::kRunnable;
+  t.state_since = at;
+  if (rq_.current(t.cpu) == 0) {
+    start_running(t, at);
+  } else {
+    rq_.queue(t.cpu).push_back(t.pid);
+  }
+}
+
+void Scheduler::mm_cpumask_add(Task& t) {
+  auto& mask = t.mm->cpumask();
+  if (std::find(mask.begin(), mask.end(), t.cpu) == mask.end()) mask.push_back(t.cpu);
+}
+
+void Scheduler::mm_cpumask_remove(Task& t) {
+  auto& mask = t.mm->cpumask();
+  mask.erase(std::remove(mask.begin(), mask.end(), t.cpu), mask.end());
+}
+
+void Scheduler::start_running(Task& t, Tick at) {
+  const CpuId cpu = t.cpu;
+  rq_.current(cpu) = t.pid;
+  if (t.state == TaskState::kRunnable)
+    t.times.wait_ns += static_cast<double>((at - t.state_since).ns);
+  t.state = TaskState::kRunning;
+  t.state_since = at;
+  rq_.slice_end(cpu) = at + slices_.slice(rq_.nr_running(cpu));
+  mm_cpumask_add(t);
+  executor_.run_from(t, at);
+}
+
+void Scheduler::leave_cpu(Task& t, TaskState state, Tick at) {
+  const CpuId cpu = t.cpu;
+  check(rq_.current(cpu) == t.pid, "leave_cpu of a task not on its CPU");
+  mm_cpumask_remove(t);
+  t.state = state;
+  t.state_since = at;
+  rq_.current(cpu) = 0;
+  if (state == TaskState::kRunnable) {
+    ++t.nivcsw;
+    rq_.queue(cpu).push_back(t.pid);
+  } else {
+    ++t.nvcsw;
+    rq_.remove(cpu);
+  }
+  if (!rq_.queue(cpu).empty()) {
+    Task& next = task(rq_.queue(cpu).front());
+    rq_.queue(cpu).pop_front();
+    // The switch costs the incoming task system time.
+    start_running(next, at);
+    next.times.sys_ns += context_switch_ns_;
+    executor_.run_from(next, at + to_tick(context_switch_ns_));
+  }
+}
+
+void Scheduler::wake(Task& t, Tick at) {
+  const double slept = static_cast<double>((at - t.state_since).ns);
+  if (t.state == TaskState::kUninterruptible) {
+    t.times.iowait_ns += slept;
+  } else {
+    t.times.sleep_ns += slept;
+  }
+  rq_.add(t.cpu);
+  t.state = TaskState::kRunnable;
+  t.state_since = at;
+  if (rq_.current(t.cpu) == 0) {
+    start_running(t, at);
+  } else {
+    rq_.queue(t.cpu).push_back(t.pid);
+    // A woken task preempts a current one that has used up its slice.
+    executor_.preempt(task(rq_.current(t.cpu)), rq_.slice_end(t.cpu), at);
+  }
+}
+
+std::vector<uint32_t> Scheduler::homed() const {
+  std::vector<uint32_t> homed(topo_.nr_cpus(), 0);
+  for (size_t pid = 1; pid < tasks_.size(); ++pid) {
+    const Task& x = *tasks_[pid];
+    if (x.state != TaskState::kDead) ++homed[x.cpu.v];
+  }
+  return homed;
+}
+
+bool Scheduler::move_to_idle_cpu(Task& t, CpuId cpu, Tick at) {
+  const CpuId old = t.cpu;
+  if (rq_.nr_running(old) != 1) return false;  // only a task alone on its CPU moves here
+  mm_cpumask_remove(t);
+  rq_.current(old) = 0;
+  rq_.remove(old);
+  t.cpu = cpu;
+  t.node = topo_.cpu_to_node(cpu);
+  rq_.add(cpu);
+  rq_.current(cpu) = t.pid;
+  rq_.slice_end(cpu) = at + slices_.slice(1);
+  t.mm->cpumask().push_back(cpu);
+  ++t.nivcsw;
+  return true;
+}
+
+void Scheduler::swap_cpus(Task& a, Task& b) {
+  mm_cpumask_remove(a);
+  mm_cpumask_remove(b);
+  std::swap(a.cpu, b.cpu);
+  for (Task* x : {&a, &b}) {
+    x->node = topo_.cpu_to_node(x->cpu);
+    rq_.current(x->cpu) = x->pid;
+    x->mm->cpumask().push_back(x->cpu);
+    ++x->nivcsw;
+  }
 }
 
 }  // namespace mmsim::sched

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "mm/mm_types.h"
 #include "sim/types.h"
 #include "topo/topology.h"
 
@@ -33,11 +35,13 @@ struct TaskTimes {
 struct Task {
   uint32_t pid = 0;
   uint32_t tgid = 0;
+  uint32_t ppid = 0;
   std::string comm;
+  mm::Mm* mm = nullptr;  // task_struct->mm: its CPUs go into mm_cpumask
   CpuId cpu;
   NodeId node;
   TaskState state = TaskState::kRunnable;
-  Tick state_since;   // when the task entered its current state
+  Tick state_since;  // when the task entered its current state
   Tick start_time;
   Tick exit_time;
   TaskTimes times;
@@ -47,6 +51,11 @@ struct Task {
   uint64_t nivcsw = 0;  // involuntary (preemptions)
   double sum_exec_runtime_ns() const { return times.user_ns + times.sys_ns; }
 };
+
+// kernel/sched/fair.c, before scaling by CPU count.
+inline constexpr int64_t kSchedLatencyNs = 6'000'000;       // sysctl_sched_latency
+inline constexpr int64_t kSchedMinGranularityNs = 750'000;  // sysctl_sched_min_granularity
+inline constexpr size_t kSchedTunableScalingMaxCpus = 8;    // SCHED_TUNABLESCALING_LOG cap
 
 // CFS defaults for a machine of `ncpus` CPUs with logarithmic tunable scaling
 // (kernel/sched/fair.c: sysctl_sched_latency 6 ms and min_granularity 0.75 ms,
@@ -58,7 +67,7 @@ struct SliceConfig {
   Tick slice(size_t nr_running) const;
 };
 
-// Per-CPU run queues. Holds task ids; the caller owns the tasks.
+// Per-CPU run queues. Holds task ids; the Scheduler owns the tasks.
 class RunQueues {
  public:
   explicit RunQueues(const topo::Topology& topo);
@@ -71,10 +80,12 @@ class RunQueues {
   void remove(CpuId cpu) { --nr_[cpu.v]; }
   uint32_t nr_running(CpuId cpu) const { return nr_[cpu.v]; }
   std::deque<uint32_t>& queue(CpuId cpu) { return queues_[cpu.v]; }
+  const std::deque<uint32_t>& queue_const(CpuId cpu) const { return queues_[cpu.v]; }
   // The task on the CPU, or 0 if idle.
   uint32_t& current(CpuId cpu) { return current_[cpu.v]; }
   uint32_t current_const(CpuId cpu) const { return current_[cpu.v]; }
   Tick& slice_end(CpuId cpu) { return slice_end_[cpu.v]; }
+  Tick slice_end_const(CpuId cpu) const { return slice_end_[cpu.v]; }
 
  private:
   const topo::Topology& topo_;
@@ -82,6 +93,78 @@ class RunQueues {
   std::vector<std::deque<uint32_t>> queues_;
   std::vector<uint32_t> current_;
   std::vector<Tick> slice_end_;
+};
+
+}  // namespace mmsim::sched
+
+namespace mmsim::sched {
+
+// What the scheduler tells the executor that runs the tasks' programs.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // The task runs on its CPU from `at` on: resume its program then. A later
+  // call for the same task replaces an earlier one (after a context switch
+  // the scheduler calls again with the time the switch ends).
+  virtual void run_from(Task& task, Tick at) = 0;
+  // A task woke on the CPU `current` runs on, whose slice ends at
+  // `slice_end`: a task running ahead past it must stop by max(slice_end, at).
+  virtual void preempt(Task& current, Tick slice_end, Tick at) = 0;
+};
+
+// The CPUs' run queues and the tasks on them: fork placement, switching,
+// waking, slices (kernel/sched/core.c, kernel/sched/fair.c; CFS reduced to
+// FIFO run queues with CFS's slice lengths). Owns every task's sched state.
+class Scheduler {
+ public:
+  Scheduler(const topo::Topology& topo, double context_switch_ns, Executor& executor);
+
+  // A new task (fork/clone) of `mm`, given its pid (the next one) and placed
+  // on a CPU by select_task_rq from the parent's node. tgid 0: its own pid.
+  Task& new_task(uint32_t tgid, uint32_t ppid, std::string comm, mm::Mm& mm, NodeId parent_node,
+                 Tick at);
+  // wake_up_new_task: the new task runs at once if its CPU is idle, else it
+  // queues there.
+  void wake_up_new_task(Task& t, Tick at);
+  Task& task(uint32_t pid) { return *tasks_[pid]; }
+  const Task& task(uint32_t pid) const { return *tasks_[pid]; }
+  // Tasks by pid; [0] is the idle task's empty slot.
+  size_t nr_tasks() const { return tasks_.size(); }
+
+  // The task leaves its CPU at `at` into `state` (runnable: preempted, back
+  // of the queue); the next queued task starts, paying the context switch.
+  void leave_cpu(Task& t, TaskState state, Tick at);
+  // The task wakes at `at` from S or D state.
+  void wake(Task& t, Tick at);
+  // Tasks waiting for the task's CPU.
+  bool others_waiting(const Task& t) const { return !rq_.queue_const(t.cpu).empty(); }
+  Tick slice_end(CpuId cpu) const { return rq_.slice_end_const(cpu); }
+  // A new slice for the CPU's current task, from `at`.
+  void renew_slice(CpuId cpu, Tick at) {
+    rq_.slice_end(cpu) = at + slices_.slice(rq_.nr_running(cpu));
+  }
+  uint32_t current(CpuId cpu) const { return rq_.current_const(cpu); }
+  uint32_t nr_running(CpuId cpu) const { return rq_.nr_running(cpu); }
+  // Live tasks whose CPU each CPU is, running or not (by CPU id).
+  std::vector<uint32_t> homed() const;
+
+  // Moves a running task that is alone on its CPU to the idle `cpu`
+  // (migrate_task_to); `at` starts its slice there. False if it is not alone.
+  bool move_to_idle_cpu(Task& t, CpuId cpu, Tick at);
+  // Swaps the CPUs of two running tasks (migrate_swap).
+  void swap_cpus(Task& a, Task& b);
+
+ private:
+  void start_running(Task& t, Tick at);
+  void mm_cpumask_add(Task& t);
+  void mm_cpumask_remove(Task& t);
+
+  const topo::Topology& topo_;
+  double context_switch_ns_;
+  Executor& executor_;
+  RunQueues rq_;
+  SliceConfig slices_;
+  std::vector<std::unique_ptr<Task>> tasks_;
 };
 
 }  // namespace mmsim::sched

@@ -28,11 +28,19 @@ struct Tick {
   friend constexpr auto operator<=>(const Tick&, const Tick&) = default;
   friend constexpr Tick operator+(Tick a, Tick b) { return Tick(a.ns + b.ns); }
   friend constexpr Tick operator-(Tick a, Tick b) { return Tick(a.ns - b.ns); }
-  constexpr Tick& operator+=(Tick b) { ns += b.ns; return *this; }
-  constexpr Tick& operator-=(Tick b) { ns -= b.ns; return *this; }
+  constexpr Tick& operator+=(Tick b) {
+    ns += b.ns;
+    return *this;
+  }
+  constexpr Tick& operator-=(Tick b) {
+    ns -= b.ns;
+    return *this;
+  }
 };
 
 constexpr Tick nanoseconds(int64_t n) { return Tick(n); }
+// A cost in ns as a duration, rounded half up (costs are never negative).
+constexpr Tick to_tick(double ns) { return Tick(static_cast<int64_t>(ns + 0.5)); }
 constexpr Tick microseconds(int64_t n) { return Tick(n * 1000); }
 constexpr Tick milliseconds(int64_t n) { return Tick(n * 1000000); }
 constexpr Tick seconds(int64_t n) { return Tick(n * 1000000000); }

@@ -33,9 +33,9 @@ struct MachineSpec {
   uint16_t sockets = 1;
   uint16_t cores_per_socket = 1;
   uint16_t threads_per_core = 1;
-  uint16_t nodes_per_socket = 1;     // sub-NUMA clustering; 1 on most machines
-  uint64_t mem_per_node = 0;         // bytes
-  uint64_t llc_per_socket = 0;       // bytes
+  uint16_t nodes_per_socket = 1;           // sub-NUMA clustering; 1 on most machines
+  uint64_t mem_per_node = 0;               // bytes
+  uint64_t llc_per_socket = 0;             // bytes
   std::vector<std::vector<int>> distance;  // SLIT, nodes x nodes; empty = 10 local, 20 remote
 };
 
@@ -62,6 +62,10 @@ class Topology {
   NodeId cpu_to_node(CpuId c) const { return cpus_[c.v].node; }
   // SLIT distance; 10 means local.
   int distance(NodeId a, NodeId b) const { return distance_[a.v][b.v]; }
+  // How much slower an access from a to b is than a local one: the SLIT
+  // distance over the local distance (10). Every cost that grows with
+  // distance scales by this.
+  double distance_factor(NodeId a, NodeId b) const { return distance_[a.v][b.v] / 10.0; }
   uint64_t llc_bytes(uint16_t socket) const { return llc_[socket]; }
   // The node itself first, then the others by increasing distance, ties by id:
   // the kernel's zonelist fallback order.

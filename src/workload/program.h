@@ -47,10 +47,10 @@ struct Op {
   std::vector<Op> body;  // kLoop
   // kSweep, kTouch
   bool write = false;
-  uint32_t elem_size = 4;        // bytes per element (kSweep)
-  double compute_ns = -1;        // per element; < 0: the cost profile's sweep_elem_ns
-  uint64_t first_page = 0;       // sub-range of the region
-  uint64_t nr_pages = 0;         // 0: to the end of the region
+  uint32_t elem_size = 4;   // bytes per element (kSweep)
+  double compute_ns = -1;   // per element; < 0: the cost profile's sweep_elem_ns
+  uint64_t first_page = 0;  // sub-range of the region
+  uint64_t nr_pages = 0;    // 0: to the end of the region
   // kCount
   uint32_t counter = 0;
   // kCgroup: index into Workload::cgroups + 1 (0 is the root)
@@ -81,8 +81,8 @@ struct Workload {
   std::vector<std::string> counters;
   std::vector<Program> programs;
   std::vector<std::string> cgroup_paths;  // [[cgroups]] in order (ids 1..)
-  uint32_t init_program = 0;  // the first process runs this
-  uint32_t init_cgroup = 0;   // memcg of the first process (0: root)
+  uint32_t init_program = 0;              // the first process runs this
+  uint32_t init_cgroup = 0;               // memcg of the first process (0: root)
   std::string init_comm = "init";
 };
 

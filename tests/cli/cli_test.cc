@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "cost/cost_profile.h"
+#include "report/report.h"
+#include "scenario/scenario.h"
 #include "support/cli_run.h"
 #include "support/run.h"
 
@@ -86,8 +88,8 @@ TEST(Cli, RunJsonHasExactlyTheDocumentedTopLevelKeys) {
   for (const auto& [k, v] : j.items()) keys.insert(k);
   // memcg is there while memory cgroups are on (the default), timeline only
   // with scenario.sample_interval.
-  EXPECT_EQ(keys, (std::set<std::string>{"scenario", "seed", "machine", "kernel", "metrics", "vmstat",
-                                         "tasks", "sim", "memcg"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"scenario", "seed", "machine", "kernel", "metrics",
+                                         "vmstat", "tasks", "sim", "memcg"}));
 }
 
 TEST(Cli, RunJsonMetricsHoldTimesAndNamedCounters) {
@@ -146,6 +148,89 @@ TEST(Cli, SetOptionIsAppliedAndRecordedInTheJson) {
   const auto j = nlohmann::json::parse(slurp(json));
   EXPECT_EQ(j.at("kernel").at("fault_around_kb"), 0);
   EXPECT_EQ(j.at("scenario").at("overrides"), nlohmann::json::array({"kernel.version=3.3"}));
+}
+
+TEST(Cli, RunJsonKernelHoldsTheVersionAndEverySwitchOfEveryTable) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const std::string json = dir.file("out.json");
+  const Cli r = mmsim({"run", path, "--set", "memcg.hierarchy=v2", "--json", json});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto k = nlohmann::json::parse(slurp(json)).at("kernel");
+  const auto lr = scenario::parse_scenario(small_scenario(), "small.toml", {"memcg.hierarchy=v2"});
+  ASSERT_TRUE(lr.ok());
+  EXPECT_EQ(k.at("version"), "6.6");
+  size_t switches = 0;
+  scenario::for_each_switch(lr.scenario->kernel, [&](const SwitchInfo& sw, int64_t value) {
+    ++switches;
+    const nlohmann::json& where = sw.section == "kernel" ? k : k.at(std::string(sw.section));
+    ASSERT_TRUE(where.contains(std::string(sw.key))) << sw.name() << " missing from " << k.dump();
+    const nlohmann::json& v = where.at(std::string(sw.key));
+    if (sw.key == "numa_balancing") {
+      EXPECT_EQ(v, 1) << "auto is on with 2 nodes";
+    } else if (sw.kind == SwitchKind::kBool) {
+      EXPECT_TRUE(v.is_boolean()) << sw.name() << ": " << v.dump();
+      EXPECT_EQ(v, value != 0) << sw.name();
+    } else if (sw.kind == SwitchKind::kChoice) {
+      EXPECT_TRUE(v.is_string()) << sw.name() << ": " << v.dump();
+      EXPECT_EQ(v, sw.format(value)) << sw.name();
+    } else {
+      EXPECT_EQ(v, nlohmann::json(report::switch_json(sw, value))) << sw.name();
+    }
+  });
+  EXPECT_GE(switches, 20u);
+  EXPECT_EQ(k.at("memcg").at("hierarchy"), "v2");
+  for (const char* key : {"skip_dirty_file", "skip_target_node", "ratelimit_pages", "tick_hz"})
+    EXPECT_TRUE(k.at("numa").contains(key)) << key;
+  EXPECT_TRUE(k.at("memcg").contains("charge_batch"));
+}
+
+TEST(Cli, RunJsonShowsAFolioSizeThatFollowsReadaheadAsTheWordReadAheadKb) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const std::string json = dir.file("out.json");
+  const Cli r = mmsim({"run", path, "--set", "kernel.version=6.16", "--json", json});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto k = nlohmann::json::parse(slurp(json)).at("kernel");
+  EXPECT_EQ(k.at("version"), "6.16");
+  EXPECT_EQ(k.at("pagecache_folio_kb"), "read_ahead_kb");
+}
+
+// The summary's line that starts with `prefix`, or "" if none does.
+std::string summary_line(const std::string& out, const std::string& prefix) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with(prefix)) return line;
+  return "";
+}
+
+TEST(Cli, TheSummaryShowsTheKernelNumaAndMemcgSwitchesEachOnItsOwnLine) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const Cli r = mmsim({"run", path, "--set", "kernel.version=4.16"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string machine = summary_line(r.out, "machine  ");
+  ASSERT_FALSE(machine.empty()) << r.out;
+  EXPECT_EQ(machine.find("4.16"), std::string::npos) << machine;
+  const std::string kernel = summary_line(r.out, "kernel   4.16: ");
+  EXPECT_NE(kernel.find(" fault_around_kb=64"), std::string::npos) << r.out;
+  EXPECT_NE(kernel.find(" numa_balancing=1"), std::string::npos) << r.out;
+  const std::string numa = summary_line(r.out, "numa     ");
+  EXPECT_NE(numa.find(" skip_shared_cow=true"), std::string::npos) << r.out;
+  EXPECT_NE(numa.find(" skip_dirty_file=false"), std::string::npos) << r.out;
+  const std::string memcg = summary_line(r.out, "memcg    ");
+  EXPECT_NE(memcg.find(" stat_protocol=begin-end"), std::string::npos) << r.out;
+  EXPECT_NE(memcg.find(" hierarchy=v1"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TheSummaryHasNoNumaLineWhenBalancingIsOff) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const Cli r = mmsim({"run", path, "--set", "kernel.numa_balancing=0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(summary_line(r.out, "kernel   6.6: ").find(" numa_balancing=0"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(summary_line(r.out, "numa "), "") << r.out;
 }
 
 TEST(Cli, TopologyOfTheEightSocketXeonListsEightNodesAnd288Cpus) {

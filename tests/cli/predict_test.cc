@@ -25,7 +25,7 @@ TEST(Predict, AKernelNewerThanThePresetsIsClampedToTheNewestOne) {
   p.bench = "mmap-fault-drop";
   auto lr = scenario::parse_scenario(predict_scenario(p, "7.2.1"), "p.toml", {});
   ASSERT_TRUE(lr.ok());
-  EXPECT_EQ(lr.scenario->kernel.version, "6.19");
+  EXPECT_EQ(lr.scenario->kernel.version.str(), "6.19");
 }
 
 TEST(Predict, ComparesEachMetricAndGivesItsRelativeError) {
@@ -33,8 +33,9 @@ TEST(Predict, ComparesEachMetricAndGivesItsRelativeError) {
   p.bench = "mmap-fault-drop";
   p.size_bytes = 1 << 20;
   p.loops = 2;
-  nlohmann::ordered_json native = {{"metrics", {{"elapsed_s", 0.01}, {"touches", 512}, {"user_s", 0.0}, {"sys_s", 0.01}}},
-                                   {"vmstat", {{"pgfault", 100}}}};
+  nlohmann::ordered_json native = {
+      {"metrics", {{"elapsed_s", 0.01}, {"touches", 512}, {"user_s", 0.0}, {"sys_s", 0.01}}},
+      {"vmstat", {{"pgfault", 100}}}};
   std::ostringstream out, err;
   nlohmann::ordered_json result;
   ASSERT_EQ(predict(p, native, out, err, &result), 0) << err.str();

@@ -16,8 +16,10 @@ namespace {
 Measurements shipped() {
   Measurements m;
   std::string err;
-  for (const char* f : {"host-calibration.toml", "host-calibration-paths.toml", "host-calibration-memcg.toml"}) {
-    EXPECT_TRUE(cli::read_measurements(std::string(MMSIM_SOURCE_DIR) + "/costs/" + f, m, &err)) << err;
+  for (const char* f :
+       {"host-calibration.toml", "host-calibration-paths.toml", "host-calibration-memcg.toml"}) {
+    EXPECT_TRUE(cli::read_measurements(std::string(MMSIM_SOURCE_DIR) + "/costs/" + f, m, &err))
+        << err;
   }
   return m;
 }
@@ -45,7 +47,8 @@ TEST(Calibration, FaultEntryIsTheOnePteFaultLessItsPartsThatScale) {
   EXPECT_NEAR(entry + pte + m["mem_latency_local_ns"] + lookup, m["shmem_fault_1pte_ns"], 1e-6);
   // And the file loop's cost per page comes back out of the same pieces.
   const double n = m["fault_around_pages"];
-  EXPECT_NEAR((entry + lookup) / n + pte + m["mem_latency_local_ns"], m["minor_fault_file_ns"], 1e-6);
+  EXPECT_NEAR((entry + lookup) / n + pte + m["mem_latency_local_ns"], m["minor_fault_file_ns"],
+              1e-6);
 }
 
 TEST(Calibration, MissingMeasurementsAreNamedAndTheirCostsLeftOut) {
@@ -60,10 +63,11 @@ TEST(Calibration, TheWrittenProfileLoadsAsAScenarioCostProfile) {
   const HostProfile p = derive_host_profile(shipped());
   const auto path = std::filesystem::temp_directory_path() / "mmsim-calibration-test.toml";
   std::ofstream(path) << host_profile_toml(p, "# test\n");
-  auto lr = scenario::parse_scenario("[machine]\npreset = \"2s-16c\"\n[costs]\nprofile = \"" + path.string() +
-                                         "\"\n[run]\nprogram = \"m\"\n[[programs.m]]\nop = \"sleep\"\n"
-                                         "duration = \"1ms\"\n",
-                                     "p.toml", {});
+  auto lr = scenario::parse_scenario(
+      "[machine]\npreset = \"2s-16c\"\n[costs]\nprofile = \"" + path.string() +
+          "\"\n[run]\nprogram = \"m\"\n[[programs.m]]\nop = \"sleep\"\n"
+          "duration = \"1ms\"\n",
+      "p.toml", {});
   for (const auto& d : lr.diagnostics) ADD_FAILURE() << d.str();
   ASSERT_TRUE(lr.ok());
   EXPECT_NEAR(lr.scenario->costs.syscall_ns, shipped()["syscall_ns"], 1e-3);

@@ -3,6 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "report/report.h"
+#include "support/mm_fixture.h"
 #include "support/run.h"
 
 namespace mmsim::memcg {
@@ -28,9 +34,11 @@ sample_interval = "1ms"
 preset = "2s-16c"
 mem_per_node = "256MiB"
 [kernel]
-version = ")" + kernel + R"("
+version = ")" +
+         kernel + R"("
 [memcg]
-)" + memcg + R"(
+)" + memcg +
+         R"(
 [[cgroups]]
 path = "/bench"
 [[files]]
@@ -115,18 +123,19 @@ TEST(MemcgProtocols, NoneTurnsMemcgOff) {
 
 TEST(MemcgProtocols, KernelVersionPresetsTheProtocolAndPageCgroupSize) {
   auto at = [](const char* v) {
-    auto lr = scenario::parse_scenario("[machine]\npreset = \"2s-16c\"\n[run]\nprogram = \"m\"\n"
-                                       "[[programs.m]]\nop = \"sleep\"\nduration = \"1ms\"\n",
-                                       "v.toml", {std::string("kernel.version=") + v});
+    auto lr = scenario::parse_scenario(
+        "[machine]\npreset = \"2s-16c\"\n[run]\nprogram = \"m\"\n"
+        "[[programs.m]]\nop = \"sleep\"\nduration = \"1ms\"\n",
+        "v.toml", {std::string("kernel.version=") + v});
     EXPECT_TRUE(lr.ok());
-    return lr.scenario->kernel.memcg;
+    return lr.scenario->kernel;
   };
-  EXPECT_EQ(at("3.3").protocol, StatProtocol::kPcgFlags);
-  EXPECT_EQ(at("3.4").protocol, StatProtocol::kBeginEnd);
-  EXPECT_EQ(at("3.2").page_cgroup_bytes, 40u);
-  EXPECT_EQ(at("3.3").page_cgroup_bytes, 16u);
-  EXPECT_EQ(at("3.19").page_cgroup_bytes, 8u);
-  EXPECT_EQ(page_cgroup_bytes(StatProtocol::kNone, 3, 4), 0u);
+  EXPECT_EQ(at("3.3").memcg.stat_protocol, StatProtocol::kPcgFlags);
+  EXPECT_EQ(at("3.4").memcg.stat_protocol, StatProtocol::kBeginEnd);
+  EXPECT_EQ(at("3.2").page_cgroup_bytes(), 40u);
+  EXPECT_EQ(at("3.3").page_cgroup_bytes(), 16u);
+  EXPECT_EQ(at("3.19").page_cgroup_bytes(), 8u);
+  EXPECT_EQ(page_cgroup_bytes(StatProtocol::kNone, KernelVersion{3, 4}), 0u);
 }
 
 std::string anon(const std::string& limit, const std::string& ops) {
@@ -138,7 +147,8 @@ mem_per_node = "256MiB"
 version = "3.4"
 [[cgroups]]
 path = "/g"
-)" + limit + R"(
+)" + limit +
+         R"(
 [run]
 program = "main"
 cgroup = "/g"
@@ -304,6 +314,210 @@ op = "unmap"
 region = "a"
 )"));
   EXPECT_EQ(group(ran, "/g").pgpgout, 16);  // uncharged from /g: it stayed there
+}
+
+// The report of a cgroup v1 or v2 run ----------------------------------------
+
+// A 1 MiB-limited cgroup that faults in 64 KiB of anonymous memory and reads
+// a 64 KiB file, under the given hierarchy.
+std::string limited(const std::string& hierarchy) {
+  return R"(
+[machine]
+preset = "2s-16c"
+mem_per_node = "256MiB"
+[kernel]
+version = "6.6"
+[memcg]
+hierarchy = ")" +
+         hierarchy + R"("
+[[cgroups]]
+path = "/g"
+limit = "1MiB"
+[[files]]
+name = "f"
+size = "64KiB"
+[run]
+program = "main"
+cgroup = "/g"
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64KiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+[[programs.main]]
+op = "map"
+region = "m"
+file = "f"
+prot = "r"
+flags = "shared"
+[[programs.main]]
+op = "touch"
+region = "m"
+)";
+}
+
+// The "memcg" object of the run's report JSON.
+nlohmann::ordered_json memcg_json(const testing::Ran& ran) {
+  if (!ran.topology) {
+    ADD_FAILURE() << "the scenario did not run";
+    return {};
+  }
+  report::RunInfo info;
+  info.scenario = &ran.scenario;
+  info.topology = &*ran.topology;
+  info.result = &ran.result;
+  info.timing = false;
+  const nlohmann::ordered_json j = report::run_json(info);
+  if (!j.contains("memcg")) {
+    ADD_FAILURE() << "no memcg in " << j.dump();
+    return {};
+  }
+  return j.at("memcg");
+}
+
+const char* const kV1Files[] = {"memory.usage_in_bytes", "memory.max_usage_in_bytes",
+                                "memory.limit_in_bytes", "memory.failcnt",
+                                "memory.move_charge_at_immigrate"};
+const char* const kV1Stats[] = {"cache", "rss", "mapped_file", "pgpgin", "pgpgout"};
+const char* const kV2Files[] = {"memory.current", "memory.max", "memory.peak", "memory.events"};
+const char* const kV2Stats[] = {"anon", "file", "file_mapped"};
+
+TEST(MemcgReport, AV2RunReportsMemoryCurrentAndMaxAndNoV1Names) {
+  auto ran = run_text(limited("v2"));
+  const auto m = memcg_json(ran);
+  ASSERT_TRUE(m.contains("cgroups")) << m.dump();
+  EXPECT_EQ(m.at("hierarchy"), "v2");
+  const auto& g = m.at("cgroups").at("/g");
+  EXPECT_EQ(g.at("memory.current").get<uint64_t>(), group(ran, "/g").usage * kPageSize);
+  EXPECT_EQ(g.at("memory.max").get<uint64_t>(), uint64_t{1} << 20);
+  EXPECT_EQ(m.at("cgroups").at("/").at("memory.max"), "max");
+  // The task has exited: its anonymous memory is gone, the file stays cached.
+  EXPECT_EQ(g.at("memory.stat").at("anon").get<int64_t>(), 0);
+  EXPECT_EQ(g.at("memory.stat").at("file").get<int64_t>(), 16 * 4096);
+  for (const auto& [path, files] : m.at("cgroups").items()) {
+    for (const char* name : kV2Files) EXPECT_TRUE(files.contains(name)) << path << " " << name;
+    for (const char* name : kV2Stats)
+      EXPECT_TRUE(files.at("memory.stat").contains(name)) << path << " " << name;
+    for (const char* name : kV1Files) EXPECT_FALSE(files.contains(name)) << path << " " << name;
+    for (const char* name : kV1Stats)
+      EXPECT_FALSE(files.at("memory.stat").contains(name)) << path << " " << name;
+  }
+}
+
+TEST(MemcgReport, AV1RunReportsUsageInBytesAndLimitInBytesAndNoV2Names) {
+  auto ran = run_text(limited("v1"));
+  const auto m = memcg_json(ran);
+  ASSERT_TRUE(m.contains("cgroups")) << m.dump();
+  EXPECT_EQ(m.at("hierarchy"), "v1");
+  const auto& g = m.at("cgroups").at("/g");
+  EXPECT_EQ(g.at("memory.usage_in_bytes").get<uint64_t>(), group(ran, "/g").usage * kPageSize);
+  EXPECT_EQ(g.at("memory.limit_in_bytes").get<int64_t>(), int64_t{1} << 20);
+  // The task has exited: its anonymous memory is gone, the file stays cached.
+  EXPECT_EQ(g.at("memory.stat").at("rss").get<int64_t>(), 0);
+  EXPECT_EQ(g.at("memory.stat").at("cache").get<int64_t>(), 16 * 4096);
+  EXPECT_EQ(g.at("memory.stat").at("pgpgin").get<int64_t>(), 16 + 16);
+  for (const auto& [path, files] : m.at("cgroups").items()) {
+    for (const char* name : kV1Files) EXPECT_TRUE(files.contains(name)) << path << " " << name;
+    for (const char* name : kV1Stats)
+      EXPECT_TRUE(files.at("memory.stat").contains(name)) << path << " " << name;
+    for (const char* name : kV2Files) EXPECT_FALSE(files.contains(name)) << path << " " << name;
+    for (const char* name : kV2Stats)
+      EXPECT_FALSE(files.at("memory.stat").contains(name)) << path << " " << name;
+  }
+}
+
+// Charge moving under v1 and v2 (the controller on its own) -------------------
+
+// A memory manager with a memcg controller of two cgroups, /a and /b, the
+// second with move_charge_at_immigrate = 3 (anon and file), and a process in
+// /a that wrote 4 anonymous pages.
+struct MoveWorld {
+  explicit MoveWorld(Hierarchy h)
+      : ctl(config(h), w.costs, w.mgr, w.topo.nr_cpus(),
+            {CgroupSpec{.path = "/a"}, CgroupSpec{.path = "/b", .move_charge_at_immigrate = 3}}) {
+    w.mgr.set_memcg(&ctl);
+    from = *ctl.find("/a");
+    to = *ctl.find("/b");
+    mm = w.mgr.mm_alloc();
+    mm->memcg = from;
+    const Vpn a = w.map(*mm, 4, testing::kRW);
+    for (uint64_t i = 0; i < 4; ++i) {
+      mm::FaultCtx c = w.ctx();
+      c.memcg = from;
+      EXPECT_EQ(w.mgr.handle_mm_fault(*mm, Vpn(a.v + i), true, c).status, mm::FaultStatus::kOk);
+    }
+  }
+  ~MoveWorld() {
+    w.teardown(*mm);
+    mm.reset();
+  }
+  static MemcgConfig config(Hierarchy h) {
+    MemcgConfig c;
+    c.hierarchy = h;
+    return c;
+  }
+  // The cgroup op: the task's mm goes to /b (mem_cgroup_move_task).
+  void move() {
+    ctl.begin_move(*mm, to);
+    ctl.finish_move(*mm, to);
+  }
+  const MemCgroup& group(uint32_t id) const { return ctl.cgroups()[id]; }
+
+  testing::MmWorld w;
+  Controller ctl;
+  std::shared_ptr<mm::Mm> mm;
+  uint32_t from = 0, to = 0;
+};
+
+TEST(MemcgMove, UnderV1ACgroupOpWithMoveChargeAtImmigrateMovesTheCharges) {
+  MoveWorld m(Hierarchy::kV1);
+  ASSERT_EQ(m.group(m.from).rss, 4);
+
+  m.move();
+
+  EXPECT_EQ(m.mm->memcg, m.to);
+  EXPECT_EQ(m.group(m.from).rss, 0);
+  EXPECT_EQ(m.group(m.to).rss, 4);
+  EXPECT_EQ(m.group(m.to).usage, 4u);
+  EXPECT_TRUE(m.ctl.check_invariants().empty());
+}
+
+TEST(MemcgMove, UnderV2ACgroupOpWithMoveChargeAtImmigrateMovesNoCharges) {
+  MoveWorld m(Hierarchy::kV2);
+  ASSERT_EQ(m.group(m.from).rss, 4);
+  const uint64_t usage = m.group(m.from).usage;
+
+  m.move();
+
+  EXPECT_EQ(m.mm->memcg, m.to);  // the task moved
+  EXPECT_EQ(m.group(m.from).rss, 4);
+  EXPECT_EQ(m.group(m.from).usage, usage);
+  EXPECT_EQ(m.group(m.to).rss, 0);
+  EXPECT_EQ(m.group(m.to).usage, 0u);
+  EXPECT_TRUE(m.ctl.check_invariants().empty());
+}
+
+TEST(MemcgMove, AV2ScenarioCannotSetMoveChargeAtImmigrate) {
+  const auto lr = scenario::parse_scenario(R"(
+[machine]
+preset = "2s-16c"
+[memcg]
+hierarchy = "v2"
+[[cgroups]]
+path = "/b"
+move_charge_at_immigrate = 3
+[run]
+program = "m"
+[[programs.m]]
+op = "sleep"
+duration = "1ms"
+)",
+                                           "v2.toml", {});
+  ASSERT_EQ(lr.diagnostics.size(), 1u);
+  EXPECT_EQ(lr.diagnostics[0].key, "cgroups[0].move_charge_at_immigrate");
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ TEST(AnonFault, FirstTouchAllocatesOnTheFaultingCpusNode) {
 }
 
 TEST(AnonFault, AllocationFallsBackToTheNearestNodeWhenTheLocalOneIsFull) {
-  MmWorld w({}, 8);
+  MmWorld w(testing::test_mm_config(), 8);
   auto mm = w.mgr.mm_alloc();
   const Vpn a = w.map(*mm, 12, kRW);
   for (uint64_t i = 0; i < 12; ++i) ASSERT_EQ(w.fault(*mm, Vpn(a.v + i), true), FaultStatus::kOk);
@@ -84,7 +84,7 @@ TEST(AnonFault, FallbackPrefersTheNearerOfTwoRemoteNodes) {
 }
 
 TEST(AnonFault, FaultFailsWithOomWhenEveryNodeIsFull) {
-  MmWorld w({}, 2);
+  MmWorld w(testing::test_mm_config(), 2);
   auto mm = w.mgr.mm_alloc();
   const Vpn a = w.map(*mm, 8, kRW);
   for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(w.fault(*mm, Vpn(a.v + i), true), FaultStatus::kOk);
@@ -124,7 +124,7 @@ TEST(MemPolicy, InterleaveSpreadsPagesRoundRobinByOffset) {
 }
 
 TEST(MemPolicy, BindNeverAllocatesOutsideItsNodes) {
-  MmWorld w({}, 4);
+  MmWorld w(testing::test_mm_config(), 4);
   auto mm = w.mgr.mm_alloc();
   MmapArgs args;
   args.pages = 8;
@@ -226,7 +226,7 @@ TEST(ForkCow, SharedAnonymousMemoryStaysSharedAfterFork) {
 }
 
 TEST(FileFault, ReadFaultMapsThePageCacheFolioReadOnly) {
-  MmWorld w({0, 32});
+  MmWorld w({.fault_around_kb = 0, .read_ahead_kb = 128});
   auto& file = w.mgr.create_file("data", 64, false);
   w.mgr.preload_file(file, NodeId(0));
   auto mm = w.mgr.mm_alloc();
@@ -240,7 +240,7 @@ TEST(FileFault, ReadFaultMapsThePageCacheFolioReadOnly) {
 }
 
 TEST(FileFault, FaultAroundMapsSixteenCachedPagesWhenOn) {
-  MmWorld w({16, 32});
+  MmWorld w({.fault_around_kb = 64, .read_ahead_kb = 128});
   auto& file = w.mgr.create_file("data", 64, false);
   w.mgr.preload_file(file, NodeId(0));
   auto mm = w.mgr.mm_alloc();
@@ -254,7 +254,7 @@ TEST(FileFault, FaultAroundMapsSixteenCachedPagesWhenOn) {
 }
 
 TEST(FileFault, WithoutFaultAroundEachPageTakesItsOwnFault) {
-  MmWorld w({0, 32});
+  MmWorld w({.fault_around_kb = 0, .read_ahead_kb = 128});
   auto& file = w.mgr.create_file("data", 64, false);
   w.mgr.preload_file(file, NodeId(0));
   auto mm = w.mgr.mm_alloc();
@@ -266,7 +266,7 @@ TEST(FileFault, WithoutFaultAroundEachPageTakesItsOwnFault) {
 }
 
 TEST(FileFault, UncachedPageIsAMajorFaultThatReadsAReadaheadWindow) {
-  MmWorld w({0, 32});
+  MmWorld w({.fault_around_kb = 0, .read_ahead_kb = 128});
   auto& file = w.mgr.create_file("data", 64, false);
   auto mm = w.mgr.mm_alloc();
   const Vpn a = w.map(*mm, 64, kR | Vma::kShared, &file);
@@ -284,7 +284,7 @@ TEST(FileFault, UncachedPageIsAMajorFaultThatReadsAReadaheadWindow) {
 }
 
 TEST(FileFault, PrivateWriteCopiesThePageCacheFolioIntoAnAnonymousOne) {
-  MmWorld w({0, 32});
+  MmWorld w({.fault_around_kb = 0, .read_ahead_kb = 128});
   auto& file = w.mgr.create_file("exe", 8, false);
   w.mgr.preload_file(file, NodeId(0));
   auto mm = w.mgr.mm_alloc();
@@ -298,7 +298,7 @@ TEST(FileFault, PrivateWriteCopiesThePageCacheFolioIntoAnAnonymousOne) {
 }
 
 TEST(FileFault, EachMmMappingAPageAddsToItsMapcountButNrMappedCountsItOnce) {
-  MmWorld w({0, 32});
+  MmWorld w({.fault_around_kb = 0, .read_ahead_kb = 128});
   auto& file = w.mgr.create_file("data", 8, false);
   w.mgr.preload_file(file, NodeId(0));
   auto m1 = w.mgr.mm_alloc();
@@ -315,7 +315,7 @@ TEST(FileFault, EachMmMappingAPageAddsToItsMapcountButNrMappedCountsItOnce) {
 }
 
 TEST(Madvise, DontneedDropsPtesButKeepsPageCacheFolios) {
-  MmWorld w({0, 32});
+  MmWorld w({.fault_around_kb = 0, .read_ahead_kb = 128});
   auto& file = w.mgr.create_file("data", 16, false);
   w.mgr.preload_file(file, NodeId(0));
   auto mm = w.mgr.mm_alloc();
@@ -353,7 +353,7 @@ TEST(Madvise, DontneedOnAnMlockedRangeFailsWithEinval) {
 }
 
 TEST(Mlock, MlockPopulatesEveryPageAndCountsThemMlocked) {
-  MmWorld w({0, 32});
+  MmWorld w({.fault_around_kb = 0, .read_ahead_kb = 128});
   auto& file = w.mgr.create_file("data", 40, false);
   w.mgr.preload_file(file, NodeId(0));
   auto mm = w.mgr.mm_alloc();
@@ -370,7 +370,7 @@ TEST(Mlock, MlockPopulatesEveryPageAndCountsThemMlocked) {
 }
 
 TEST(Mlock, MlockOfAPrivateWritableMappingBreaksCow) {
-  MmWorld w({0, 32});
+  MmWorld w({.fault_around_kb = 0, .read_ahead_kb = 128});
   auto& file = w.mgr.create_file("exe", 4, false);
   w.mgr.preload_file(file, NodeId(0));
   auto mm = w.mgr.mm_alloc();
@@ -394,6 +394,22 @@ TEST(Munmap, PartialUnmapSplitsTheVmaAndFreesOnlyThatRange) {
   EXPECT_EQ(w.mgr.vmstat()[Vm::nr_anon_pages], 5);
   w.expect_consistent();
   w.teardown(*mm);
+}
+
+TEST(PageCopy, ALocalCopyCostsPageCopyNs) {
+  MmWorld w;
+  EXPECT_DOUBLE_EQ(copy_page_ns(w.costs, w.topo, NodeId(0), NodeId(0), NodeId(0)),
+                   w.costs.page_copy_ns);
+}
+
+TEST(PageCopy, ACopyScalesByTheMeanDistanceOfItsReadAndItsWrite) {
+  MmWorld w;  // SLIT 10 local, 20 remote
+  // Read from the remote node, write locally: (2.0 + 1.0) / 2.
+  EXPECT_DOUBLE_EQ(copy_page_ns(w.costs, w.topo, NodeId(0), NodeId(1), NodeId(0)),
+                   w.costs.page_copy_ns * 1.5);
+  // Both remote.
+  EXPECT_DOUBLE_EQ(copy_page_ns(w.costs, w.topo, NodeId(0), NodeId(1), NodeId(1)),
+                   w.costs.page_copy_ns * 2.0);
 }
 
 TEST(TlbFlush, ZapSendsAnIpiToEachOtherCpuRunningTheMm) {

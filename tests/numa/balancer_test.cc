@@ -1,14 +1,16 @@
 // Tests of automatic NUMA balancing (src/numa/balancer.*) and the mm-side
 // pieces it drives (change_prot_numa, restore_numa_pte, migrate_*), against
-// the rules of part A of docs/kernel-mm-spec.md.
+// the rules of kernel/sched/fair.c, mm/memory.c and mm/migrate.c (docs/kernel-rules.md).
 #include "numa/balancer.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "numa/skip_rules.h"
 #include "support/mm_fixture.h"
 
 namespace mmsim::numa {
@@ -44,16 +46,30 @@ class FakeTasks : public TaskView {
   std::map<uint32_t, NodeId> node_of_;
 };
 
+// Balancing on, under the rules these tests were written for: every skip
+// rule of change_prot_numa (shared COW 4.16+, dirty file 4.17+, target node
+// 4.10+), the 4.14+ first scan and period arithmetic, placement on every
+// fault (up to 4.18), sleepers pinning pages (up to 4.20) and no migration
+// rate limit (4.19+). Tests of a rule's other side change that switch.
 NumaConfig enabled_config() {
   NumaConfig c;
   c.enabled = true;
+  c.skip_shared_cow = true;
+  c.skip_dirty_file = true;
+  c.skip_target_node = true;
+  c.migrate_rate_limit = false;
+  c.scan_start_is_min = true;
+  c.scan_period_update = ScanPeriodUpdate::k414;
+  c.placement_every_fault = true;
+  c.waiter_pins_page = true;
   return c;
 }
 
 // The 2-node test machine, a balancer on it, and the tasks' mms. Every mm is
 // unmapped when the world goes away.
 struct NumaWorld {
-  explicit NumaWorld(const NumaConfig& cfg = enabled_config()) : balancer(cfg, w.topo, w.mgr, tasks) {}
+  explicit NumaWorld(const NumaConfig& cfg = enabled_config())
+      : balancer(cfg, w.topo, w.mgr, tasks) {}
   ~NumaWorld() {
     for (auto& mm : mms) w.teardown(*mm);
   }
@@ -81,11 +97,17 @@ struct NumaWorld {
   mm::Folio& folio_at(mm::Mm& mm, Vpn v) { return w.mgr.folios().folio(pfn_at(mm, v)); }
   // Writes (or reads) pages [a, a + n) from cpu.
   void touch(mm::Mm& mm, Vpn a, uint64_t n, bool write, uint16_t cpu = 0) {
-    for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(w.fault(mm, Vpn(a.v + i), write, cpu), mm::FaultStatus::kOk);
+    for (uint64_t i = 0; i < n; ++i)
+      ASSERT_EQ(w.fault(mm, Vpn(a.v + i), write, cpu), mm::FaultStatus::kOk);
   }
-  // Marks [a, a + n) as hinting PTEs with no skip rule but shared COW.
+  // Marks [a, a + n) as hinting PTEs with no skip rule but those that always
+  // hold, shared COW and dirty file pages (no target node).
   void mark(mm::Mm& mm, Vpn a, uint64_t n) {
-    w.mgr.change_prot_numa(mm, *mm.find_vma(a), a, Vpn(a.v + n), mm::ProtNumaRules{}, CpuId(0));
+    NumaConfig rules;
+    rules.skip_shared_cow = true;
+    rules.skip_dirty_file = true;
+    const ProtNumaFilter filter(rules, std::nullopt);
+    w.mgr.change_prot_numa(mm, *mm.find_vma(a), a, Vpn(a.v + n), filter, CpuId(0));
   }
   // One hinting fault's accounting (task_numa_fault) for a single page.
   void numa_fault(uint32_t pid, mm::Mm& mm, NodeId mem_node, NodeId cpu_node, uint32_t flags,
@@ -107,7 +129,9 @@ struct NumaWorld {
 };
 
 // TaskNuma::faults is laid out [MEM, CPU, MEMBUF, CPUBUF][node][priv].
-int64_t mem_faults(const TaskNuma& t, int node, int priv) { return t.faults[(0 * kNodes + node) * 2 + priv]; }
+int64_t mem_faults(const TaskNuma& t, int node, int priv) {
+  return t.faults[(0 * kNodes + node) * 2 + priv];
+}
 int64_t membuf_faults(const TaskNuma& t, int node, int priv) {
   return t.faults[(2 * kNodes + node) * 2 + priv];
 }
@@ -163,8 +187,8 @@ TEST(NumaScan, SingleThreadedTaskSkipsPagesAlreadyOnItsNode) {
   NumaWorld n;
   mm::Mm& mm = n.process(1, 0);
   const Vpn a = n.w.map(mm, 4, kRW);
-  n.touch(mm, a, 2, true, 0);                                // node 0
-  n.touch(mm, Vpn(a.v + 2), 2, true, n.node1_cpu());         // node 1
+  n.touch(mm, a, 2, true, 0);                         // node 0
+  n.touch(mm, Vpn(a.v + 2), 2, true, n.node1_cpu());  // node 1
   ASSERT_EQ(n.folio_at(mm, Vpn(a.v + 2)).node, NodeId(1));
 
   n.balancer.task_numa_work(1, mm, CpuId(0), kFirstScan);
@@ -197,7 +221,7 @@ TEST(NumaScan, SkipsDirtyFilePages) {
   mm::Mm& mm = n.process(1, 0);
   mm::AddressSpace& file = n.w.mgr.create_file("data.db", 4, false);
   const Vpn a = n.w.map(mm, 4, kRW | mm::Vma::kShared, &file);
-  n.touch(mm, a, 1, true);   // dirty
+  n.touch(mm, a, 1, true);              // dirty
   n.touch(mm, Vpn(a.v + 1), 1, false);  // clean (fault-around maps the rest)
   ASSERT_TRUE(n.folio_at(mm, a).test(mm::Folio::kDirty));
 
@@ -298,7 +322,7 @@ TEST(NumaScan, ScanBeforeTheFirstWindowDoesNothing) {
 
 NumaConfig one_mb_scans() {
   NumaConfig cfg = enabled_config();
-  cfg.scan_size_mb = 1;  // 256 pages; 2048 virtual pages
+  cfg.numa_balancing_scan_size_mb = 1;  // 256 pages; 2048 virtual pages
   return cfg;
 }
 
@@ -330,8 +354,7 @@ TEST(NumaScan, NextPassResumesAtTheSavedOffset) {
   n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), kFirstScan);
   const uint64_t first_end = mm.numa_scan_offset;
   // Give page 0 back its access, so a pass that restarted at 0 would mark it.
-  mm::OpCost cost;
-  n.w.mgr.restore_numa_pte(mm, a, cost);
+  n.w.mgr.restore_numa_pte(mm, a);
 
   n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), mm.numa_next_scan);
 
@@ -366,8 +389,7 @@ TEST(NumaScan, PassAfterAWrapStartsAgainAtTheFirstVma) {
   const CpuId cpu(n.node1_cpu());
   for (int pass = 0; pass < 3; ++pass) n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
   ASSERT_EQ(mm.numa_scan_seq, 1);
-  mm::OpCost cost;
-  n.w.mgr.restore_numa_pte(mm, a, cost);
+  n.w.mgr.restore_numa_pte(mm, a);
 
   n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
 
@@ -386,8 +408,7 @@ TEST(NumaScan, PassStartingPastTheLastVmaWrapsAndScansFromTheStart) {
   n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
   ASSERT_EQ(mm.numa_scan_offset, a.v + 1024);
   ASSERT_EQ(mm.numa_scan_seq, 0);
-  mm::OpCost cost;
-  n.w.mgr.restore_numa_pte(mm, a, cost);
+  n.w.mgr.restore_numa_pte(mm, a);
 
   n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
 
@@ -420,8 +441,7 @@ TEST(NumaHintFault, RestoredPteRegainsItsSavedWriteBit) {
   ASSERT_TRUE(mm.pgtable().get(a).protnone());
   ASSERT_FALSE(mm.pgtable().get(a).writable());
 
-  mm::OpCost cost;
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0), cost);
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0));
 
   EXPECT_FALSE(mm.pgtable().get(a).protnone());
   EXPECT_TRUE(mm.pgtable().get(a).writable());
@@ -436,8 +456,7 @@ TEST(NumaHintFault, RestoredReadOnlyPteStaysReadOnlyAndIsNotGrouped) {
   n.touch(mm, a, 1, false);  // a page-cache page, mapped read-only (COW)
   n.mark(mm, a, 1);
 
-  mm::OpCost cost;
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0), cost);
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0));
 
   EXPECT_FALSE(mm.pgtable().get(a).protnone());
   EXPECT_FALSE(mm.pgtable().get(a).writable());
@@ -452,8 +471,7 @@ TEST(NumaHintFault, EarlyFaultWithUnsetCpupidPicksTheFaultingNode) {
   n.mark(mm, a, 1);
   ASSERT_EQ(n.folio_at(mm, a).last_cpupid, kCpupidUnset);
 
-  mm::OpCost cost;
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), cost);
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()));
 
   ASSERT_TRUE(d.target.has_value());
   EXPECT_EQ(*d.target, NodeId(1));
@@ -475,8 +493,7 @@ TEST(NumaHintFault, EarlyFaultOfAGroupedTaskWithUnsetCpupidPicksTheFaultingNode)
   n.mark(mm, a, 1);
 
   // Step 2 decides: the group's (empty) CPU-fault counts would say no.
-  mm::OpCost cost;
-  const HintDecision d = n.balancer.do_numa_page(2, mm, a, CpuId(cpu2), cost);
+  const HintDecision d = n.balancer.do_numa_page(2, mm, a, CpuId(cpu2));
 
   ASSERT_TRUE(d.target.has_value());
   EXPECT_EQ(*d.target, NodeId(1));
@@ -492,8 +509,7 @@ TEST(NumaHintFault, LastFaultFromAnotherNodeGivesNoTarget) {
   const uint32_t other = make_cpupid(CpuId(0), 7);
   n.folio_at(mm, a).last_cpupid = other;
 
-  mm::OpCost cost;
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), cost);
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()));
 
   EXPECT_FALSE(d.target.has_value());
   EXPECT_EQ(d.last_cpupid, other);
@@ -507,8 +523,7 @@ TEST(NumaHintFault, FaultSwapsItsCpupidIntoTheFolio) {
   n.mark(mm, a, 1);
   n.folio_at(mm, a).last_cpupid = make_cpupid(CpuId(0), 7);
 
-  mm::OpCost cost;
-  n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), cost);
+  n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()));
 
   EXPECT_EQ(n.folio_at(mm, a).last_cpupid, make_cpupid(CpuId(n.node1_cpu()), 1));
 }
@@ -520,8 +535,7 @@ TEST(NumaHintFault, LocalFaultIsCountedLocalAndGivesNoTarget) {
   n.touch(mm, a, 1, true, 0);
   n.mark(mm, a, 1);
 
-  mm::OpCost cost;
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0), cost);
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0));
 
   EXPECT_FALSE(d.target.has_value());
   EXPECT_TRUE(d.flags & kTnfFaultLocal);
@@ -550,7 +564,7 @@ TEST(NumaScanPeriod, FailedMigrationDoublesThePeriodAtTheNextPlacement) {
 
 TEST(NumaScanPeriod, OneFailedMigrationKeepsDoublingUpToTheMax) {
   NumaConfig cfg = enabled_config();
-  cfg.scan_period_max_ms = 3000;  // RSS 0: one window, so scan_max = 3000
+  cfg.numa_balancing_scan_period_max_ms = 3000;  // RSS 0: one window, so scan_max = 3000
   NumaWorld n(cfg);
   mm::Mm& mm = n.process(1, 0);
   n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal | kTnfMigrateFail, seconds(1));
@@ -614,7 +628,7 @@ TEST(NumaScanPeriod, PrivateRemoteFaultsSlowTheScanFrom414) {
 
 TEST(NumaScanPeriod, PrivateRemoteFaultsSpeedTheScanBefore414) {
   NumaConfig cfg = enabled_config();
-  cfg.period_update_v414 = false;
+  cfg.scan_period_update = ScanPeriodUpdate::k313;
   NumaWorld n(cfg);
   mm::Mm& mm = n.process(1, 0);
   n.balancer.task(1).scan_period_ms = 4000;
@@ -672,6 +686,43 @@ TEST(NumaPlacement, PreferredNodeIsTheNodeWithMostMemFaults) {
   n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(2));
 
   EXPECT_EQ(n.balancer.task(1).preferred_nid, 1);
+}
+
+// /proc/<pid>/sched -----------------------------------------------------------
+
+TEST(NumaProcSched, APidTheBalancerNeverSawHasNoFields) {
+  NumaWorld n;
+  n.process(1, 0);
+  EXPECT_TRUE(n.balancer.proc_sched(1).has_value());
+  EXPECT_FALSE(n.balancer.proc_sched(7).has_value());
+}
+
+TEST(NumaProcSched, FieldsAreTheTasksNumaStateWithItsFaultsPerNode) {
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  for (int i = 0; i < 2; ++i) n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(1));
+  for (int i = 0; i < 6; ++i) n.numa_fault(1, mm, NodeId(1), NodeId(0), 0, seconds(1));
+  ++mm.numa_scan_seq;
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(2));
+  const TaskNuma& t = n.balancer.task(1);
+  ASSERT_EQ(t.preferred_nid, 1);
+
+  const auto p = n.balancer.proc_sched(1);
+
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->numa_scan_seq, t.scan_seq);
+  EXPECT_EQ(p->numa_preferred_nid, 1);
+  EXPECT_EQ(p->total_numa_faults, t.total_faults);
+  EXPECT_EQ(p->numa_group_id, 0u);
+  EXPECT_EQ(p->numa_scan_period_ms, t.scan_period_ms);
+  ASSERT_EQ(p->numa_faults.size(), 2u);
+  for (int node = 0; node < kNodes; ++node) {
+    EXPECT_EQ(p->numa_faults[node][0], mem_faults(t, node, kPriv)) << node;
+    EXPECT_EQ(p->numa_faults[node][1], mem_faults(t, node, kShared)) << node;
+    EXPECT_EQ(p->numa_faults[node][2], 0) << node;  // no group
+    EXPECT_EQ(p->numa_faults[node][3], 0) << node;
+  }
+  EXPECT_EQ(p->numa_faults[1][0], 6);
 }
 
 // T5 ------------------------------------------------------------------------
@@ -762,7 +813,8 @@ TEST(NumaMigrate, RateLimitRefusesOnceTheWindowIsOverTheLimit) {
   const Tick t0 = seconds(1);
 
   std::vector<bool> allowed;
-  for (int i = 0; i < 4; ++i) allowed.push_back(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), t0));
+  for (int i = 0; i < 4; ++i)
+    allowed.push_back(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), t0));
 
   // Refused only once more than 2 pages went to node 1 in this window.
   EXPECT_EQ(allowed, (std::vector<bool>{true, true, true, false}));
@@ -782,12 +834,15 @@ TEST(NumaMigrate, RateLimitAllowsAgainAfter100Ms) {
 }
 
 TEST(NumaMigrate, NoRateLimitFrom419) {
-  NumaConfig cfg = enabled_config();
+  NumaConfig cfg;
+  apply_presets(numa_switches(), KernelVersion{4, 19}, cfg);
+  cfg.enabled = true;
   cfg.ratelimit_pages = 2;
   NumaWorld n(cfg);
   AnonPage p(n);
 
-  for (int i = 0; i < 10; ++i) EXPECT_TRUE(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), seconds(1)));
+  for (int i = 0; i < 10; ++i)
+    EXPECT_TRUE(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), seconds(1)));
 }
 
 // A file mapped at the same offset by two processes.
@@ -829,7 +884,8 @@ TEST(NumaMigrate, AllowsAFilePageMappedTwiceWithoutExec) {
   mm::AddressSpace& data = n.w.mgr.create_file("data", 1, false);
   TwoMappers m(n, kR, data);
 
-  EXPECT_TRUE(n.balancer.migrate_allowed(n.pfn_at(m.a, m.va), *m.a.find_vma(m.va), NodeId(1), seconds(1)));
+  EXPECT_TRUE(
+      n.balancer.migrate_allowed(n.pfn_at(m.a, m.va), *m.a.find_vma(m.va), NodeId(1), seconds(1)));
 }
 
 TEST(NumaMigrate, AllowsAShmemPageMappedTwiceInAnExecMapping) {
@@ -839,7 +895,8 @@ TEST(NumaMigrate, AllowsAShmemPageMappedTwiceInAnExecMapping) {
   TwoMappers m(n, kR | mm::Vma::kExec | mm::Vma::kShared, shm);
   ASSERT_EQ(n.folio_at(m.a, m.va).mapcount, 2);
 
-  EXPECT_TRUE(n.balancer.migrate_allowed(n.pfn_at(m.a, m.va), *m.a.find_vma(m.va), NodeId(1), seconds(1)));
+  EXPECT_TRUE(
+      n.balancer.migrate_allowed(n.pfn_at(m.a, m.va), *m.a.find_vma(m.va), NodeId(1), seconds(1)));
 }
 
 // S9 ------------------------------------------------------------------------

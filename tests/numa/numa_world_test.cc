@@ -19,7 +19,8 @@ preset = "2s-16c"
 mem_per_node = "256MiB"
 [kernel]
 version = "4.15"
-)" + kernel_extra + "\n[numa]\n" + numa_extra + R"(
+)" + kernel_extra +
+         "\n[numa]\n" + numa_extra + R"(
 [[files]]
 name = "exe"
 size = 1052672
@@ -83,10 +84,12 @@ TEST(NumaSharedCow, ForkedReadersOfCowMemoryNeverFormAGroup) {
 TEST(NumaSharedCow, SleepersPinningThePageMakeMigrationsFailMoreOften) {
   auto pin = run_text(shared_cow("numa_balancing = 1", "waiter_pins_page = true"));
   auto nopin = run_text(shared_cow("numa_balancing = 1", "waiter_pins_page = false"));
-  const double pin_fail = static_cast<double>(pin.vm("pgmigrate_fail")) /
-                          static_cast<double>(pin.vm("pgmigrate_fail") + pin.vm("pgmigrate_success"));
-  const double nopin_fail = static_cast<double>(nopin.vm("pgmigrate_fail")) /
-                            static_cast<double>(nopin.vm("pgmigrate_fail") + nopin.vm("pgmigrate_success"));
+  const double pin_fail =
+      static_cast<double>(pin.vm("pgmigrate_fail")) /
+      static_cast<double>(pin.vm("pgmigrate_fail") + pin.vm("pgmigrate_success"));
+  const double nopin_fail =
+      static_cast<double>(nopin.vm("pgmigrate_fail")) /
+      static_cast<double>(nopin.vm("pgmigrate_fail") + nopin.vm("pgmigrate_success"));
   EXPECT_GT(pin_fail, nopin_fail);
 }
 
@@ -109,7 +112,8 @@ mem_per_node = "256MiB"
 [kernel]
 version = "4.15"
 numa_balancing = 1
-)" + extra + R"(
+)" + extra +
+         R"(
 [run]
 program = "main"
 [[programs.main]]
@@ -195,9 +199,10 @@ body = [ { op = "sweep", region = "shared", mode = "write" } ]
 
 TEST(NumaVersions, KernelVersionPresetsTheRules) {
   auto at = [](const char* v) {
-    auto lr = scenario::parse_scenario("[machine]\npreset = \"2s-16c\"\n[run]\nprogram = \"m\"\n"
-                                       "[[programs.m]]\nop = \"sleep\"\nduration = \"1ms\"\n",
-                                       "v.toml", {std::string("kernel.version=") + v});
+    auto lr = scenario::parse_scenario(
+        "[machine]\npreset = \"2s-16c\"\n[run]\nprogram = \"m\"\n"
+        "[[programs.m]]\nop = \"sleep\"\nduration = \"1ms\"\n",
+        "v.toml", {std::string("kernel.version=") + v});
     EXPECT_TRUE(lr.ok());
     return lr.scenario->kernel.numa;
   };
@@ -209,15 +214,22 @@ TEST(NumaVersions, KernelVersionPresetsTheRules) {
   EXPECT_FALSE(at("4.19").placement_every_fault);
   EXPECT_TRUE(at("4.20").waiter_pins_page);
   EXPECT_FALSE(at("5.0").waiter_pins_page);
-  EXPECT_FALSE(at("4.13").period_update_v414);
+  EXPECT_EQ(at("4.13").scan_period_update, ScanPeriodUpdate::k313);
+  EXPECT_EQ(at("4.14").scan_period_update, ScanPeriodUpdate::k414);
+  EXPECT_FALSE(at("4.13").scan_start_is_min);
   EXPECT_TRUE(at("4.14").scan_start_is_min);
+  EXPECT_FALSE(at("4.16").skip_dirty_file);
+  EXPECT_TRUE(at("4.17").skip_dirty_file);
+  EXPECT_FALSE(at("4.9").skip_target_node);
+  EXPECT_TRUE(at("4.10").skip_target_node);
 }
 
 TEST(NumaVersions, BalancingOnAKernelWithoutItIsAnError) {
-  auto lr = scenario::parse_scenario("[machine]\npreset = \"2s-16c\"\n[kernel]\nversion = \"3.7\"\n"
-                                     "numa_balancing = 1\n[run]\nprogram = \"m\"\n"
-                                     "[[programs.m]]\nop = \"sleep\"\nduration = \"1ms\"\n",
-                                     "v.toml", {});
+  auto lr = scenario::parse_scenario(
+      "[machine]\npreset = \"2s-16c\"\n[kernel]\nversion = \"3.7\"\n"
+      "numa_balancing = 1\n[run]\nprogram = \"m\"\n"
+      "[[programs.m]]\nop = \"sleep\"\nduration = \"1ms\"\n",
+      "v.toml", {});
   ASSERT_EQ(lr.diagnostics.size(), 1u);
   EXPECT_EQ(lr.diagnostics[0].key, "kernel.numa_balancing");
 }

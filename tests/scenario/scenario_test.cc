@@ -1,23 +1,30 @@
 // Scenario loading: every problem diagnosed at its file:line:col with its key
-// path, --set overrides, sizes, durations and kernel-version presets.
+// path, --set overrides, kernel-version presets and the switch tables. (The
+// size and duration grammars are tested in tests/util/units_test.cc.)
 #include "scenario/scenario.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "memcg/config.h"
+#include "mm/config.h"
+#include "numa/config.h"
+#include "sim/switches.h"
 
 namespace mmsim::scenario {
 namespace {
 
 // A valid scenario in 8 lines; tests append lines from line 9 on.
 constexpr const char* kBase =
-    "[machine]\n"          // 1
+    "[machine]\n"            // 1
     "preset = \"2s-16c\"\n"  // 2
-    "[run]\n"              // 3
+    "[run]\n"                // 3
     "program = \"main\"\n"   // 4
-    "[[programs.main]]\n"  // 5
+    "[[programs.main]]\n"    // 5
     "op = \"map\"\n"         // 6
     "region = \"a\"\n"       // 7
     "size = \"64KiB\"\n";    // 8
@@ -129,7 +136,8 @@ TEST(ScenarioDiagnostics, MalformedTomlIsReportedAtTheParseErrorPosition) {
 }
 
 TEST(ScenarioDiagnostics, MapWithoutSizeOrFileIsReportedAsMissingSizeAtItsTable) {
-  const LoadResult lr = parse(std::string(kBase) + "[[programs.main]]\nop = \"map\"\nregion = \"b\"\n");
+  const LoadResult lr =
+      parse(std::string(kBase) + "[[programs.main]]\nop = \"map\"\nregion = \"b\"\n");
   ASSERT_EQ(lr.diagnostics.size(), 1u) << all_of(lr);
   const Diagnostic d = only_about(lr, "programs.main[1].size");
   EXPECT_EQ(d.line, 9u);
@@ -179,9 +187,9 @@ TEST(ScenarioDiagnostics, ProgramThatForksItselfIsReportedAsAForkCycle) {
 
 TEST(ScenarioDiagnostics, DurationLoopWhoseBodyOnlyCountsIsReported) {
   const LoadResult lr = parse(std::string(kBase) +
-                              "[[programs.main]]\n"                           // 9
-                              "op = \"loop\"\n"                                 // 10
-                              "duration = \"1s\"\n"                             // 11
+                              "[[programs.main]]\n"                                 // 9
+                              "op = \"loop\"\n"                                     // 10
+                              "duration = \"1s\"\n"                                 // 11
                               "body = [ { op = \"count\", counter = \"n\" } ]\n");  // 12
   ASSERT_EQ(lr.diagnostics.size(), 1u) << all_of(lr);
   const Diagnostic d = only_about(lr, "programs.main[1].duration");
@@ -199,16 +207,16 @@ TEST(ScenarioDiagnostics, CountLoopWhoseBodyOnlyCountsIsAccepted) {
 
 TEST(ScenarioDiagnostics, EveryProblemInAFileIsReportedSortedByLine) {
   const LoadResult lr = parse(
-      "colour = \"red\"\n"         // 1: unknown key (found last, at the top level)
-      "[machine]\n"                // 2
-      "preset = \"2s-16c\"\n"        // 3
-      "sockets = 0\n"              // 4: out of range
-      "[run]\n"                    // 5
-      "program = \"main\"\n"         // 6
-      "[[programs.main]]\n"        // 7
-      "op = \"touch\"\n"             // 8
-      "region = \"ghost\"\n"         // 9: never mapped (found after every program)
-      "mode = \"sideways\"\n");      // 10: unknown value
+      "colour = \"red\"\n"       // 1: unknown key (found last, at the top level)
+      "[machine]\n"              // 2
+      "preset = \"2s-16c\"\n"    // 3
+      "sockets = 0\n"            // 4: out of range
+      "[run]\n"                  // 5
+      "program = \"main\"\n"     // 6
+      "[[programs.main]]\n"      // 7
+      "op = \"touch\"\n"         // 8
+      "region = \"ghost\"\n"     // 9: never mapped (found after every program)
+      "mode = \"sideways\"\n");  // 10: unknown value
   ASSERT_EQ(lr.diagnostics.size(), 4u) << all_of(lr);
   EXPECT_EQ(lr.diagnostics[0].key, "colour");
   EXPECT_EQ(lr.diagnostics[0].line, 1u);
@@ -224,15 +232,15 @@ TEST(ScenarioDiagnostics, EveryProblemInAFileIsReportedSortedByLine) {
 TEST(ScenarioOverrides, KernelVersionOverrideAppliesThatVersionsPreset) {
   const LoadResult lr = parse(kBase, {"kernel.version=3.3"});
   ASSERT_TRUE(lr.ok()) << all_of(lr);
-  EXPECT_EQ(lr.scenario->kernel.version, "3.3");
-  EXPECT_EQ(lr.scenario->kernel.fault_around_kb, 0u);
+  EXPECT_EQ(lr.scenario->kernel.version.str(), "3.3");
+  EXPECT_EQ(lr.scenario->kernel.mm.fault_around_kb, 0);
 }
 
 TEST(ScenarioOverrides, BareVersionOverrideIsTakenAsWrittenNotAsAFloat) {
   const LoadResult lr = parse(kBase, {"kernel.version=3.10"});
   ASSERT_TRUE(lr.ok()) << all_of(lr);
-  EXPECT_EQ(lr.scenario->kernel.version, "3.10");
-  EXPECT_EQ(lr.scenario->kernel.fault_around_kb, 0u);
+  EXPECT_EQ(lr.scenario->kernel.version.str(), "3.10");
+  EXPECT_EQ(lr.scenario->kernel.mm.fault_around_kb, 0);
 }
 
 TEST(ScenarioOverrides, OverrideReplacesAValueSetInTheFile) {
@@ -277,8 +285,8 @@ TEST(ScenarioOverrides, ArrayIndexOverrideChangesThatElement) {
 }
 
 TEST(ScenarioOverrides, ArrayIndexPastTheEndIsReported) {
-  const LoadResult lr =
-      parse(std::string(kBase) + "[[files]]\nname = \"f\"\nsize = \"4KiB\"\n", {"files.3.size=8KiB"});
+  const LoadResult lr = parse(std::string(kBase) + "[[files]]\nname = \"f\"\nsize = \"4KiB\"\n",
+                              {"files.3.size=8KiB"});
   ASSERT_EQ(lr.diagnostics.size(), 1u) << all_of(lr);
   EXPECT_EQ(lr.diagnostics[0].file, "--set files.3.size=8KiB");
   EXPECT_EQ(lr.diagnostics[0].key, "files.3.size");
@@ -291,101 +299,30 @@ TEST(ScenarioOverrides, OverrideWithoutAnEqualsSignIsReported) {
   EXPECT_NE(lr.diagnostics[0].message.find("key=value"), std::string::npos);
 }
 
-TEST(ScenarioParseSize, AcceptsPlainBytes) {
-  uint64_t b = 0;
-  ASSERT_TRUE(parse_size("4096", b));
-  EXPECT_EQ(b, 4096u);
-}
-
-TEST(ScenarioParseSize, KiBIsAPowerOfTwo) {
-  uint64_t b = 0;
-  ASSERT_TRUE(parse_size("4KiB", b));
-  EXPECT_EQ(b, 4096u);
-}
-
-TEST(ScenarioParseSize, MBIsAPowerOfTen) {
-  uint64_t b = 0;
-  ASSERT_TRUE(parse_size("4MB", b));
-  EXPECT_EQ(b, 4000000u);
-}
-
-TEST(ScenarioParseSize, GiBIsAPowerOfTwo) {
-  uint64_t b = 0;
-  ASSERT_TRUE(parse_size("1GiB", b));
-  EXPECT_EQ(b, uint64_t{1} << 30);
-}
-
-TEST(ScenarioParseSize, RejectsAnUnknownUnit) {
-  uint64_t b = 0;
-  EXPECT_FALSE(parse_size("4XB", b));
-}
-
-TEST(ScenarioParseSize, RejectsAnEmptyString) {
-  uint64_t b = 0;
-  EXPECT_FALSE(parse_size("", b));
-}
-
-TEST(ScenarioParseSize, RejectsANegativeNumber) {
-  uint64_t b = 0;
-  EXPECT_FALSE(parse_size("-1", b));
-}
-
-TEST(ScenarioParseDuration, AcceptsSeconds) {
-  int64_t ns = 0;
-  ASSERT_TRUE(parse_duration("10s", ns));
-  EXPECT_EQ(ns, 10'000'000'000);
-}
-
-TEST(ScenarioParseDuration, AcceptsMilliseconds) {
-  int64_t ns = 0;
-  ASSERT_TRUE(parse_duration("5ms", ns));
-  EXPECT_EQ(ns, 5'000'000);
-}
-
-TEST(ScenarioParseDuration, AcceptsMicroseconds) {
-  int64_t ns = 0;
-  ASSERT_TRUE(parse_duration("100us", ns));
-  EXPECT_EQ(ns, 100'000);
-}
-
-TEST(ScenarioParseDuration, AcceptsNanoseconds) {
-  int64_t ns = 0;
-  ASSERT_TRUE(parse_duration("20ns", ns));
-  EXPECT_EQ(ns, 20);
-}
-
-TEST(ScenarioParseDuration, RejectsANumberWithoutAUnit) {
-  int64_t ns = 0;
-  EXPECT_FALSE(parse_duration("10", ns));
-}
-
-TEST(ScenarioParseDuration, RejectsAnUnknownUnit) {
-  int64_t ns = 0;
-  EXPECT_FALSE(parse_duration("5 parsecs", ns));
-}
-
 TEST(ScenarioKernelVersion, Kernel3Point14HasNoFaultAround) {
   KernelConfig k;
-  ASSERT_TRUE(apply_kernel_version("3.14", k));
-  EXPECT_EQ(k.fault_around_kb, 0u);
+  const auto v = KernelVersion::parse("3.14");
+  ASSERT_TRUE(v.has_value());
+  k.apply_version(*v);
+  EXPECT_EQ(k.mm.fault_around_kb, 0);
 }
 
 TEST(ScenarioKernelVersion, Kernel3Point15FaultsAround64KiB) {
   KernelConfig k;
-  k.fault_around_kb = 0;
-  ASSERT_TRUE(apply_kernel_version("3.15", k));
-  EXPECT_EQ(k.fault_around_kb, 64u);
-  EXPECT_EQ(k.version, "3.15");
+  k.mm.fault_around_kb = 0;
+  const auto v = KernelVersion::parse("3.15");
+  ASSERT_TRUE(v.has_value());
+  k.apply_version(*v);
+  EXPECT_EQ(k.mm.fault_around_kb, 64);
+  EXPECT_EQ(k.version.str(), "3.15");
 }
 
 TEST(ScenarioKernelVersion, RejectsAFutureMajorVersion) {
-  KernelConfig k;
-  EXPECT_FALSE(apply_kernel_version("7.0", k));
+  EXPECT_FALSE(KernelVersion::parse("7.0").has_value());
 }
 
 TEST(ScenarioKernelVersion, RejectsAVersionWithoutAMinor) {
-  KernelConfig k;
-  EXPECT_FALSE(apply_kernel_version("4", k));
+  EXPECT_FALSE(KernelVersion::parse("4").has_value());
 }
 
 TEST(ScenarioKernelVersion, UnknownVersionInAFileIsReportedAtTheValue) {
@@ -396,22 +333,145 @@ TEST(ScenarioKernelVersion, UnknownVersionInAFileIsReportedAtTheValue) {
   EXPECT_EQ(d.col, 11u);
 }
 
+// Kernel switches ------------------------------------------------------------
+
+TEST(ScenarioSwitches, ReadAheadSetAfterVersion6Point16ChangesTheFolioSizeAReadFaultMaps) {
+  // From 6.16 page-cache folios are as large as readahead makes them.
+  const LoadResult base = parse(kBase, {"kernel.version=6.16"});
+  const LoadResult wide = parse(kBase, {"kernel.version=6.16", "kernel.read_ahead_kb=512"});
+  ASSERT_TRUE(base.ok()) << all_of(base);
+  ASSERT_TRUE(wide.ok()) << all_of(wide);
+  EXPECT_EQ(base.scenario->kernel.mm.pagecache_folio_kb, mm::kFolioFollowsReadahead);
+  EXPECT_EQ(base.scenario->kernel.mm.fault_around_pages(), 128u / 4);
+  EXPECT_EQ(wide.scenario->kernel.mm.pagecache_folio_kb, mm::kFolioFollowsReadahead);
+  EXPECT_EQ(wide.scenario->kernel.mm.fault_around_pages(), 512u / 4);
+}
+
+TEST(ScenarioSwitches, AKeyInTheFileWinsOverThePresetOfAVersionSetOnTheCommandLine) {
+  const LoadResult preset = parse(kBase, {"kernel.version=6.6"});
+  const LoadResult lr =
+      parse(std::string(kBase) + "[kernel]\nfault_around_kb = 16\n", {"kernel.version=6.6"});
+  ASSERT_TRUE(preset.ok()) << all_of(preset);
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(preset.scenario->kernel.mm.fault_around_kb, 64);
+  EXPECT_EQ(lr.scenario->kernel.mm.fault_around_kb, 16);
+}
+
+TEST(ScenarioSwitches, AKeyWinsOverThePresetOfTheVersionInTheSameTable) {
+  const LoadResult lr =
+      parse(std::string(kBase) + "[kernel]\nfault_around_kb = 32\nversion = \"3.3\"\n");
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(lr.scenario->kernel.version.str(), "3.3");
+  EXPECT_EQ(lr.scenario->kernel.mm.fault_around_kb, 32);  // the 3.3 preset is 0
+}
+
+// A value the switch accepts that differs from `current`.
+int64_t other_value(const SwitchInfo& sw, int64_t current) {
+  switch (sw.kind) {
+    case SwitchKind::kBool:
+      return current ? 0 : 1;
+    case SwitchKind::kChoice:
+      for (const auto& w : sw.words)
+        if (w.value != current) return w.value;
+      break;
+    case SwitchKind::kInt:
+      for (int64_t v : {current + sw.multiple_of, current - sw.multiple_of, sw.lo, sw.hi}) {
+        if (v != current && sw.check(v).empty()) return v;
+      }
+      break;
+  }
+  ADD_FAILURE() << sw.name() << ": no value other than " << current;
+  return current;
+}
+
+// Sets every switch of `table` through --set to a value other than the one
+// the base scenario gives it, and checks that its config field took it.
+template <class Config>
+void expect_every_switch_round_trips(std::span<const Switch<Config>> table,
+                                     Config KernelConfig::*config) {
+  const LoadResult base = parse(kBase);
+  ASSERT_TRUE(base.ok()) << all_of(base);
+  ASSERT_FALSE(table.empty());
+  for (const auto& sw : table) {
+    SCOPED_TRACE(sw.info.name());
+    const int64_t before = sw.get(base.scenario->kernel.*config);
+    const int64_t wanted = other_value(sw.info, before);
+    ASSERT_NE(wanted, before);
+    const std::string set = sw.info.name() + "=" + sw.info.format(wanted);
+    const LoadResult lr = parse(kBase, {set});
+    ASSERT_TRUE(lr.ok()) << set << ":\n" << all_of(lr);
+    EXPECT_EQ(sw.get(lr.scenario->kernel.*config), wanted) << set;
+  }
+}
+
+TEST(ScenarioSwitches, EveryMmSwitchSetOnTheCommandLineReachesItsConfigField) {
+  expect_every_switch_round_trips(mm::mm_switches(), &KernelConfig::mm);
+}
+
+TEST(ScenarioSwitches, EveryNumaSwitchSetOnTheCommandLineReachesItsConfigField) {
+  expect_every_switch_round_trips(numa::numa_switches(), &KernelConfig::numa);
+}
+
+TEST(ScenarioSwitches, EveryMemcgSwitchSetOnTheCommandLineReachesItsConfigField) {
+  expect_every_switch_round_trips(memcg::memcg_switches(), &KernelConfig::memcg);
+}
+
+// Machines without a preset --------------------------------------------------
+
+constexpr const char* kSleepProgram =
+    "[run]\nprogram = \"m\"\n[[programs.m]]\nop = \"sleep\"\nduration = \"1ms\"\n";
+
+TEST(ScenarioMachine, AMachineWithoutAPresetIsBuiltFromItsShapeWithCountsDefaultingToOne) {
+  const LoadResult lr = parse(std::string("[machine]\nmem_per_node = \"64MiB\"\n"
+                                          "llc_per_socket = \"8MiB\"\ncores_per_socket = 4\n") +
+                              kSleepProgram);
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  const topo::MachineSpec& m = lr.scenario->machine;
+  EXPECT_FALSE(lr.scenario->host_machine);
+  EXPECT_EQ(m.sockets, 1u);
+  EXPECT_EQ(m.cores_per_socket, 4u);
+  EXPECT_EQ(m.threads_per_core, 1u);
+  EXPECT_EQ(m.nodes_per_socket, 1u);
+  EXPECT_EQ(m.mem_per_node, uint64_t{64} << 20);
+  EXPECT_EQ(m.llc_per_socket, uint64_t{8} << 20);
+}
+
+TEST(ScenarioMachine, AMachineWithoutAPresetOrMemPerNodeIsAnErrorNamingMemPerNode) {
+  const LoadResult lr =
+      parse(std::string("[machine]\nllc_per_socket = \"8MiB\"\nsockets = 2\n") + kSleepProgram);
+  ASSERT_EQ(lr.diagnostics.size(), 1u) << all_of(lr);
+  const Diagnostic d = only_about(lr, "machine.mem_per_node");
+  EXPECT_EQ(d.line, 1u);
+  EXPECT_NE(d.message.find("missing required key"), std::string::npos) << d.message;
+  EXPECT_FALSE(lr.scenario.has_value());
+}
+
+TEST(ScenarioMachine, AMachineWithoutAPresetOrLlcPerSocketIsAnErrorNamingLlcPerSocket) {
+  const LoadResult lr = parse(std::string("[machine]\nmem_per_node = \"64MiB\"\n") + kSleepProgram);
+  ASSERT_EQ(lr.diagnostics.size(), 1u) << all_of(lr);
+  const Diagnostic d = only_about(lr, "machine.llc_per_socket");
+  EXPECT_NE(d.message.find("missing required key"), std::string::npos) << d.message;
+}
+
 TEST(ScenarioShipped, SeedALoadsWithoutDiagnostics) {
-  const LoadResult lr = load_scenario(MMSIM_SOURCE_DIR "/scenarios/seed-a-numa-shared-cow.toml", {});
+  const LoadResult lr =
+      load_scenario(MMSIM_SOURCE_DIR "/scenarios/seed-a-numa-shared-cow.toml", {});
   EXPECT_TRUE(lr.ok()) << all_of(lr);
 }
 
 TEST(ScenarioShipped, SeedBLoadsWithoutDiagnostics) {
-  const LoadResult lr = load_scenario(MMSIM_SOURCE_DIR "/scenarios/seed-b-memcg-fault-drop.toml", {});
+  const LoadResult lr =
+      load_scenario(MMSIM_SOURCE_DIR "/scenarios/seed-b-memcg-fault-drop.toml", {});
   EXPECT_TRUE(lr.ok()) << all_of(lr);
 }
 
 TEST(ScenarioShipped, SeedBMapsA1GiBFileWithoutFaultAround) {
-  const LoadResult lr = load_scenario(MMSIM_SOURCE_DIR "/scenarios/seed-b-memcg-fault-drop.toml", {});
+  const LoadResult lr =
+      load_scenario(MMSIM_SOURCE_DIR "/scenarios/seed-b-memcg-fault-drop.toml", {});
   ASSERT_TRUE(lr.ok()) << all_of(lr);
   ASSERT_EQ(lr.scenario->workload.files.size(), 1u);
   EXPECT_EQ(lr.scenario->workload.files[0].pages, 262144u);
-  EXPECT_EQ(lr.scenario->kernel.fault_around_kb, 0u);
+  EXPECT_EQ(lr.scenario->kernel.mm.fault_around_kb, 0);
 }
 
 TEST(ScenarioShipped, SeedArgumentReplacesTheScenarioSeed) {

@@ -24,9 +24,8 @@ class TempDir {
   TempDir() {
     static std::atomic<int> n{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("mmsim-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + "-" +
-             (info ? info->name() : "x"));
+    path_ = fs::temp_directory_path() / ("mmsim-test-" + std::to_string(::getpid()) + "-" +
+                                         std::to_string(n++) + "-" + (info ? info->name() : "x"));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }

@@ -26,8 +26,18 @@ inline topo::MachineSpec small_machine(uint64_t pages_per_node = 4096) {
   return s;
 }
 
+// The mm switches most tests assume: 64 KiB fault-around (3.15+), 128 KiB
+// readahead, base-page page-cache folios (before 6.16).
+inline mm::MmConfig test_mm_config() {
+  mm::MmConfig c;
+  c.fault_around_kb = 64;
+  c.read_ahead_kb = 128;
+  c.pagecache_folio_kb = 0;
+  return c;
+}
+
 struct MmWorld {
-  explicit MmWorld(mm::MmConfig cfg = {}, uint64_t pages_per_node = 4096)
+  explicit MmWorld(mm::MmConfig cfg = test_mm_config(), uint64_t pages_per_node = 4096)
       : topo(small_machine(pages_per_node)), costs(cost::default_costs()), mgr(topo, costs, cfg) {}
   topo::Topology topo;
   cost::CostProfile costs;

@@ -3,16 +3,21 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "scenario/scenario.h"
-#include "workload/world.h"
+#include "scenario/simulation.h"
+#include "topo/topology.h"
+#include "workload/result.h"
 
 namespace mmsim::testing {
 
 struct Ran {
   scenario::Scenario scenario;
+  std::optional<topo::Topology> topology;  // set when the scenario was prepared
   workload::RunResult result;
   int64_t vm(const std::string& name) const {
     for (const auto& [n, v] : result.vmstat)
@@ -33,21 +38,22 @@ struct Ran {
   }
 };
 
+// Prepares (parses, validates, builds the machine) and simulates the
+// scenario through the one run pipeline, with the invariant checker on.
 inline Ran run_text(const std::string& toml, const std::vector<std::string>& sets = {},
                     bool fast_forward = true) {
-  auto lr = scenario::parse_scenario(toml, "test.toml", sets);
-  for (const auto& d : lr.diagnostics) ADD_FAILURE() << d.str();
+  scenario::Source source;
+  source.path = "test.toml";
+  source.text = toml;
+  source.overrides = sets;
+  auto prepared = scenario::prepare(source);
+  for (const auto& d : prepared.diagnostics) ADD_FAILURE() << d.str();
   Ran ran;
-  if (!lr.ok()) return ran;
-  ran.scenario = *lr.scenario;
-  std::string err;
-  auto topo = scenario::build_topology(ran.scenario, &err);
-  workload::WorldConfig wc = scenario::world_config(ran.scenario, *topo);
-  wc.check_invariants = true;
-  wc.fast_forward = fast_forward;
-  workload::World world(*topo, ran.scenario.costs, ran.scenario.mm_config(),
-                        ran.scenario.workload, wc);
-  ran.result = world.run();
+  if (!prepared.run) return ran;
+  ran.scenario = prepared.run->scenario;
+  ran.topology = prepared.run->topology;
+  ran.result = scenario::simulate(
+      *prepared.run, scenario::RunOptions{.check_invariants = true, .fast_forward = fast_forward});
   for (const auto& f : ran.result.check_failures) ADD_FAILURE() << "checker: " << f;
   return ran;
 }

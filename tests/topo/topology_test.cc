@@ -175,6 +175,16 @@ TEST(Topology, GivenDistanceMatrixIsUsedAsIs) {
   EXPECT_EQ(Topology(spec).distance(NodeId(1), NodeId(0)), 32);
 }
 
+TEST(Topology, DistanceFactorIsTheSlitDistanceOverTheLocalTen) {
+  MachineSpec spec = small_spec();
+  spec.distance = {{10, 32}, {32, 10}};
+  const Topology t(spec);
+  EXPECT_DOUBLE_EQ(t.distance_factor(NodeId(0), NodeId(0)), 1.0);
+  EXPECT_DOUBLE_EQ(t.distance_factor(NodeId(1), NodeId(1)), 1.0);
+  EXPECT_DOUBLE_EQ(t.distance_factor(NodeId(0), NodeId(1)), 3.2);
+  EXPECT_DOUBLE_EQ(t.distance_factor(NodeId(1), NodeId(0)), 3.2);
+}
+
 TEST(Topology, EverySocketGetsTheLlcOfTheSpec) {
   const Topology t(small_spec());
   ASSERT_EQ(t.nr_sockets(), 2u);

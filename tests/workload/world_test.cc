@@ -196,7 +196,8 @@ size = "64KiB"
 op = "loop"
 count = 1000000000
 body = [ { op = "touch", region = "a", mode = "write" }, { op = "madvise", region = "a", advice = "dontneed" } ]
-)", "[scenario]\ntime_limit = \"10ms\"\n"));
+)",
+                               "[scenario]\ntime_limit = \"10ms\"\n"));
   EXPECT_TRUE(ran.result.time_limit_hit);
   EXPECT_DOUBLE_EQ(ran.result.elapsed_s, 0.01);
   EXPECT_LT(ran.vm("pgfault"), 100000);
@@ -279,6 +280,46 @@ body = [ { op = "sweep", region = "a", compute_ns = 1.0 }, { op = "count", count
   // The sweeper faults the 16 pages back in (zero pages: it only reads).
   EXPECT_EQ(ran.result.tasks[1].min_flt, 16u);
   EXPECT_GT(ran.counter("passes"), 500u);
+}
+
+TEST(World, AMachineGivenByItsShapeAloneRunsAScenario) {
+  // No preset: one socket of two cores with 64 MiB (counts default to 1).
+  auto ran = run_text(R"(
+[machine]
+cores_per_socket = 2
+mem_per_node = "64MiB"
+llc_per_socket = "4MiB"
+[run]
+program = "main"
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64KiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+[[programs.main]]
+op = "fork"
+count = 1
+program = "child"
+[[programs.main]]
+op = "wait"
+[[programs.child]]
+op = "touch"
+region = "a"
+mode = "write"
+)");
+  ASSERT_TRUE(ran.topology.has_value());
+  EXPECT_EQ(ran.topology->nr_nodes(), 1u);
+  EXPECT_EQ(ran.topology->nr_cpus(), 2u);
+  EXPECT_EQ(ran.topology->total_mem_bytes(), uint64_t{64} << 20);
+  ASSERT_EQ(ran.result.tasks.size(), 2u);
+  EXPECT_TRUE(ran.result.errors.empty());
+  EXPECT_FALSE(ran.result.time_limit_hit);
+  EXPECT_EQ(ran.result.tasks[0].min_flt, 16u);
+  EXPECT_EQ(ran.result.tasks[1].min_flt, 16u);  // one COW copy per page
+  EXPECT_NE(ran.result.tasks[0].cpu, ran.result.tasks[1].cpu);
 }
 
 }  // namespace

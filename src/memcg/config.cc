@@ -1,0 +1,68 @@
+#include "memcg/config.h"
+
+#include <vector>
+
+namespace mmsim::memcg {
+
+const char* protocol_name(StatProtocol p) {
+  switch (p) {
+    case StatProtocol::kNone:
+      return "none";
+    case StatProtocol::kPcgFlags:
+      return "pcg-flags";
+    case StatProtocol::kBeginEnd:
+      return "begin-end";
+    case StatProtocol::kBeginEndNoGlobal:
+      return "begin-end-no-global";
+  }
+  return "?";
+}
+
+uint32_t page_cgroup_bytes(StatProtocol p, KernelVersion v) {
+  if (p == StatProtocol::kNone) return 0;   // cgroup_disable=memory: no page_cgroup
+  if (v >= KernelVersion{3, 19}) return 8;  // page->mem_cgroup in struct page's padding
+  if (v >= KernelVersion{3, 3}) return 16;  // {flags, mem_cgroup}
+  return 40;                                // + page back-pointer and an LRU list_head
+}
+
+std::span<const Switch<MemcgConfig>> memcg_switches() {
+  using C = MemcgConfig;
+  auto word = [](StatProtocol p) { return SwitchWord{protocol_name(p), static_cast<int64_t>(p)}; };
+  static const std::vector<Switch<C>> table = {
+      {{.section = "memcg",
+        .key = "stat_protocol",
+        .kind = SwitchKind::kChoice,
+        .doc = "how FILE_MAPPED is updated around file rmap changes: per-page flags (3.3), "
+               "begin/end brackets with a global flag (3.4, the page cgroup diet), the diet "
+               "without that flag, or no memcg (mm/memcontrol.c, mm/rmap.c)",
+        .default_value = static_cast<int64_t>(StatProtocol::kBeginEnd),
+        .presets = {{.until = {3, 3}, .value = static_cast<int64_t>(StatProtocol::kPcgFlags)}},
+        .words = {word(StatProtocol::kNone), word(StatProtocol::kPcgFlags),
+                  word(StatProtocol::kBeginEnd), word(StatProtocol::kBeginEndNoGlobal)}},
+       [](const C& c) { return static_cast<int64_t>(c.stat_protocol); },
+       [](C& c, int64_t v) { c.stat_protocol = static_cast<StatProtocol>(v); }},
+      {{.section = "memcg",
+        .key = "hierarchy",
+        .kind = SwitchKind::kChoice,
+        .doc = "cgroup v1 or v2: the interface's file names and semantics (v2 never moves "
+               "charges)",
+        .default_value = static_cast<int64_t>(Hierarchy::kV1),
+        .words = {{"v1", static_cast<int64_t>(Hierarchy::kV1)},
+                  {"v2", static_cast<int64_t>(Hierarchy::kV2)}}},
+       [](const C& c) { return static_cast<int64_t>(c.hierarchy); },
+       [](C& c, int64_t v) { c.hierarchy = static_cast<Hierarchy>(v); }},
+      {{.section = "memcg",
+        .key = "charge_batch",
+        .kind = SwitchKind::kInt,
+        .doc = "CHARGE_BATCH: pages charged at once into a per-CPU stock (mm/memcontrol.c)",
+        .default_value = kChargeBatch,
+        .lo = 1,
+        .hi = 1024,
+        .unit = "pages"},
+       [](const C& c) { return c.charge_batch; },
+       [](C& c, int64_t v) { c.charge_batch = v; }},
+  };
+  return table;
+}
+
+}  // namespace mmsim::memcg

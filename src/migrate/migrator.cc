@@ -1,0 +1,124 @@
+#include "migrate/migrator.h"
+
+#include "sim/check.h"
+
+namespace mmsim::migrate {
+
+Migrator::Migrator(sim::EventQueue& queue, mm::MemoryManager& mm, const topo::Topology& topo,
+                   const cost::CostProfile& costs, MigrateConfig config, Executor& executor)
+    : queue_(queue), mm_(mm), topo_(topo), costs_(costs), config_(config), executor_(executor) {}
+
+uint32_t Migrator::start(Pfn folio, NodeId target, uint32_t pid, CpuId cpu, Tick at) {
+  const uint32_t id = next_id_++;
+  Migration& m = migrations_[id];
+  m.id = id;
+  m.folio = folio;
+  m.target = target;
+  m.pid = pid;
+  m.cpu = cpu;
+  m.cpu_node = topo_.cpu_to_node(cpu);
+  m.begin = at;
+  by_folio_[folio.v] = id;
+  mm_.folios().folio(folio).flags |= mm::Folio::kLocked;
+  start_pass(m, at);
+  return id;
+}
+
+bool Migrator::task_migrating(uint32_t pid) const {
+  for (const auto& [id, m] : migrations_) {
+    if (m.pid == pid) return true;
+  }
+  return false;
+}
+
+void Migrator::start_pass(Migration& m, Tick at) {
+  ++m.pass;
+  m.pass_start = at;
+  m.waiters.clear();
+  const auto step = mm_.migrate_unmap(m.folio, m.cpu);
+  // The walk replaces one PTE after another: a task running ahead is caught
+  // only if it reaches the page after its own PTE was replaced.
+  m.unmap_offset.clear();
+  for (const auto& [mm, vpn, offset] : step.unmapped) {
+    m.unmap_offset.emplace_back(mm->id(), offset);
+    if (mm->runahead_tasks) executor_.on_unmapped(m, *mm, vpn, offset, at);
+  }
+  m.mappings = step.mappings;
+  m.check = at + to_tick(step.cost_ns);
+  queue_.schedule(m.check, this, kCheck, m.id, 0, 0);
+}
+
+void Migrator::check_pass(Migration& m) {
+  // The reference count must be the expected one: up to 4.20 every task
+  // sleeping on the migration entry holds a reference.
+  bool pinned = false;
+  if (config_.waiter_pins_page) {
+    for (const Waiter& w : m.waiters) {
+      if (w.since > m.check) continue;
+      if (executor_.holds_reference(m, w)) pinned = true;
+    }
+  }
+  const double remap = static_cast<double>(m.mappings) * costs_.pte_set_ns;
+  Tick end = m.check + to_tick(remap);
+  m.success = false;
+  if (!pinned) {
+    if (auto fresh = mm_.folios().alloc_on(m.target)) {
+      m.success = true;
+      m.new_folio = *fresh;
+      const NodeId src = mm_.folios().folio(m.folio).node;
+      end += to_tick(mm::copy_page_ns(costs_, topo_, m.cpu_node, src, m.target));
+    }
+  }
+  queue_.schedule(end, this, kEnd, m.id, static_cast<uint64_t>(pinned), 0);
+}
+
+void Migrator::end_pass(Migration& m) {
+  const Tick now = queue_.now();
+  if (m.success) {
+    mm_.migrate_remap(m.folio, m.new_folio);
+    mm_.migrate_folio_finish(m.folio, m.new_folio);
+    mm_.vmstat().add(mm::Vm::pgmigrate_success);
+    mm_.vmstat().add(mm::Vm::numa_pages_migrated);
+  } else {
+    mm_.migrate_remap(m.folio, m.folio);
+  }
+  const bool retry = !m.success && m.pass < config_.passes && mm_.folios().free_pages(m.target) > 0;
+  // Everyone who reached the migration entry goes on.
+  for (const Waiter& w : m.waiters) executor_.release(m, w, now, retry);
+  m.waiters.clear();
+  if (retry) {
+    start_pass(m, now);
+    return;
+  }
+  const Pfn page = m.success ? m.new_folio : m.folio;
+  mm_.folios().folio(page).flags &= static_cast<uint16_t>(~mm::Folio::kLocked);
+  if (!m.success) mm_.vmstat().add(mm::Vm::pgmigrate_fail);
+  by_folio_.erase(m.folio.v);
+  const Migration done = std::move(m);
+  migrations_.erase(done.id);
+  executor_.finished(done, now);
+}
+
+uint32_t Migrator::wait(uint32_t pid, uint32_t mm_id, Vpn vpn, Pfn folio, Tick at) {
+  auto it = by_folio_.find(folio.v);
+  if (it == by_folio_.end()) return 0;
+  Migration& m = migrations_.at(it->second);
+  double offset = 0;
+  for (const auto& [id, off] : m.unmap_offset) {
+    if (id == mm_id) offset = off;
+  }
+  m.waiters.push_back(Waiter{pid, at, false, 0, vpn, offset});
+  return m.id;
+}
+
+void Migrator::on_event(sim::EventQueue&, const sim::Event& e) {
+  auto it = migrations_.find(static_cast<uint32_t>(e.arg0));
+  if (it == migrations_.end()) return;
+  if (e.kind == kCheck) {
+    check_pass(it->second);
+  } else {
+    end_pass(it->second);
+  }
+}
+
+}  // namespace mmsim::migrate

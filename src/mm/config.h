@@ -1,0 +1,42 @@
+// The mm core's kernel switches ([kernel] keys of a scenario) and its
+// constants, by their kernel names.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+
+#include "sim/switches.h"
+
+namespace mmsim::mm {
+
+// flush_tlb_mm_range(): a range of more than this many pages flushes the
+// whole TLB (tlb_single_page_flush_ceiling).
+inline constexpr uint64_t kTlbSinglePageFlushCeiling = 33;
+
+// pagecache_folio_kb's special value: folios as large as readahead makes them.
+inline constexpr int64_t kFolioFollowsReadahead = -1;
+
+struct MmConfig {
+  // fault_around_bytes / 1024: cached pages mapped around a read fault on a
+  // file (do_fault_around); 0 before 3.15.
+  int64_t fault_around_kb = 0;
+  // The readahead window of a major fault (the block device's read_ahead_kb).
+  int64_t read_ahead_kb = 128;
+  // Page-cache folios a read fault maps whole (large folios, 6.16 on ext4);
+  // 0: base pages; kFolioFollowsReadahead: read_ahead_kb.
+  int64_t pagecache_folio_kb = 0;
+
+  int64_t folio_kb() const {
+    return pagecache_folio_kb == kFolioFollowsReadahead ? read_ahead_kb : pagecache_folio_kb;
+  }
+  // Pages a read fault maps: fault-around's window, or whole folios.
+  uint32_t fault_around_pages() const {
+    return static_cast<uint32_t>(std::max(fault_around_kb, folio_kb()) / 4);
+  }
+  uint32_t read_ahead_pages() const { return static_cast<uint32_t>(read_ahead_kb / 4); }
+};
+
+std::span<const Switch<MmConfig>> mm_switches();
+
+}  // namespace mmsim::mm

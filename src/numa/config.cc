@@ -1,0 +1,152 @@
+#include "numa/config.h"
+
+#include <vector>
+
+namespace mmsim::numa {
+
+namespace {
+
+// A boolean rule that holds for the kernels in [from, until].
+SwitchInfo rule(std::string_view key, std::string_view doc, KernelVersion from,
+                KernelVersion until = kNewestKernel) {
+  return {.section = "numa",
+          .key = key,
+          .kind = SwitchKind::kBool,
+          .doc = doc,
+          .default_value = 0,
+          .presets = {{.from = from, .until = until, .value = 1}}};
+}
+
+// A numa_balancing_* sysctl in milliseconds or megabytes.
+SwitchInfo sysctl(std::string_view key, std::string_view doc, int64_t def, int64_t hi,
+                  std::string_view unit) {
+  return {.section = "kernel",
+          .key = key,
+          .kind = SwitchKind::kInt,
+          .doc = doc,
+          .default_value = def,
+          .lo = 1,
+          .hi = hi,
+          .unit = unit};
+}
+
+}  // namespace
+
+bool has_numa_balancing(KernelVersion v) { return v >= KernelVersion{3, 8}; }
+
+std::span<const Switch<NumaConfig>> numa_switches() {
+  using C = NumaConfig;
+  static const std::vector<Switch<C>> table = {
+      {{.section = "kernel",
+        .key = "numa_balancing",
+        .kind = SwitchKind::kInt,
+        .doc = "kernel.numa_balancing: automatic NUMA balancing on (1) or off (0); auto: on "
+               "with more than one node (kernel/sched/fair.c, 3.8+)",
+        .default_value = -1,
+        .lo = 0,
+        .hi = 1,
+        .words = {{"auto", -1}}},
+       [](const C& c) { return c.numa_balancing; },
+       [](C& c, int64_t v) { c.numa_balancing = v; }},
+      {sysctl("numa_balancing_scan_delay_ms", "delay before a new mm's first scan", 1000, 3600000,
+              "ms"),
+       [](const C& c) { return c.numa_balancing_scan_delay_ms; },
+       [](C& c, int64_t v) { c.numa_balancing_scan_delay_ms = v; }},
+      {sysctl("numa_balancing_scan_period_min_ms", "shortest scan period (task_scan_min)", 1000,
+              3600000, "ms"),
+       [](const C& c) { return c.numa_balancing_scan_period_min_ms; },
+       [](C& c, int64_t v) { c.numa_balancing_scan_period_min_ms = v; }},
+      {sysctl("numa_balancing_scan_period_max_ms", "longest scan period (task_scan_max)", 60000,
+              3600000, "ms"),
+       [](const C& c) { return c.numa_balancing_scan_period_max_ms; },
+       [](C& c, int64_t v) { c.numa_balancing_scan_period_max_ms = v; }},
+      {sysctl("numa_balancing_scan_size_mb", "address space marked per scan pass", 256, 1 << 20,
+              "MB"),
+       [](const C& c) { return c.numa_balancing_scan_size_mb; },
+       [](C& c, int64_t v) { c.numa_balancing_scan_size_mb = v; }},
+      {rule("skip_shared_cow",
+            "change_prot_numa leaves COW pages mapped by more than one mm alone (mm/mprotect.c "
+            "change_pte_range, commit 859d4adc3415)",
+            {4, 16}),
+       [](const C& c) -> int64_t { return c.skip_shared_cow; },
+       [](C& c, int64_t v) { c.skip_shared_cow = v != 0; }},
+      {rule("skip_dirty_file",
+            "change_prot_numa skips dirty page-cache pages and migrate_misplaced_page refuses "
+            "them (mm/mprotect.c change_pte_range, mm/migrate.c)",
+            {4, 17}),
+       [](const C& c) -> int64_t { return c.skip_dirty_file; },
+       [](C& c, int64_t v) { c.skip_dirty_file = v != 0; }},
+      {rule("skip_target_node",
+            "a single-threaded task's private pages already on its node are not marked "
+            "(mm/mprotect.c change_pte_range, target_node)",
+            {4, 10}),
+       [](const C& c) -> int64_t { return c.skip_target_node; },
+       [](C& c, int64_t v) { c.skip_target_node = v != 0; }},
+      {rule("migrate_rate_limit",
+            "migrate_misplaced_page refuses pages beyond ratelimit_pages per 100 ms per node "
+            "(mm/migrate.c numamigrate_update_ratelimit; removed by efaffc5e40ae)",
+            {3, 8}, {4, 18}),
+       [](const C& c) -> int64_t { return c.migrate_rate_limit; },
+       [](C& c, int64_t v) { c.migrate_rate_limit = v != 0; }},
+      {{.section = "numa",
+        .key = "ratelimit_pages",
+        .kind = SwitchKind::kInt,
+        .doc = "pages migrate_rate_limit lets through per node per 100 ms (128 MB)",
+        .default_value = 32768,
+        .lo = 1,
+        .hi = INT64_MAX,
+        .unit = "pages"},
+       [](const C& c) { return c.ratelimit_pages; },
+       [](C& c, int64_t v) { c.ratelimit_pages = v; }},
+      {rule("scan_start_is_min",
+            "the first scan period is task_scan_start (scan_min), not scan_delay "
+            "(kernel/sched/fair.c init_numa_balancing)",
+            {4, 14}),
+       [](const C& c) -> int64_t { return c.scan_start_is_min; },
+       [](C& c, int64_t v) { c.scan_start_is_min = v != 0; }},
+      {{.section = "numa",
+        .key = "scan_period_update",
+        .kind = SwitchKind::kChoice,
+        .doc = "the arithmetic of update_task_scan_period (kernel/sched/fair.c)",
+        .default_value = static_cast<int64_t>(ScanPeriodUpdate::k313),
+        .presets = {{.from = {4, 14}, .value = static_cast<int64_t>(ScanPeriodUpdate::k414)}},
+        .words = {{"3.13", static_cast<int64_t>(ScanPeriodUpdate::k313)},
+                  {"4.14", static_cast<int64_t>(ScanPeriodUpdate::k414)}}},
+       [](const C& c) { return static_cast<int64_t>(c.scan_period_update); },
+       [](C& c, int64_t v) { c.scan_period_update = static_cast<ScanPeriodUpdate>(v); }},
+      {rule("placement_every_fault",
+            "task_numa_placement is tried on every hinting fault, not only after "
+            "numa_migrate_retry (kernel/sched/fair.c task_numa_fault)",
+            kOldestKernel, {4, 18}),
+       [](const C& c) -> int64_t { return c.placement_every_fault; },
+       [](C& c, int64_t v) { c.placement_every_fault = v != 0; }},
+      {rule("waiter_pins_page",
+            "a task sleeping on a migration entry holds a page reference, failing the "
+            "migration's refcount check (mm/migrate.c migration_entry_wait; put_and_wait in 5.0)",
+            kOldestKernel, {4, 20}),
+       [](const C& c) -> int64_t { return c.waiter_pins_page; },
+       [](C& c, int64_t v) { c.waiter_pins_page = v != 0; }},
+      {{.section = "numa",
+        .key = "migrate_passes",
+        .kind = SwitchKind::kInt,
+        .doc = "passes migrate_pages makes over a page that fails with EAGAIN (mm/migrate.c)",
+        .default_value = 10,
+        .lo = 1,
+        .hi = 100},
+       [](const C& c) { return c.migrate_passes; },
+       [](C& c, int64_t v) { c.migrate_passes = v; }},
+      {{.section = "numa",
+        .key = "tick_hz",
+        .kind = SwitchKind::kInt,
+        .doc = "CONFIG_HZ: the scheduler tick that drives task_tick_numa",
+        .default_value = 250,
+        .lo = 100,
+        .hi = 1000,
+        .unit = "Hz"},
+       [](const C& c) { return c.tick_hz; },
+       [](C& c, int64_t v) { c.tick_hz = v; }},
+  };
+  return table;
+}
+
+}  // namespace mmsim::numa

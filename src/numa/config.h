@@ -1,0 +1,65 @@
+// Automatic NUMA balancing's switches (the numa_balancing sysctls under
+// [kernel], the version rules under [numa]) and its constants, by their
+// kernel names (kernel/sched/fair.c, mm/migrate.c).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "sim/switches.h"
+
+namespace mmsim::numa {
+
+// kernel/sched/fair.c
+inline constexpr int64_t kMaxScanWindow = 2560;      // MAX_SCAN_WINDOW, MB/s
+inline constexpr int64_t kNumaPeriodSlots = 10;      // NUMA_PERIOD_SLOTS
+inline constexpr int64_t kNumaPeriodThreshold = 7;   // NUMA_PERIOD_THRESHOLD
+inline constexpr int64_t kActiveNodeFraction = 3;    // ACTIVE_NODE_FRACTION
+inline constexpr int64_t kSmallImp = 30;             // SMALLIMP (task_numa_compare)
+inline constexpr int64_t kImbalancePct = 112;        // sd->imbalance_pct of a NUMA domain
+inline constexpr int64_t kVirtpagesPerPage = 8;      // task_numa_work: virtpages = pages * 8
+inline constexpr int64_t kScanOverheadFactor = 32;   // node_stamp += 32 * scan time
+inline constexpr int64_t kNumaScanSeqEarly = 4;      // should_numa_migrate_memory: seq <= 4
+inline constexpr uint64_t kScanChunkPages = 512;     // task_numa_work walks 2 MiB (HPAGE) steps
+inline constexpr int64_t kMigrateRetryMaxMs = 1000;  // numa_migrate_preferred: at most 1 s
+// mm/migrate.c (3.8-4.18): the rate-limit window of migrate_misplaced_page.
+inline constexpr int64_t kRatelimitWindowMs = 100;  // migrate_interval_millisecs
+
+enum class ScanPeriodUpdate : int64_t {
+  k313 = 0,  // 3.13-4.13: local/remote ratio, scaled by the private share
+  k414 = 1,  // 4.14+: private share first, then the local ratio
+};
+
+struct NumaConfig {
+  // kernel.numa_balancing: -1 (the default) is on when the machine has more
+  // than one node, as the kernel decides at boot.
+  int64_t numa_balancing = -1;
+  int64_t numa_balancing_scan_delay_ms = 1000;
+  int64_t numa_balancing_scan_period_min_ms = 1000;
+  int64_t numa_balancing_scan_period_max_ms = 60000;
+  int64_t numa_balancing_scan_size_mb = 256;
+  bool skip_shared_cow = false;
+  bool skip_dirty_file = false;
+  bool skip_target_node = false;
+  bool migrate_rate_limit = false;
+  int64_t ratelimit_pages = 32768;
+  bool scan_start_is_min = false;
+  ScanPeriodUpdate scan_period_update = ScanPeriodUpdate::k313;
+  bool placement_every_fault = false;
+  bool waiter_pins_page = false;
+  int64_t migrate_passes = 10;
+  int64_t tick_hz = 250;
+
+  // Resolved for a machine (not a switch): is balancing on?
+  bool enabled = false;
+
+  int64_t tick_ns() const { return 1000000000 / tick_hz; }
+  int64_t scan_size_pages() const { return numa_balancing_scan_size_mb << (20 - 12); }
+};
+
+// Whether this kernel has automatic NUMA balancing at all (3.8+).
+bool has_numa_balancing(KernelVersion v);
+
+std::span<const Switch<NumaConfig>> numa_switches();
+
+}  // namespace mmsim::numa

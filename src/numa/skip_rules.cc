@@ -1,0 +1,52 @@
+#include "numa/skip_rules.h"
+
+#include <array>
+
+namespace mmsim::numa {
+
+namespace {
+
+// Already a hinting PTE: nothing to change.
+bool already_prot_none(const SkipContext& c) { return c.pte.protnone(); }
+
+// No normal page behind the PTE (vm_normal_page() fails): the zero page.
+bool no_normal_page(const SkipContext& c) { return c.folio == nullptr; }
+
+// A copy-on-write page that more than one mm maps: hinting faults on it make
+// the tasks sharing it fight over its node.
+bool shared_cow(const SkipContext& c) { return c.vma.is_cow_mapping() && c.folio->mapcount != 1; }
+
+// A dirty page of a file's page cache (page_is_file_cache: shmem pages are
+// swap-backed, not file cache) cannot be migrated cheaply.
+bool dirty_file(const SkipContext& c) {
+  const mm::Folio& f = *c.folio;
+  return !f.test(mm::Folio::kAnon) && !f.test(mm::Folio::kShmem) && f.test(mm::Folio::kDirty);
+}
+
+// A single-threaded task's private page that is already on the node it runs
+// on would be hinted for nothing.
+bool on_target_node(const SkipContext& c) {
+  return c.target_node && c.folio->node == *c.target_node;
+}
+
+const std::array kRules = {
+    SkipRule{"already_prot_none", "3.8+", nullptr, already_prot_none},
+    SkipRule{"no_normal_page", "3.8+", nullptr, no_normal_page},
+    SkipRule{"shared_cow", "4.16+", &NumaConfig::skip_shared_cow, shared_cow},
+    SkipRule{"dirty_file", "4.17+", &NumaConfig::skip_dirty_file, dirty_file},
+    SkipRule{"on_target_node", "4.10+", &NumaConfig::skip_target_node, on_target_node},
+};
+
+}  // namespace
+
+std::span<const SkipRule> prot_numa_skip_rules() { return kRules; }
+
+const SkipRule* prot_numa_skip(const NumaConfig& config, const SkipContext& ctx) {
+  for (const SkipRule& r : kRules) {
+    if (r.enabled && !(config.*(r.enabled))) continue;
+    if (r.applies(ctx)) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace mmsim::numa

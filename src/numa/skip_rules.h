@@ -1,0 +1,55 @@
+// The reasons change_prot_numa leaves a present PTE alone when it marks an
+// address range for NUMA hinting faults: one named function per rule, in the
+// order the kernel tests them (mm/mprotect.c change_pte_range under
+// prot_numa, gathered as prot_numa_skip() in later kernels). Each rule states
+// the kernel versions where it holds; rules that changed over time are
+// switches of NumaConfig, preset by kernel version.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "mm/memory_manager.h"
+#include "numa/config.h"
+
+namespace mmsim::numa {
+
+// What a rule may look at for one PTE.
+struct SkipContext {
+  const mm::Vma& vma;
+  const mm::Pte& pte;
+  const mm::Folio* folio;             // nullptr: no normal page (the zero page)
+  std::optional<NodeId> target_node;  // set for a single-threaded task's private VMA
+};
+
+struct SkipRule {
+  std::string_view name;
+  std::string_view versions;  // where the rule holds, for the docs
+  // The switch that turns the rule on, or nullptr when it always holds.
+  bool NumaConfig::*enabled;
+  bool (*applies)(const SkipContext&);
+};
+
+// The rules, in the order they are tested.
+std::span<const SkipRule> prot_numa_skip_rules();
+
+// The first rule of `rules` that is on under `config` and skips the PTE, or
+// nullptr when the PTE gets marked.
+const SkipRule* prot_numa_skip(const NumaConfig& config, const SkipContext& ctx);
+
+// The rules as change_prot_numa's filter for one VMA of one scan.
+class ProtNumaFilter final : public mm::ProtNumaSkip {
+ public:
+  ProtNumaFilter(const NumaConfig& config, std::optional<NodeId> target_node)
+      : config_(config), target_node_(target_node) {}
+  bool skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Folio* folio) const override {
+    return prot_numa_skip(config_, SkipContext{vma, pte, folio, target_node_}) != nullptr;
+  }
+
+ private:
+  const NumaConfig& config_;
+  std::optional<NodeId> target_node_;
+};
+
+}  // namespace mmsim::numa

@@ -1,0 +1,78 @@
+// What a run produced, in the kernel's vocabulary: per-task times and faults
+// (/proc/<pid>/stat), NUMA fields (/proc/<pid>/sched), vmstat changes, memcg
+// state, a timeline of counters, and how the simulation itself went.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "memcg/memcg.h"
+#include "mm/vmstat.h"
+#include "numa/balancer.h"
+#include "sched/task.h"
+
+namespace mmsim::workload {
+
+// Counters sampled over time (RunResult::timeline).
+inline constexpr std::array<mm::Vm, 7> kTimelineCounters = {mm::Vm::pgfault,
+                                                            mm::Vm::numa_pte_updates,
+                                                            mm::Vm::numa_hint_faults,
+                                                            mm::Vm::numa_hint_faults_local,
+                                                            mm::Vm::numa_pages_migrated,
+                                                            mm::Vm::pgmigrate_success,
+                                                            mm::Vm::pgmigrate_fail};
+
+struct Sample {
+  double t_s = 0;
+  std::array<int64_t, kTimelineCounters.size()> vm{};
+  uint32_t tasks_in_d = 0;  // tasks waiting in D state at that moment
+  // memory.stat of the first process's memcg: cache, mapped_file (pages), pgpgin
+  std::array<int64_t, 3> memcg{};
+};
+
+struct TaskResult {
+  uint32_t pid = 0;
+  uint32_t tgid = 0;
+  uint32_t ppid = 0;
+  std::string comm;
+  std::string program;
+  uint16_t cpu = 0;
+  uint16_t node = 0;
+  sched::TaskTimes times;
+  uint64_t min_flt = 0;
+  uint64_t maj_flt = 0;
+  uint64_t nvcsw = 0;
+  uint64_t nivcsw = 0;
+  double start_s = 0;
+  double exit_s = 0;
+  std::vector<uint64_t> counters;  // by Workload::counters index
+  numa::ProcSchedNuma numa;
+};
+
+// A task's result from its scheduler state, its program's counters and its
+// NUMA fields; `end_s` stands for the exit time of a task still alive.
+TaskResult task_result(const sched::Task& task, std::string program, std::vector<uint64_t> counters,
+                       std::optional<numa::ProcSchedNuma> numa, double end_s);
+
+struct RunResult {
+  double elapsed_s = 0;  // simulated time until the last task exited
+  bool time_limit_hit = false;
+  std::vector<TaskResult> tasks;                        // by pid
+  std::vector<std::pair<std::string, int64_t>> vmstat;  // change over the run
+  std::vector<std::string> errors;                      // segfaults, OOM, failed syscalls
+  std::vector<std::string> check_failures;
+  uint64_t events = 0;
+  uint64_t page_events = 0;  // faults + PTEs zapped/copied: the speed denominator
+  std::vector<Sample> timeline;
+  std::vector<memcg::MemCgroup> memcg;  // final state of every memcg (empty: off)
+};
+
+// The vmstat counters' changes between two snapshots, by name.
+std::vector<std::pair<std::string, int64_t>> vmstat_delta(const mm::VmStat& before,
+                                                          const mm::VmStat& after);
+
+}  // namespace mmsim::workload
