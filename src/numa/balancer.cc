@@ -242,6 +242,8 @@ bool Balancer::migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick 
   const mm::Folio& f = mm_.folios().folio(pfn);
   // numamigrate_isolate_page and migrate_misplaced_page: shared library pages and dirty file pages
   // stay (page-cache pages only: shmem is swap-backed, as page_is_file_cache tells).
+  // 3.8-3.12: no page mapped more than once moves.
+  if (cfg_.skip_shared && f.mapcount != 1) return false;
   const bool file_cache = !f.test(mm::Folio::kAnon) && !f.test(mm::Folio::kShmem);
   if (file_cache && f.mapcount != 1 && (vma.flags & mm::Vma::kExec)) return false;
   if (cfg_.skip_dirty_file && file_cache && f.test(mm::Folio::kDirty)) return false;

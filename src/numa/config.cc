@@ -64,6 +64,12 @@ std::span<const Switch<NumaConfig>> numa_switches() {
               "MB"),
        [](const C& c) { return c.numa_balancing_scan_size_mb; },
        [](C& c, int64_t v) { c.numa_balancing_scan_size_mb = v; }},
+      {rule("skip_shared",
+            "pages mapped by more than one mm are neither marked nor migrated, whatever the "
+            "mapping (mm/mprotect.c change_pte_range, mm/migrate.c migrate_misplaced_page)",
+            {3, 8}, {3, 12}),
+       [](const C& c) -> int64_t { return c.skip_shared; },
+       [](C& c, int64_t v) { c.skip_shared = v != 0; }},
       {rule("skip_shared_cow",
             "change_prot_numa leaves COW pages mapped by more than one mm alone (mm/mprotect.c "
             "change_pte_range, commit 859d4adc3415)",

@@ -38,6 +38,7 @@ struct NumaConfig {
   int64_t numa_balancing_scan_period_min_ms = 1000;
   int64_t numa_balancing_scan_period_max_ms = 60000;
   int64_t numa_balancing_scan_size_mb = 256;
+  bool skip_shared = false;
   bool skip_shared_cow = false;
   bool skip_dirty_file = false;
   bool skip_target_node = false;

@@ -12,6 +12,10 @@ bool already_prot_none(const SkipContext& c) { return c.pte.protnone(); }
 // No normal page behind the PTE (vm_normal_page() fails): the zero page.
 bool no_normal_page(const SkipContext& c) { return c.folio == nullptr; }
 
+// Any page that more than one mm maps: the first kernels with NUMA balancing
+// left shared pages alone altogether.
+bool shared(const SkipContext& c) { return c.folio->mapcount != 1; }
+
 // A copy-on-write page that more than one mm maps: hinting faults on it make
 // the tasks sharing it fight over its node.
 bool shared_cow(const SkipContext& c) { return c.vma.is_cow_mapping() && c.folio->mapcount != 1; }
@@ -32,6 +36,7 @@ bool on_target_node(const SkipContext& c) {
 const std::array kRules = {
     SkipRule{"already_prot_none", "3.8+", nullptr, already_prot_none},
     SkipRule{"no_normal_page", "3.8+", nullptr, no_normal_page},
+    SkipRule{"shared", "3.8-3.12", &NumaConfig::skip_shared, shared},
     SkipRule{"shared_cow", "4.16+", &NumaConfig::skip_shared_cow, shared_cow},
     SkipRule{"dirty_file", "4.17+", &NumaConfig::skip_dirty_file, dirty_file},
     SkipRule{"on_target_node", "4.10+", &NumaConfig::skip_target_node, on_target_node},

@@ -845,6 +845,28 @@ TEST(NumaMigrate, NoRateLimitFrom419) {
     EXPECT_TRUE(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), seconds(1)));
 }
 
+TEST(NumaMigrate, SkipSharedRefusesAPageMappedByTwoMms) {
+  NumaConfig cfg = enabled_config();
+  cfg.skip_shared = true;
+  NumaWorld n(cfg);
+  AnonPage p(n);
+  mm::Mm& child = n.process(2, 0);
+  n.w.mgr.dup_mmap(p.mm, child, CpuId(0));
+  ASSERT_EQ(n.w.mgr.folios().folio(p.pfn).mapcount, 2);
+
+  EXPECT_FALSE(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), seconds(1)));
+}
+
+TEST(NumaMigrate, WithoutSkipSharedAPageMappedByTwoMmsMayMove) {
+  NumaWorld n(enabled_config());
+  AnonPage p(n);
+  mm::Mm& child = n.process(2, 0);
+  n.w.mgr.dup_mmap(p.mm, child, CpuId(0));
+  ASSERT_EQ(n.w.mgr.folios().folio(p.pfn).mapcount, 2);
+
+  EXPECT_TRUE(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), seconds(1)));
+}
+
 // A file mapped at the same offset by two processes.
 struct TwoMappers {
   TwoMappers(NumaWorld& n, uint32_t vm_flags, mm::AddressSpace& file)

@@ -21,7 +21,8 @@ using testing::MmWorld;
 // No switch on: only the rules that always hold.
 NumaConfig no_switches() { return NumaConfig{}; }
 
-// Every switch-gated rule on.
+// Every switch-gated rule of 4.17+ kernels on (skip_shared is 3.8-3.12 only,
+// and would hide the others).
 NumaConfig all_switches() {
   NumaConfig c;
   c.skip_shared_cow = true;
@@ -80,14 +81,15 @@ TEST(NumaSkipRules, TheRulesAreTestedInTheKernelsOrderWithTheirSwitches) {
   const auto rules = prot_numa_skip_rules();
   std::vector<std::string> names;
   for (const auto& r : rules) names.emplace_back(r.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"already_prot_none", "no_normal_page", "shared_cow",
-                                             "dirty_file", "on_target_node"}));
-  ASSERT_EQ(rules.size(), 5u);
+  EXPECT_EQ(names, (std::vector<std::string>{"already_prot_none", "no_normal_page", "shared",
+                                             "shared_cow", "dirty_file", "on_target_node"}));
+  ASSERT_EQ(rules.size(), 6u);
   EXPECT_EQ(rules[0].enabled, nullptr);
   EXPECT_EQ(rules[1].enabled, nullptr);
-  EXPECT_EQ(rules[2].enabled, &NumaConfig::skip_shared_cow);
-  EXPECT_EQ(rules[3].enabled, &NumaConfig::skip_dirty_file);
-  EXPECT_EQ(rules[4].enabled, &NumaConfig::skip_target_node);
+  EXPECT_EQ(rules[2].enabled, &NumaConfig::skip_shared);
+  EXPECT_EQ(rules[3].enabled, &NumaConfig::skip_shared_cow);
+  EXPECT_EQ(rules[4].enabled, &NumaConfig::skip_dirty_file);
+  EXPECT_EQ(rules[5].enabled, &NumaConfig::skip_target_node);
 }
 
 // already_prot_none ----------------------------------------------------------
@@ -160,6 +162,42 @@ TEST(NumaSkipRules, SharedCowSkipsACowPageOfTwoMmsWhenItsSwitchIsOn) {
 
   EXPECT_EQ(s.skipped_by(c.parent, c.a, cfg), "shared_cow");
   EXPECT_EQ(s.mark(c.parent, c.a, 1, cfg), 0u);
+}
+
+// shared (3.8-3.12) ---------------------------------------------------------
+
+TEST(NumaSkipRules, SharedSkipsAPageOfASharedMappingOfTwoMmsWhenItsSwitchIsOn) {
+  // Unlike shared_cow, it holds whatever the mapping: here MAP_SHARED.
+  SkipWorld s;
+  mm::AddressSpace& shm = s.w.mgr.create_file("memfd:shared", 1, true);
+  mm::Mm& one = s.process();
+  mm::Mm& two = s.process();
+  const Vpn a = s.w.map(one, 1, kRW | mm::Vma::kShared, &shm);
+  const Vpn b = s.w.map(two, 1, kRW | mm::Vma::kShared, &shm);
+  s.touch(one, a, true);
+  s.touch(two, b, true);
+  NumaConfig cfg = no_switches();
+  cfg.skip_shared = true;
+  ASSERT_EQ(s.w.folio_at(one, a).mapcount, 2);
+
+  EXPECT_EQ(s.skipped_by(one, a, cfg), "shared");
+  EXPECT_EQ(s.mark(one, a, 1, cfg), 0u);
+}
+
+TEST(NumaSkipRules, SharedIsOffWhenItsSwitchIsOff) {
+  SkipWorld s;
+  mm::AddressSpace& shm = s.w.mgr.create_file("memfd:shared", 1, true);
+  mm::Mm& one = s.process();
+  mm::Mm& two = s.process();
+  const Vpn a = s.w.map(one, 1, kRW | mm::Vma::kShared, &shm);
+  const Vpn b = s.w.map(two, 1, kRW | mm::Vma::kShared, &shm);
+  s.touch(one, a, true);
+  s.touch(two, b, true);
+  NumaConfig cfg = all_switches();
+  cfg.skip_shared = false;
+
+  EXPECT_EQ(s.skipped_by(one, a, cfg), "");
+  EXPECT_EQ(s.mark(one, a, 1, cfg), 1u);
 }
 
 TEST(NumaSkipRules, SharedCowIsOffWhenItsSwitchIsOff) {
