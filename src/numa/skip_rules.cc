@@ -46,6 +46,14 @@ const std::array kRules = {
 
 std::span<const SkipRule> prot_numa_skip_rules() { return kRules; }
 
+bool ProtNumaFilter::skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Folio* folio) const {
+  const SkipContext c{vma, pte, folio, target_node_};
+  // Every rule of kRules, each under its switch.
+  return already_prot_none(c) || no_normal_page(c) || (config_.skip_shared && shared(c)) ||
+         (config_.skip_shared_cow && shared_cow(c)) || (config_.skip_dirty_file && dirty_file(c)) ||
+         (config_.skip_target_node && on_target_node(c));
+}
+
 const SkipRule* prot_numa_skip(const NumaConfig& config, const SkipContext& ctx) {
   for (const SkipRule& r : kRules) {
     if (r.enabled && !(config.*(r.enabled))) continue;

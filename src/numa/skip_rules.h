@@ -38,14 +38,15 @@ std::span<const SkipRule> prot_numa_skip_rules();
 // nullptr when the PTE gets marked.
 const SkipRule* prot_numa_skip(const NumaConfig& config, const SkipContext& ctx);
 
-// The rules as change_prot_numa's filter for one VMA of one scan.
+// The rules as change_prot_numa's filter for one VMA of one scan. Whether a
+// PTE is skipped does not depend on the order of the tests (only which rule
+// prot_numa_skip names does), so the filter calls the rules the config turns
+// on directly: this runs for every PTE a scan visits.
 class ProtNumaFilter final : public mm::ProtNumaSkip {
  public:
   ProtNumaFilter(const NumaConfig& config, std::optional<NodeId> target_node)
       : config_(config), target_node_(target_node) {}
-  bool skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Folio* folio) const override {
-    return prot_numa_skip(config_, SkipContext{vma, pte, folio, target_node_}) != nullptr;
-  }
+  bool skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Folio* folio) const override;
 
  private:
   const NumaConfig& config_;
