@@ -17,6 +17,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "native/native.h"
 #include "report/report.h"
 
 namespace mmsim::cli {
@@ -95,7 +96,7 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
   // the per-element cost when every CPU is busy, as in the benchmark (the
   // model has no SMT or shared-core slowdown, so the load must be in the
   // measurement).
-  const std::string sweep = bench + "/mmsim-numa-shared-cow";
+  const std::string sweep = bench + "/" + native::find_bench("numa-shared-cow")->executable;
   const long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
   if (rc == 0 && fs::exists(sweep)) {
     const std::string result = fmt::format("{}/sweep.json", dir);

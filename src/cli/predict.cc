@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "native/native.h"
 #include "report/compare.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
@@ -177,7 +178,12 @@ int predict(const PredictParams& p, const nlohmann::ordered_json& native, std::o
 
   // Side by side: wall time, throughput, faults, times, and every vmstat
   // counter both sides have and one of them changed.
-  const std::string counter = p.bench == "mmap-fault-drop" ? "touches" : "iterations";
+  const native::BenchSpec* spec = native::find_bench(p.bench);
+  if (!spec) {
+    err << "mmsim: error: no benchmark is named \"" << p.bench << "\"\n";
+    return 2;
+  }
+  const std::string counter = spec->counter;
   auto num = [](const nlohmann::ordered_json& j, const std::string& a,
                 const std::string& b) -> double {
     if (!j.contains(a) || !j.at(a).contains(b) || !j.at(a).at(b).is_number()) return NAN;

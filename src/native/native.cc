@@ -39,12 +39,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
-// One benchmark program: its executable and the counter it reports.
-struct BenchSpec {
-  std::string name;
-  std::string executable;
-  std::string counter;
-};
+}  // namespace
 
 const std::vector<BenchSpec>& bench_specs() {
   static const std::vector<BenchSpec> specs = {
@@ -53,6 +48,15 @@ const std::vector<BenchSpec>& bench_specs() {
   };
   return specs;
 }
+
+const BenchSpec* find_bench(const std::string& name) {
+  for (const auto& s : bench_specs()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+namespace {
 
 std::string errno_text(int e) { return fmt::format("{} (errno {})", std::strerror(e), e); }
 

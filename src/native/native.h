@@ -119,6 +119,18 @@ int run_native(const NativeOptions& options, std::ostream& out, std::ostream& er
 // nullopt on malformed text; util::parse_size() also says why.
 std::optional<uint64_t> parse_size(const std::string& text);
 
+// The catalogue of benchmark programs: each one's name, executable (in
+// bench/programs) and the counter it reports. Native mode, --predict and
+// calibrate find them here.
+struct BenchSpec {
+  std::string name;
+  std::string executable;
+  std::string counter;
+};
+const std::vector<BenchSpec>& bench_specs();
+// The benchmark of that name, or nullptr.
+const BenchSpec* find_bench(const std::string& name);
+
 // The bench names run_native() knows.
 const std::vector<std::string>& bench_names();
 
