@@ -81,7 +81,7 @@ def main():
 
     seen = {}      # header line -> block text
     by_check = {}  # check -> [file:line: message]
-    failed = []
+    failed = []    # files clang-tidy failed on without printing a finding
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for source, rc, out in pool.map(lambda s: run_one(args.clang_tidy, args.build, s),
                                         sources):
@@ -97,9 +97,8 @@ def main():
                 check = next(c for c in checks if not c.startswith("-"))
                 by_check.setdefault(check, []).append(
                     f"{rel(m.group('file'))}:{m.group('line')}: {m.group('msg')}")
-            if rc != 0 and not found:
+            if rc != 0 and not found:  # no diagnostic to show: a crash, a bad command line
                 print(out, flush=True)
-            if rc != 0:
                 failed.append(rel(source))
 
     if not seen and not failed:
@@ -111,7 +110,8 @@ def main():
         for item in sorted(by_check[check]):
             print(f"  {item}")
     if failed:
-        print(f"tidy: clang-tidy failed on {len(failed)} files: {' '.join(failed)}")
+        print(f"tidy: clang-tidy failed without a finding on {len(failed)} files: "
+              f"{' '.join(failed)}")
     return 1
 
 
