@@ -7,6 +7,7 @@
 #   make scenarios-check         every scenarios/*.toml with --check
 #   make format | format-check   clang-format the sources / list files that are not
 #   make tidy                    clang-tidy (.clang-tidy) over src/
+#   make lint                    tidy plus the self-test of the build's layering rule
 PRESET   ?= release
 BUILD    := build/$(PRESET)
 JOBS     ?= 2
@@ -27,7 +28,7 @@ else
 endif
 
 .PHONY: all deps configure build demo test bench clean asan-test format format-check tidy \
-        scenarios-check
+        scenarios-check lint
 
 all: build
 
@@ -106,6 +107,9 @@ format-check: deps
 # each finding once, then a list per check; fails on any finding.
 tidy: configure
 	python3 tools/lint/tidy.py -p $(BUILD) -j $(JOBS) --clang-tidy $(CLANG_TIDY)
+
+lint: tidy
+	bash tools/lint/test_layers.sh
 
 clean:
 	rm -rf build

@@ -60,7 +60,7 @@ namespace {
 
 std::string errno_text(int e) { return fmt::format("{} (errno {})", std::strerror(e), e); }
 
-std::string trim(std::string s) {
+std::string trim(const std::string& s) {
   const auto first = s.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return "";
   const auto last = s.find_last_not_of(" \t\r\n");

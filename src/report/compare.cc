@@ -33,7 +33,12 @@ struct Combination {
   std::string label() const {
     if (settings.empty()) return "as given";
     std::string s;
-    for (const auto& [k, v] : settings) s += (s.empty() ? "" : " ") + k + "=" + v;
+    for (const auto& [k, v] : settings) {
+      if (!s.empty()) s += ' ';
+      s += k;
+      s += '=';
+      s += v;
+    }
     return s;
   }
 };
@@ -453,8 +458,9 @@ CompareReport compare(const CompareOptions& o) {
       jruns.push_back({{"seed", s.seed}, {"metrics", s.metrics}, {"vmstat", s.vmstat}});
     ordered_json mean = ordered_json::object();
     for (const auto& [key, value] : rs.front().metrics.items()) {
-      mean[key] =
-          sample(rs, [&key](const RunSummary& s) { return s.metrics.at(key).get<double>(); }).mean;
+      mean[key] = sample(rs, [&k = key](const RunSummary& s) {
+                    return s.metrics.at(k).get<double>();
+                  }).mean;
     }
     for (size_t i = 0; i < kVmRows.size(); ++i) mean[kVmRows[i]] = vm_mean[i];
     mean["tasks_in_d"] = in_d;

@@ -768,7 +768,7 @@ void apply_override(toml::table& root, const std::string& arg, Ctx& ctx) {
       if (!numeric || std::stoul(part) >= arr->size()) {
         ctx.error(where, key,
                   fmt::format("\"{}\" is not an index of that array (0 to {})", part,
-                              arr->size() ? arr->size() - 1 : 0));
+                              arr->empty() ? 0 : arr->size() - 1));
         return;
       }
       next = arr->get(std::stoul(part));

@@ -40,6 +40,9 @@ struct Tick {
 
 constexpr Tick nanoseconds(int64_t n) { return Tick(n); }
 // A cost in ns as a duration, rounded half up (costs are never negative).
+// Costs are never negative, so adding a half and truncating rounds to nearest;
+// std::llround is not constexpr before C++23.
+// NOLINTNEXTLINE(bugprone-incorrect-roundings)
 constexpr Tick to_tick(double ns) { return Tick(static_cast<int64_t>(ns + 0.5)); }
 constexpr Tick microseconds(int64_t n) { return Tick(n * 1000); }
 constexpr Tick milliseconds(int64_t n) { return Tick(n * 1000000); }

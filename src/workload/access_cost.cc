@@ -61,7 +61,8 @@ double AccessCost::page_cost(const AccessSpec& a, NodeId task_node, NodeId node,
                              double miss) const {
   const double dist = topo_.distance_factor(task_node, node);
   if (a.touch) return costs_.mem_latency_ns * dist;
-  const double elems = static_cast<double>(kPageSize / a.elem_size);
+  const uint64_t elems_per_page = kPageSize / a.elem_size;  // elem_size divides the page
+  const double elems = static_cast<double>(elems_per_page);
   const double compute = a.compute_ns >= 0 ? a.compute_ns : costs_.sweep_elem_ns;
   return elems * compute + (kPageSize / 64.0) * miss * costs_.dram_line_ns * dist;
 }

@@ -793,7 +793,7 @@ void World::run_task(TaskExec& t) {
   }
 }
 
-void World::kill_task(TaskExec& t, std::string why) {
+void World::kill_task(TaskExec& t, const std::string& why) {
   record_error(t, why);
   t.stack.resize(1);
   t.stack.back().pc = t.stack.back().ops->size();

@@ -170,7 +170,7 @@ class World final : public sim::EventHandler,
   bool apply_segment(TaskExec& t, Tick at);
   bool fault(TaskExec& t, Vpn vpn, bool write);
   void exit_task(TaskExec& t);
-  void kill_task(TaskExec& t, std::string why);
+  void kill_task(TaskExec& t, const std::string& why);
   void charge_sys(TaskExec& t, const mm::OpCost& c);
   Tick horizon() const { return queue_.next_time(); }
   bool others_waiting(const TaskExec& t) const { return sched_.others_waiting(t.task); }
