@@ -76,11 +76,7 @@ ordered_json switch_json(const SwitchInfo& sw, int64_t value) {
 ordered_json kernel_json(const scenario::KernelConfig& k, size_t nodes) {
   // [kernel] keys at the top, each other scenario table as an object.
   ordered_json j = {{"version", k.version.str()}};
-  const numa::NumaConfig effective = [&] {
-    scenario::Scenario probe;
-    probe.kernel = k;
-    return probe.numa_config(nodes);
-  }();
+  const numa::NumaConfig effective = k.numa_config(nodes);
   scenario::for_each_switch(k, [&](const SwitchInfo& sw, int64_t value) {
     ordered_json v = switch_json(sw, value);
     // numa_balancing as the kernel reports it once booted: 0 or 1.
@@ -246,7 +242,7 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
   auto line = [&](const std::string& s) { out += s + "\n"; };
   line(fmt::format("scenario {} (seed {})", sc.name, sc.seed));
   line(fmt::format("machine  {}: {} nodes, {} CPUs", topo.name(), topo.nr_nodes(), topo.nr_cpus()));
-  const numa::NumaConfig nc = sc.numa_config(topo.nr_nodes());
+  const numa::NumaConfig nc = sc.kernel.numa_config(topo.nr_nodes());
   // Every switch, from the tables, one line per scenario table.
   std::map<std::string, std::string> by_section;
   scenario::for_each_switch(sc.kernel, [&](const SwitchInfo& sw, int64_t value) {

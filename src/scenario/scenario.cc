@@ -1098,16 +1098,16 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.seed = s.seed;
   wc.time_limit = s.time_limit;
   wc.mm = s.kernel.mm;
-  wc.numa = s.numa_config(topo.nr_nodes());
+  wc.numa = s.kernel.numa_config(topo.nr_nodes());
   wc.sample_interval = s.sample_interval;
   wc.memcg = s.kernel.memcg;
   wc.cgroups = s.cgroups;
   return wc;
 }
 
-numa::NumaConfig Scenario::numa_config(size_t nodes) const {
-  numa::NumaConfig c = kernel.numa;
-  c.enabled = numa::has_numa_balancing(kernel.version) &&
+numa::NumaConfig KernelConfig::numa_config(size_t nodes) const {
+  numa::NumaConfig c = numa;
+  c.enabled = numa::has_numa_balancing(version) &&
               (c.numa_balancing == 1 || (c.numa_balancing == -1 && nodes > 1));
   return c;
 }

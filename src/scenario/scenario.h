@@ -44,6 +44,9 @@ struct KernelConfig {
   uint32_t page_cgroup_bytes() const {
     return memcg::page_cgroup_bytes(memcg.stat_protocol, version);
   }
+  // The NUMA balancing configuration on a machine of `nodes` nodes, with
+  // `enabled` resolved (kernel.numa_balancing "auto": more than one node).
+  numa::NumaConfig numa_config(size_t nodes) const;
 };
 
 // Calls f(const SwitchInfo&, int64_t value) for every switch of every
@@ -69,10 +72,6 @@ struct Scenario {
   workload::Workload workload;
   std::vector<memcg::CgroupSpec> cgroups;  // [[cgroups]]
   std::vector<std::string> overrides;      // the --set arguments, as given
-
-  // The NUMA balancing configuration for a machine of `nodes` nodes, with
-  // `enabled` resolved (kernel.numa_balancing "auto": more than one node).
-  numa::NumaConfig numa_config(size_t nodes) const;
 };
 
 struct LoadResult {

@@ -189,7 +189,7 @@ bool Scheduler::move_to_idle_cpu(Task& t, CpuId cpu, Tick at) {
   rq_.add(cpu);
   rq_.current(cpu) = t.pid;
   rq_.slice_end(cpu) = at + slices_.slice(1);
-  t.mm->cpumask().push_back(cpu);
+  mm_cpumask_add(t);
   ++t.nivcsw;
   return true;
 }
@@ -201,7 +201,7 @@ void Scheduler::swap_cpus(Task& a, Task& b) {
   for (Task* x : {&a, &b}) {
     x->node = topo_.cpu_to_node(x->cpu);
     rq_.current(x->cpu) = x->pid;
-    x->mm->cpumask().push_back(x->cpu);
+    mm_cpumask_add(*x);
     ++x->nivcsw;
   }
 }
