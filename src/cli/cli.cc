@@ -3,13 +3,18 @@
 #include "cli/cli.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <system_error>
 
 #include "cli/calibrate_cmd.h"
 #include "cli/predict.h"
@@ -24,10 +29,56 @@ namespace mmsim::cli {
 
 namespace {
 
+// Exit codes (README "Exit codes").
+constexpr int kExitBadInput = 2;
+constexpr int kExitHostRefused = 3;
+
+// A --seed: a decimal number from 0 to 2^64-1, no sign.
+std::optional<uint64_t> parse_seed(const std::string& text, std::ostream& err) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    err << fmt::format("mmsim: error: --seed: \"{}\" is not a number from 0 to {}\n", text,
+                       UINT64_MAX);
+    return std::nullopt;
+  }
+  return v;
+}
+
+// Why `out` cannot take the results, or "": checked before anything runs, so
+// that a long run never ends in a write that fails. The file is replaced by
+// a rename, so only its directory must be writable; the inputs are refused.
+std::string output_problem(const std::string& out, const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(out);
+  if (fs::is_directory(p, ec)) return fmt::format("\"{}\" is a directory", out);
+  for (const auto& in : inputs) {
+    if (!in.empty() && fs::equivalent(p, in, ec))
+      return fmt::format("\"{}\" is an input of this run; refusing to overwrite it", out);
+  }
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    return fmt::format("cannot write \"{}\": no directory \"{}\"", out, dir.string());
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return fmt::format("cannot write \"{}\": directory \"{}\": {}", out, dir.string(),
+                       std::strerror(errno));
+  return "";
+}
+
+// A cost profile given with --costs: a readable regular file.
+std::string costs_problem(const std::string& costs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(costs, ec)) return fmt::format("cannot read \"{}\": no such file", costs);
+  if (fs::is_directory(costs, ec)) return fmt::format("\"{}\" is a directory", costs);
+  return "";
+}
+
 struct RunArgs {
   std::string scenario;
   std::vector<std::string> sets;
-  std::optional<uint64_t> seed;
+  std::string seed;
   std::string json;
   bool check = false;
   bool tasks = false;
@@ -36,20 +87,34 @@ struct RunArgs {
 };
 
 int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
-  if (!a.costs.empty() && !std::filesystem::exists(a.costs)) {
-    err << fmt::format("mmsim: error: --costs: cannot read \"{}\"\n", a.costs);
-    return 2;
+  if (!a.costs.empty()) {
+    if (const std::string why = costs_problem(a.costs); !why.empty()) {
+      err << "mmsim: error: --costs: " << why << "\n";
+      return kExitBadInput;
+    }
+  }
+  std::optional<uint64_t> seed;
+  if (!a.seed.empty() && !(seed = parse_seed(a.seed, err))) return kExitBadInput;
+  if (!a.json.empty()) {
+    if (const std::string why = output_problem(a.json, {a.scenario, a.costs}); !why.empty()) {
+      err << "mmsim: error: --json: " << why << "\n";
+      return kExitBadInput;
+    }
   }
   const scenario::PrepareResult pr =
-      scenario::prepare({a.scenario, std::nullopt, a.sets, a.seed, a.costs});
+      scenario::prepare({a.scenario, std::nullopt, a.sets, seed, a.costs});
   if (!pr.run) {
     for (const auto& d : pr.diagnostics) err << d.str() << "\n";
-    return 2;
+    return kExitBadInput;
   }
   const scenario::Scenario& sc = pr.run->scenario;
   const auto t0 = std::chrono::steady_clock::now();
   const workload::RunResult result = scenario::simulate(*pr.run, {.check_invariants = a.check});
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!result.limit_error.empty()) {
+    err << "mmsim: error: " << result.limit_error << "\n";
+    return kExitBadInput;
+  }
   report::RunInfo info{&sc, &pr.run->topology, &result, wall, !a.no_timing};
   out << report::summary_text(info, a.tasks);
   if (!a.no_timing) err << report::timing_text(info);
@@ -64,8 +129,15 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
 }
 
 // Runs every combination of the varied settings and sets them side by side.
-int cmd_compare(const report::CompareOptions& options, const std::string& json, std::ostream& out,
-                std::ostream& err) {
+int cmd_compare(report::CompareOptions options, const std::string& seed, const std::string& json,
+                std::ostream& out, std::ostream& err) {
+  if (!seed.empty() && !(options.seed = parse_seed(seed, err))) return kExitBadInput;
+  if (!json.empty()) {
+    if (const std::string why = output_problem(json, {options.scenario}); !why.empty()) {
+      err << "mmsim: error: --json: " << why << "\n";
+      return kExitBadInput;
+    }
+  }
   const report::CompareReport r = report::compare(options);
   out << r.out;
   err << r.err;
@@ -128,11 +200,12 @@ int cmd_costs(std::ostream& out) {
 // mmsim native BENCH --predict: the run, its simulation, and the two side by side.
 int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::ostream& out,
                        std::ostream& err) {
-  if (!costs.empty() && !std::filesystem::exists(costs)) {
-    err << fmt::format(
-        "mmsim: error: --costs: cannot read \"{}\" (make one with mmsim calibrate --out {})\n",
-        costs, costs);
-    return 2;
+  if (!costs.empty()) {
+    if (const std::string why = costs_problem(costs); !why.empty()) {
+      err << fmt::format("mmsim: error: --costs: {} (make one with mmsim calibrate --out FILE)\n",
+                         why);
+      return kExitBadInput;
+    }
   }
   if (costs.empty()) {
     err << "mmsim: warning: no --costs: the simulation uses the default profile (a 2015-2018 "
@@ -218,6 +291,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   report::CompareOptions co;
   std::string compare_json;
+  std::string compare_seed;
   auto* compare = app.add_subcommand(
       "compare", "Run every combination of varied settings, repeatedly, and compare them");
   compare->add_option("scenario", co.scenario, "Scenario TOML file")->required();
@@ -227,7 +301,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->allow_extra_args(false);
   compare->add_option("--repeat", co.repeat, "Runs per combination, seeds S, S+1, ...")
       ->capture_default_str();
-  compare->add_option("--seed", co.seed, "First seed (default: scenario.seed)");
+  compare->add_option("--seed", compare_seed, "First seed (default: scenario.seed)");
   compare
       ->add_option("--set", co.sets,
                    "Override a scenario key in every run: key.path=value (repeatable)")
@@ -308,12 +382,24 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   }
   try {
     if (*run) return cmd_run(ra, out, err);
-    if (*compare) return cmd_compare(co, compare_json, out, err);
+    if (*compare) return cmd_compare(co, compare_seed, compare_json, out, err);
     if (*topology) return cmd_topology(machine, out, err);
     if (*costs) return cmd_costs(out);
     if (*switches) return cmd_switches(switches_version, switches_markdown, out, err);
-    if (*calibrate) return cmd_calibrate(ca, out, err);
+    if (*calibrate) {
+      if (const std::string why = output_problem(ca.out, {}); !why.empty()) {
+        err << "mmsim: error: --out: " << why << "\n";
+        return kExitBadInput;
+      }
+      return cmd_calibrate(ca, out, err);
+    }
     if (*native_cmd) {
+      if (!no.json.empty()) {
+        if (const std::string why = output_problem(no.json, {no.file}); !why.empty()) {
+          err << "mmsim: error: --json: " << why << "\n";
+          return kExitBadInput;
+        }
+      }
       if (!native_size.empty()) {
         no.size = native::parse_size(native_size);
         if (!no.size) {
@@ -326,6 +412,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       if (!predict_flag) return native::run_native(no, out, err);
       return cmd_native_predict(no, predict_costs, out, err);
     }
+  } catch (const std::bad_alloc&) {
+    err << "mmsim: error: the host ran out of memory (see the README's limits)\n";
+    return kExitHostRefused;
+  } catch (const std::system_error& e) {
+    // Threads or files the host would not give.
+    err << "mmsim: error: the host refused: " << e.what() << "\n";
+    return kExitHostRefused;
   } catch (const std::exception& e) {
     err << "mmsim: internal error: " << e.what() << "\n";
     return 1;

@@ -63,6 +63,8 @@ class FolioAllocator {
   uint64_t used_pages(NodeId n) const { return nodes_[n.v].used; }
   uint64_t free_pages(NodeId n) const { return nodes_[n.v].capacity - nodes_[n.v].used; }
   size_t table_size() const { return folios_.size(); }
+  // Folios allocated now, on every node.
+  uint64_t in_use() const { return folios_.size() - free_slots_.size(); }
   const topo::Topology& topology() const { return topo_; }
 
  private:

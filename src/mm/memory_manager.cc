@@ -25,7 +25,7 @@ AddressSpace& MemoryManager::create_file(std::string name, uint64_t size_pages, 
   f->id = static_cast<uint32_t>(files_.size());
   f->name = std::move(name);
   f->shmem = shmem;
-  f->resize(size_pages);
+  f->size_pages = size_pages;
   files_.push_back(std::move(f));
   return *files_.back();
 }
@@ -366,7 +366,7 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
   AddressSpace& file = *vma->file;
   const uint64_t index = vma->file_index(vpn);
   if (index >= file.size_pages) {
-    r.status = FaultStatus::kSegv;  // SIGBUS beyond EOF
+    r.status = FaultStatus::kSigbus;  // filemap_fault beyond i_size
     return out;
   }
   const bool shared = vma->flags & Vma::kShared;
@@ -461,6 +461,18 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
   r.cost.sys_ns = costs_.syscall_ns + costs_.vma_op_ns;
   if (args.pages == 0) {
     r.error = MmError::kInval;
+    return r;
+  }
+  // get_unmapped_area: nothing longer than the user address space fits.
+  // __vm_enough_memory under vm.overcommit_memory = 0 (OVERCOMMIT_GUESS): an
+  // accountable mapping (private writable, or shared anonymous) larger than
+  // all RAM (there is no swap) fails.
+  const bool shared = args.vm_flags & Vma::kShared;
+  const bool accountable =
+      (!args.file && shared) || (args.vm_flags & (Vma::kWrite | Vma::kShared)) == Vma::kWrite;
+  if (args.pages > kTaskSizePages ||
+      (accountable && args.pages > topo_.total_mem_bytes() / kPageSize)) {
+    r.error = MmError::kNoMem;
     return r;
   }
   AddressSpace* file = args.file;

@@ -44,6 +44,7 @@ struct FaultCtx {
 enum class FaultStatus {
   kOk,
   kSegv,
+  kSigbus,  // a file page at or beyond the end of the file
   kOom,
   kNumaHint,       // a PROT_NONE hinting PTE: the caller runs do_numa_page
   kMigrationWait,  // a migration entry: the caller waits for the folio's migration

@@ -5,11 +5,14 @@
 namespace mmsim::mm {
 
 void AddressSpace::store(uint64_t index, uint32_t pfn) {
-  auto& chunk = chunks_[index >> kPteTableShift];
+  const uint64_t key = index >> kPteTableShift;
+  auto& chunk = chunks_[key];
   if (!chunk) {
-    chunk = std::make_unique<std::array<uint32_t, kPtesPerTable>>();
+    chunk = std::make_unique<Chunk>();
     chunk->fill(kNone);
   }
+  cached_key_ = key;
+  cached_ = chunk.get();
   const uint32_t old = (*chunk)[index & (kPtesPerTable - 1)];
   nrpages += static_cast<uint64_t>(pfn != kNone) - static_cast<uint64_t>(old != kNone);
   (*chunk)[index & (kPtesPerTable - 1)] = pfn;

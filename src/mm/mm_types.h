@@ -2,9 +2,11 @@
 // vm_area_struct, struct anon_vma and struct mm_struct.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -30,17 +32,26 @@ struct AddressSpace {
   std::unordered_set<uint64_t> shadows;  // evicted offsets: a re-read is a refault
 
   uint32_t lookup(uint64_t index) const {
-    const auto& chunk = chunks_[index >> kPteTableShift];
+    const Chunk* chunk = find_chunk(index >> kPteTableShift);
     return chunk ? (*chunk)[index & (kPtesPerTable - 1)] : kNone;
   }
   void store(uint64_t index, uint32_t pfn);
-  void resize(uint64_t pages) {
-    size_pages = pages;
-    chunks_.resize((pages + kPtesPerTable - 1) >> kPteTableShift);
-  }
 
  private:
-  std::vector<std::unique_ptr<std::array<uint32_t, kPtesPerTable>>> chunks_;
+  // The cache is sparse, like the kernel's xarray: memory grows with the
+  // pages cached, not with the file's size.
+  using Chunk = std::array<uint32_t, kPtesPerTable>;
+  const Chunk* find_chunk(uint64_t key) const {
+    if (key == cached_key_) return cached_;
+    auto it = chunks_.find(key);
+    if (it == chunks_.end()) return nullptr;
+    cached_key_ = key;
+    cached_ = it->second.get();
+    return cached_;
+  }
+  std::unordered_map<uint64_t, std::unique_ptr<Chunk>> chunks_;
+  mutable uint64_t cached_key_ = UINT64_MAX;
+  mutable Chunk* cached_ = nullptr;
 };
 
 // The set of VMAs whose anonymous folios may be found through it. A VMA is on

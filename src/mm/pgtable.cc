@@ -1,5 +1,7 @@
 #include "mm/pgtable.h"
 
+#include <algorithm>
+
 namespace mmsim::mm {
 
 void PteTable::set(uint32_t i, Pte pte) {
@@ -36,6 +38,15 @@ PteTable& PageTable::table_alloc(Vpn vpn) {
   cached_key_ = key;
   cached_ = slot.get();
   return *slot;
+}
+
+std::vector<uint64_t> PageTable::keys_in(uint64_t first, uint64_t last) const {
+  std::vector<uint64_t> keys;
+  for (const auto& [key, t] : tables_) {
+    if (key >= first && key <= last) keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
 }
 
 Vpn PageTable::next_blocked(Vpn from, Vpn to, bool write) const {

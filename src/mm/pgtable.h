@@ -3,11 +3,13 @@
 // let a sweep jump to the next page that needs the kernel.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "sim/types.h"
 
@@ -80,21 +82,19 @@ class PageTable {
   // First vpn in [from, to) that does not allow the access, or `to`.
   Vpn next_blocked(Vpn from, Vpn to, bool write) const;
   size_t nr_tables() const { return tables_.size(); }
-  // Visits every non-none PTE in [from, to) as f(Vpn, PteTable&, index).
+  // Visits every non-none PTE in [from, to) as f(Vpn, PteTable&, index), in
+  // address order. The work grows with the tables present, not with the
+  // range: a huge, mostly empty range visits only its allocated tables.
   template <class F>
   void for_each(Vpn from, Vpn to, F&& f) {
-    uint64_t v = from.v;
-    while (v < to.v) {
-      const uint64_t table_end = ((v >> kPteTableShift) + 1) << kPteTableShift;
-      const uint64_t end = table_end < to.v ? table_end : to.v;
-      if (PteTable* t = table(Vpn(v)); t && t->nr_used()) {
-        for (uint64_t x = v; x < end; ++x) {
-          const uint32_t i = x & (kPtesPerTable - 1);
-          if (!t->get(i).none()) f(Vpn(x), *t, i);
-        }
-      }
-      v = end;
+    if (to.v <= from.v) return;
+    const uint64_t first = from.v >> kPteTableShift;
+    const uint64_t last = (to.v - 1) >> kPteTableShift;
+    if (last - first >= tables_.size()) {
+      for (uint64_t key : keys_in(first, last)) visit_table(key, from, to, f);
+      return;
     }
+    for (uint64_t key = first; key <= last; ++key) visit_table(key, from, to, f);
   }
   template <class F>
   void for_each_table(F&& f) const {
@@ -102,6 +102,20 @@ class PageTable {
   }
 
  private:
+  // The keys of the allocated tables in [first, last], sorted.
+  std::vector<uint64_t> keys_in(uint64_t first, uint64_t last) const;
+  template <class F>
+  void visit_table(uint64_t key, Vpn from, Vpn to, F& f) {
+    const uint64_t base = key << kPteTableShift;
+    PteTable* t = table(Vpn(base));
+    if (!t || !t->nr_used()) return;
+    const uint64_t lo = std::max(base, from.v);
+    const uint64_t hi = std::min(base + kPtesPerTable, to.v);
+    for (uint64_t x = lo; x < hi; ++x) {
+      const uint32_t i = x & (kPtesPerTable - 1);
+      if (!t->get(i).none()) f(Vpn(x), *t, i);
+    }
+  }
   std::unordered_map<uint64_t, std::unique_ptr<PteTable>> tables_;
   mutable uint64_t cached_key_ = UINT64_MAX;
   mutable PteTable* cached_ = nullptr;

@@ -197,6 +197,9 @@ bool is_metric_of(const std::string& metric, const scenario::Scenario& sc) {
          std::find(kTimeMetrics.begin(), kTimeMetrics.end(), metric) != kTimeMetrics.end();
 }
 
+// The most runs (combinations x repeats) one compare makes.
+constexpr uint64_t kMaxCompareRuns = 10'000;
+
 // Runs every job on up to `threads` threads; results land by index, so they
 // do not depend on the thread count. Rethrows the first exception of a run.
 std::vector<workload::RunResult> run_all(const std::vector<scenario::Prepared>& jobs,
@@ -340,6 +343,19 @@ CompareReport compare(const CompareOptions& o) {
   }
   if (o.repeat < 1) fail("mmsim: error: --repeat: must be at least 1");
   if (o.jobs < 1) fail("mmsim: error: --jobs: must be at least 1");
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  if (o.jobs > workload::kMaxJobsPerCpu * cpus) {
+    fail(fmt::format("mmsim: error: --jobs: {} is more than {} ({} per CPU of this host's {})",
+                     o.jobs, workload::kMaxJobsPerCpu * cpus, workload::kMaxJobsPerCpu, cpus));
+  }
+  uint64_t runs_wanted = o.repeat;
+  for (const auto& v : varies) runs_wanted = workload::mul_sat(runs_wanted, v.values.size());
+  if (runs_wanted > kMaxCompareRuns) {
+    fail(fmt::format(
+        "mmsim: error: --repeat: {} combination(s) x {} repeat(s) is more than the {} runs a "
+        "compare makes",
+        runs_wanted / std::max<uint32_t>(o.repeat, 1), o.repeat, kMaxCompareRuns));
+  }
   if (rep.exit_code) return rep;
 
   // 2. Every combination's scenario, before anything runs.
@@ -408,7 +424,12 @@ CompareReport compare(const CompareOptions& o) {
     if (!r.errors.empty())
       rep.err += fmt::format("mmsim: warning: {}: {} error(s) in the run, e.g. {}\n", who,
                              r.errors.size(), r.errors.front());
+    if (!r.limit_error.empty()) {
+      rep.err += fmt::format("mmsim: error: {}: {}\n", who, r.limit_error);
+      rep.exit_code = 2;
+    }
   }
+  if (rep.exit_code) return rep;
 
   using Get = double (*)(const RunSummary&);
   const std::vector<std::pair<std::string, Get>> mean_rows = {

@@ -6,7 +6,11 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -22,6 +26,47 @@ std::string Diagnostic::str() const {
 }
 
 namespace {
+
+// A scenario or profile file's text, or nullopt with the reason in *why.
+// Files larger than this are not scenarios.
+constexpr uintmax_t kMaxScenarioBytes = uintmax_t{64} << 20;
+
+std::optional<std::string> read_text_file(const std::string& path, std::string* why) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec) {
+    *why = "cannot open the file: " + ec.message();
+    return std::nullopt;
+  }
+  if (std::filesystem::is_directory(status)) {
+    *why = "is a directory, not a file";
+    return std::nullopt;
+  }
+  if (std::filesystem::is_regular_file(status) &&
+      std::filesystem::file_size(path, ec) > kMaxScenarioBytes) {
+    *why = "is larger than 64 MiB: not a scenario";
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *why = std::string("cannot open the file: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxScenarioBytes) {
+      *why = "is larger than 64 MiB: not a scenario";
+      return std::nullopt;
+    }
+  }
+  if (in.bad()) {
+    *why = "cannot read the file";
+    return std::nullopt;
+  }
+  return text;
+}
 
 using workload::Op;
 using workload::OpKind;
@@ -194,6 +239,13 @@ class TableReader {
     } else {
       why = fmt::format("expected a duration, got {}", type_name(*n));
     }
+    if (ns && *ns > workload::kMaxDurationNs) {
+      error(n, key,
+            fmt::format("{} ns is longer than the longest duration mmsim simulates, 2^62 ns "
+                        "(about 146 years)",
+                        *ns));
+      return std::nullopt;
+    }
     if (ns) return ns;
     error(n, key, why + " (a duration is seconds, or a string like \"10s\", \"5ms\", \"100us\")");
     return std::nullopt;
@@ -300,6 +352,15 @@ struct Names {
   };
   std::vector<Ref> program_refs;
   std::vector<std::pair<uint32_t, Ref>> region_refs;
+  std::map<uint32_t, uint64_t> region_pages;  // the largest mapping of each region
+  struct RangeRef {
+    uint32_t region;
+    uint64_t first_page;
+    uint64_t nr_pages;  // 0: to the end
+    toml::source_region where;
+    std::string key;
+  };
+  std::vector<RangeRef> range_refs;  // sub-ranges of regions (offset, size)
   uint32_t region(const std::string& n) {
     auto [it, inserted] = regions.emplace(n, static_cast<uint32_t>(regions.size()));
     return it->second;
@@ -314,6 +375,41 @@ const std::vector<std::string> kOpNames = {"map",   "unmap", "fork",  "threads",
                                            "loop",  "sweep", "touch", "madvise", "mlock",
                                            "sleep", "count", "cgroup"};
 
+// What is wrong with a [[cgroups]] path, or "": absolute, no empty, "." or
+// ".." component, no control character, each name at most NAME_MAX (255)
+// bytes, and its parent made first (mkdir of /a/b fails with ENOENT when /a
+// does not exist).
+std::string cgroup_path_problem(const std::string& path,
+                                const std::vector<memcg::CgroupSpec>& made) {
+  const std::string shown = fmt::format("\"{}\"", path);
+  for (const char ch : path) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u < 0x20 || u == 0x7f)
+      return fmt::format("a cgroup path may not hold control characters (byte 0x{:02x})", u);
+  }
+  if (path.size() < 2 || path[0] != '/' || path.back() == '/')
+    return shown + " is not a cgroup path like \"/bench\" or \"/bench/a\"";
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string name = path.substr(start, end - start);
+    if (name.empty()) return shown + " has an empty name between two slashes";
+    if (name == "." || name == "..") return shown + " may not name \".\" or \"..\"";
+    if (name.size() > 255) return shown + " has a name longer than 255 bytes (NAME_MAX)";
+    start = end + 1;
+  }
+  const std::string parent = path.substr(0, path.rfind('/'));
+  if (!parent.empty() &&
+      std::none_of(made.begin(), made.end(), [&](const auto& c) { return c.path == parent; })) {
+    return fmt::format(
+        "{}: its parent \"{}\" is not an earlier [[cgroups]] entry (mkdir would fail with "
+        "ENOENT)",
+        shown, parent);
+  }
+  return "";
+}
+
 // A cgroup path as the id World uses (0 is the root "/").
 std::optional<uint32_t> cgroup_id(const Scenario& sc, const std::string& path) {
   if (path == "/") return 0u;
@@ -323,26 +419,21 @@ std::optional<uint32_t> cgroup_id(const Scenario& sc, const std::string& path) {
   return std::nullopt;
 }
 
-bool takes_time(const Op& op) {
-  switch (op.kind) {
-    case OpKind::kCount:
-      return false;
-    case OpKind::kLoop:
-      return std::any_of(op.body.begin(), op.body.end(), takes_time);
-    default:
-      return true;
-  }
-}
+// Bytes to pages, rounding up, without wrapping near 2^64.
+uint64_t bytes_to_pages(uint64_t bytes) { return bytes / kPageSize + (bytes % kPageSize != 0); }
 
-void read_range(TableReader& r, Op& op) {
+void read_range(TableReader& r, Op& op, Names& names) {
   if (auto off = r.size("offset")) {
     if (*off % kPageSize) r.error(r.raw().get("offset"), "offset", "must be a multiple of 4096");
     op.first_page = *off / kPageSize;
   }
   if (auto sz = r.size("size")) {
     if (*sz == 0) r.error(r.raw().get("size"), "size", "must be positive");
-    op.nr_pages = (*sz + kPageSize - 1) / kPageSize;
+    op.nr_pages = bytes_to_pages(*sz);
   }
+  if (const toml::node* at = r.raw().get("size") ? r.raw().get("size") : r.raw().get("offset"))
+    names.range_refs.push_back({op.region, op.first_page, op.nr_pages, at->source(),
+                                r.path(r.raw().get("size") ? "size" : "offset")});
 }
 
 std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint32_t program,
@@ -420,9 +511,19 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
     }
     if (auto sz = r.size("size")) {
       if (*sz == 0) r.error(t.get("size"), "size", "must be positive");
-      op.pages = (*sz + kPageSize - 1) / kPageSize;
+      if (*sz > workload::kMaxMapBytes)
+        r.error(t.get("size"), "size",
+                fmt::format("{} bytes is more than the {}-byte user address space of x86-64 "
+                            "(TASK_SIZE_MAX): mmap would fail with ENOMEM",
+                            *sz, workload::kMaxMapBytes));
+      op.pages = bytes_to_pages(*sz);
     } else if (op.file >= 0) {
       op.pages = file_pages > op.file_offset_pages ? file_pages - op.file_offset_pages : 0;
+      if (op.pages == 0 && t.get("offset"))
+        r.error(t.get("offset"), "offset",
+                fmt::format("is at or past the end of file \"{}\" ({} pages), so the mapping "
+                            "would be empty (mmap of length 0 fails with EINVAL); give a size",
+                            sc.workload.files[static_cast<size_t>(op.file)].name, file_pages));
     } else if (!t.get("size")) {
       r.missing("size");
     }
@@ -458,12 +559,16 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
       }
     }
     const bool needs_nodes = op.policy.mode != mm::MemPolicy::Mode::kDefault;
-    if (needs_nodes && op.policy.nodes.empty() && !t.get("nodes"))
-      r.error(t.get("policy"), "nodes", "this policy needs a non-empty nodes list");
+    const toml::array* given = t.get("nodes") ? t.get("nodes")->as_array() : nullptr;
+    if (needs_nodes && op.policy.nodes.empty() && (!t.get("nodes") || (given && given->empty())))
+      r.error(t.get("nodes") ? t.get("nodes") : t.get("policy"), "nodes",
+              "this policy needs a non-empty nodes list");
     if (!needs_nodes && t.get("nodes"))
       r.error(t.get("nodes"), "nodes", "the default policy takes no nodes");
     if (op.policy.mode == mm::MemPolicy::Mode::kPreferred && op.policy.nodes.size() > 1)
       r.error(t.get("nodes"), "nodes", "preferred takes exactly one node");
+    uint64_t& largest = names.region_pages[op.region];
+    largest = std::max(largest, op.pages);
   } else if (k == "unmap") {
     op.kind = OpKind::kUnmap;
     region_ref(false);
@@ -492,16 +597,18 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
       r.error(t.get("duration"), "duration", "give count or duration, not both");
     if (!t.get("count") && !t.get("duration"))
       r.error(nullptr, "count", "a loop needs count or duration");
-    if (depth > 16) r.error(nullptr, "body", "loops nest too deeply (16 levels at most)");
+    if (depth >= workload::kMaxLoopDepth)
+      r.error(nullptr, "body",
+              fmt::format("loops nest too deeply ({} levels at most)", workload::kMaxLoopDepth));
     op.body = read_body(r.get("body"), r, program, names, sc, ctx, depth);
     if (!t.get("body")) r.missing("body");
-    if (dur && !std::any_of(op.body.begin(), op.body.end(), takes_time))
+    if (dur && !std::any_of(op.body.begin(), op.body.end(), workload::takes_time))
       r.error(t.get("duration"), "duration", "the body takes no time, so the loop would never end");
   } else if (k == "sweep" || k == "touch") {
     op.kind = k == "sweep" ? OpKind::kSweep : OpKind::kTouch;
     region_ref(false);
     mode();
-    read_range(r, op);
+    read_range(r, op, names);
     if (k == "sweep") {
       if (auto es = r.integer("elem_size", 1, 4096)) {
         if (4096 % *es) r.error(t.get("elem_size"), "elem_size", "must divide 4096");
@@ -512,13 +619,13 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
   } else if (k == "madvise") {
     op.kind = OpKind::kMadvise;
     region_ref(false);
-    read_range(r, op);
+    read_range(r, op, names);
     r.choice("advice", {"dontneed"});
     if (!t.get("advice")) r.missing("advice");
   } else if (k == "mlock") {
     op.kind = OpKind::kMlock;
     region_ref(false);
-    read_range(r, op);
+    read_range(r, op, names);
   } else if (k == "sleep") {
     op.kind = OpKind::kSleep;
     if (auto d = r.duration("duration")) {
@@ -604,6 +711,7 @@ void read_machine(TableReader& r, Scenario& sc) {
   if (const toml::node* n = r.get("distance")) {
     std::vector<std::vector<int>> d;
     bool ok = n->is_array();
+    bool in_range = true;
     if (ok) {
       for (const auto& row : *n->as_array()) {
         if (!row.is_array()) {
@@ -616,15 +724,26 @@ void read_machine(TableReader& r, Scenario& sc) {
             ok = false;
             break;
           }
-          d.back().push_back(static_cast<int>(x.as_integer()->get()));
+          // A SLIT entry is a byte: anything wider is refused here, before
+          // it could be narrowed.
+          const int64_t v = x.as_integer()->get();
+          if (v < 0 || v > 255) {
+            r.error(&x, "distance",
+                    fmt::format("entry [{}][{}] is {}, must be in 10..255 (a SLIT entry is a byte)",
+                                d.size() - 1, d.back().size(), v));
+            in_range = false;
+          }
+          d.back().push_back(static_cast<int>(std::clamp<int64_t>(v, 0, 255)));
         }
       }
     }
     if (!ok) {
       r.error(n, "distance", "expected an array of arrays of integers (the SLIT matrix)");
-    } else {
+    } else if (in_range) {
       m.distance = std::move(d);
       changed = true;
+    } else {
+      m.distance.clear();  // said above; the default matrix keeps other checks quiet
     }
   } else if (changed && before_overrides) {
     // A preset's matrix no longer fits a changed shape; use the default one.
@@ -717,15 +836,14 @@ void read_costs(TableReader& r, Scenario& sc, Ctx& ctx) {
       const auto slash = ctx.file.rfind('/');
       if (slash != std::string::npos) path = ctx.file.substr(0, slash + 1) + path;
     }
-    std::ifstream in(path);
-    if (!in) {
+    std::string why;
+    const std::optional<std::string> text = read_text_file(path, &why);
+    if (!text) {
       r.error(r.raw().get("profile"), "profile",
-              fmt::format("cannot read cost profile \"{}\"", path));
+              fmt::format("cannot read cost profile \"{}\": {}", path, why));
     } else {
-      std::stringstream ss;
-      ss << in.rdbuf();
       try {
-        toml::table prof = toml::parse(ss.str(), path);
+        toml::table prof = toml::parse(*text, path);
         Ctx pctx{path, ctx.diags, {}};
         TableReader top(prof, "", pctx);
         top.table("measured");  // host behaviour recorded by mmsim calibrate (for --predict)
@@ -764,14 +882,17 @@ void apply_override(toml::table& root, const std::string& arg, Ctx& ctx) {
     const std::string& part = parts[i];
     toml::node* next = nullptr;
     if (toml::array* arr = cur->as_array()) {
-      const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-      if (!numeric || std::stoul(part) >= arr->size()) {
+      size_t index = 0;
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+      if (part.empty() || ec != std::errc() || end != part.data() + part.size() ||
+          index >= arr->size()) {
         ctx.error(where, key,
-                  fmt::format("\"{}\" is not an index of that array (0 to {})", part,
-                              arr->empty() ? 0 : arr->size() - 1));
+                  arr->empty() ? fmt::format("\"{}\" is not an index: that array is empty", part)
+                               : fmt::format("\"{}\" is not an index of that array (0 to {})", part,
+                                             arr->size() - 1));
         return;
       }
-      next = arr->get(std::stoul(part));
+      next = arr->get(index);
     } else if (toml::table* tbl = cur->as_table()) {
       next = tbl->get(part);
       if (!next) {
@@ -822,6 +943,21 @@ void check_programs(Names& names, Scenario& sc, Ctx& ctx) {
   for (const auto& [region, ref] : names.region_refs) {
     if (!names.mapped_regions.count(region))
       ctx.error(ref.where, ref.key, fmt::format("no map op creates region \"{}\"", ref.name));
+  }
+  // A range past the end of every mapping of its region: a touch there is a
+  // SIGSEGV and madvise or mlock fail with ENOMEM, whatever the run does.
+  std::vector<std::string> region_names(names.regions.size());
+  for (const auto& [n, id] : names.regions) region_names[id] = n;
+  for (const auto& ref : names.range_refs) {
+    const auto it = names.region_pages.find(ref.region);
+    if (it == names.region_pages.end() || it->second == 0) continue;
+    const uint64_t pages = it->second;
+    if (ref.first_page >= pages || ref.nr_pages > pages - ref.first_page) {
+      ctx.error(ref.where, ref.key,
+                fmt::format("the range reaches past the end of region \"{}\" ({} bytes at the "
+                            "most): a touch there is SIGSEGV, madvise and mlock fail with ENOMEM",
+                            region_names[ref.region], pages * kPageSize));
+    }
   }
   // A program may not start itself, directly or not: that would never end.
   std::vector<int> state(names.programs.size(), 0);
@@ -876,6 +1012,23 @@ LoadResult parse_table(toml::table root, const std::string& file,
     }
     r.finish();
   }
+  if (const toml::table* t = top.table("limits")) {
+    TableReader r(*t, "limits", ctx);
+    if (auto v = r.integer("tasks", 1, static_cast<int64_t>(workload::kMaxTasksCeiling)))
+      sc.limits.tasks = static_cast<uint64_t>(*v);
+    if (auto v =
+            r.integer("timeline_rows", 1, static_cast<int64_t>(workload::kMaxTimelineRowsCeiling)))
+      sc.limits.timeline_rows = static_cast<uint64_t>(*v);
+    if (auto v = r.size("memory")) {
+      if (*v < kPageSize || *v > workload::kMaxMemoryCeiling) {
+        r.error(t->get("memory"), "memory",
+                fmt::format("{} bytes is out of range [4096, {}] (16 TiB)", *v,
+                            workload::kMaxMemoryCeiling));
+      }
+      sc.limits.memory_bytes = *v;
+    }
+    r.finish();
+  }
   if (seed) sc.seed = *seed;
   if (sc.name.empty()) {
     const auto slash = file.rfind('/');
@@ -912,14 +1065,13 @@ LoadResult parse_table(toml::table root, const std::string& file,
         TableReader r(ct, fmt::format("cgroups[{}]", i), ctx);
         memcg::CgroupSpec c;
         if (auto p = r.string("path")) {
-          const bool ok = p->size() > 1 && (*p)[0] == '/' && p->back() != '/';
           const bool dup = std::any_of(sc.cgroups.begin(), sc.cgroups.end(),
                                        [&](const auto& x) { return x.path == *p; });
-          if (!ok)
-            r.error(ct.get("path"), "path",
-                    fmt::format("\"{}\" is not a cgroup path like \"/bench\"", *p));
-          if (dup)
+          if (const std::string why = cgroup_path_problem(*p, sc.cgroups); !why.empty()) {
+            r.error(ct.get("path"), "path", why);
+          } else if (dup) {
             r.error(ct.get("path"), "path", fmt::format("a cgroup \"{}\" exists already", *p));
+          }
           c.path = *p;
         } else if (!ct.get("path")) {
           r.missing("path");
@@ -966,7 +1118,12 @@ LoadResult parse_table(toml::table root, const std::string& file,
         }
         if (auto sz = r.size("size")) {
           if (*sz == 0) r.error(a->get(i)->as_table()->get("size"), "size", "must be positive");
-          f.pages = (*sz + kPageSize - 1) / kPageSize;
+          if (*sz > workload::kMaxFileBytes)
+            r.error(a->get(i)->as_table()->get("size"), "size",
+                    fmt::format("{} bytes is more than {} (16 TiB, ext4's largest file with 4 KiB "
+                                "blocks)",
+                                *sz, workload::kMaxFileBytes));
+          f.pages = bytes_to_pages(*sz);
         } else if (!a->get(i)->as_table()->get("size")) {
           r.missing("size");
         }
@@ -1041,6 +1198,11 @@ LoadResult parse_table(toml::table root, const std::string& file,
   }
   top.finish();
   check_programs(names, sc, ctx);
+  if (names.counters.size() > workload::kMaxCounters) {
+    ctx.error(programs ? programs->source() : root.source(), "programs",
+              fmt::format("{} distinct counter names, more than the {} allowed",
+                          names.counters.size(), workload::kMaxCounters));
+  }
 
   sc.workload.regions.resize(names.regions.size());
   for (const auto& [n, id] : names.regions) sc.workload.regions[id].name = n;
@@ -1073,15 +1235,14 @@ LoadResult parse_scenario(const std::string& text, const std::string& name,
 
 LoadResult load_scenario(const std::string& path, const std::vector<std::string>& overrides,
                          std::optional<uint64_t> seed) {
-  std::ifstream in(path);
-  if (!in) {
+  std::string why;
+  const std::optional<std::string> text = read_text_file(path, &why);
+  if (!text) {
     LoadResult out;
-    out.diagnostics.push_back(Diagnostic{path, 1, 1, "scenario", "cannot open the file"});
+    out.diagnostics.push_back(Diagnostic{path, 1, 1, "scenario", why});
     return out;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_scenario(ss.str(), path, overrides, seed);
+  return parse_scenario(*text, path, overrides, seed);
 }
 
 KernelConfig::KernelConfig() { apply_version(version); }
@@ -1100,6 +1261,7 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.mm = s.kernel.mm;
   wc.numa = s.kernel.numa_config(topo.nr_nodes());
   wc.sample_interval = s.sample_interval;
+  wc.limits = s.limits;
   wc.memcg = s.kernel.memcg;
   wc.cgroups = s.cgroups;
   return wc;

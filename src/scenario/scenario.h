@@ -72,6 +72,7 @@ struct Scenario {
   workload::Workload workload;
   std::vector<memcg::CgroupSpec> cgroups;  // [[cgroups]]
   std::vector<std::string> overrides;      // the --set arguments, as given
+  workload::Limits limits;                 // [limits]
 };
 
 struct LoadResult {

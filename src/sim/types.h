@@ -62,6 +62,8 @@ using CpuId = Strong<CpuTag, uint16_t>;
 
 inline constexpr uint64_t kPageSize = 4096;
 inline constexpr int kPageShift = 12;
+// TASK_SIZE_MAX of x86-64 with 4-level page tables: 128 TiB less a page.
+inline constexpr uint64_t kTaskSizePages = ((uint64_t{1} << 47) - 4096) >> 12;
 
 }  // namespace mmsim
 

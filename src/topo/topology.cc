@@ -27,6 +27,9 @@ namespace fs = std::filesystem;
 constexpr uint64_t kMaxNodes = 1024;
 // CpuId is 16 bits wide.
 constexpr uint64_t kMaxCpus = 65535;
+// Page frame numbers are 32 bits wide, the last two reserved (the zero page
+// and "none"): 16 TiB less 8 KiB of memory in all.
+constexpr uint64_t kMaxMachinePages = (uint64_t{1} << 32) - 2;
 // SLIT values: 10 is local; 255 means unreachable in ACPI.
 constexpr int kLocalDistance = 10;
 constexpr int kMaxDistance = 255;
@@ -306,6 +309,13 @@ std::vector<std::string> validate_machine_spec(const MachineSpec& spec) {
     problems.push_back(
         fmt::format("mem_per_node: must be a positive multiple of the {}-byte page size, got {}",
                     kPageSize, spec.mem_per_node));
+  }
+  if (spec.mem_per_node % kPageSize == 0 && nodes >= 1 && nodes <= kMaxNodes &&
+      spec.mem_per_node / kPageSize > kMaxMachinePages / nodes) {
+    problems.push_back(fmt::format(
+        "mem_per_node: {} nodes x {} bytes is more than the model's {} bytes (16 TiB less two "
+        "pages: page frame numbers are 32 bits)",
+        nodes, spec.mem_per_node, kMaxMachinePages * kPageSize));
   }
   if (spec.llc_per_socket == 0) {
     problems.push_back("llc_per_socket: must be at least 1 byte, got 0");

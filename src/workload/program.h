@@ -57,6 +57,24 @@ struct Op {
   uint32_t cgroup = 0;
 };
 
+// Whether running the op advances the task's clock: every op but `count`,
+// and a loop whose body does.
+inline bool takes_time(const Op& op) {
+  if (op.kind == OpKind::kCount) return false;
+  if (op.kind != OpKind::kLoop) return true;
+  for (const Op& b : op.body) {
+    if (takes_time(b)) return true;
+  }
+  return false;
+}
+
+// a + b, or UINT64_MAX when the sum does not fit (counters saturate).
+inline uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+// a * b, or UINT64_MAX when the product does not fit.
+inline uint64_t mul_sat(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
 struct Program {
   std::string name;
   std::vector<Op> ops;

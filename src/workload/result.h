@@ -65,6 +65,9 @@ struct RunResult {
   std::vector<std::pair<std::string, int64_t>> vmstat;  // change over the run
   std::vector<std::string> errors;                      // segfaults, OOM, failed syscalls
   std::vector<std::string> check_failures;
+  // Set when the run stopped at one of the scenario's [limits]: what was
+  // exceeded, as one line naming the limit. The other fields are then partial.
+  std::string limit_error;
   uint64_t events = 0;
   uint64_t page_events = 0;  // faults + PTEs zapped/copied: the speed denominator
   std::vector<Sample> timeline;

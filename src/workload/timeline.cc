@@ -9,11 +9,12 @@ constexpr uint8_t kSamplePriority = 2;  // after the tasks' events of the same i
 constexpr uint32_t kSample = 5;
 }  // namespace
 
-TimelineSampler::TimelineSampler(sim::EventQueue& queue, Tick interval, const mm::VmStat& vmstat,
-                                 const memcg::Controller& memcg, uint32_t memcg_id,
-                                 const Source& source)
+TimelineSampler::TimelineSampler(sim::EventQueue& queue, Tick interval, uint64_t max_rows,
+                                 const mm::VmStat& vmstat, const memcg::Controller& memcg,
+                                 uint32_t memcg_id, const Source& source)
     : queue_(queue),
       interval_(interval),
+      max_rows_(max_rows),
       vmstat_(vmstat),
       memcg_(memcg),
       memcg_id_(memcg_id),
@@ -25,6 +26,11 @@ void TimelineSampler::start(const mm::VmStat& base) {
 }
 
 void TimelineSampler::on_event(sim::EventQueue&, const sim::Event& e) {
+  if (samples_.size() >= max_rows_) {
+    full_ = true;
+    queue_.stop();
+    return;
+  }
   Sample smp;
   smp.t_s = e.time.seconds();
   for (size_t i = 0; i < kTimelineCounters.size(); ++i)

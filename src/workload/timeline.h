@@ -24,18 +24,24 @@ class TimelineSampler final : public sim::EventHandler {
   };
 
   // `memcg_id`: the memcg whose memory.stat is sampled (if memcg is on).
-  TimelineSampler(sim::EventQueue& queue, Tick interval, const mm::VmStat& vmstat,
-                  const memcg::Controller& memcg, uint32_t memcg_id, const Source& source);
+  // At most `max_rows` samples: the one after them stops the run instead
+  // (full() is then true).
+  TimelineSampler(sim::EventQueue& queue, Tick interval, uint64_t max_rows,
+                  const mm::VmStat& vmstat, const memcg::Controller& memcg, uint32_t memcg_id,
+                  const Source& source);
   // Takes `base` as the counters' zero and schedules the first sample.
   void start(const mm::VmStat& base);
   // The samples up to `end_s`.
   std::vector<Sample> samples_until(double end_s) const;
+  bool full() const { return full_; }
 
   void on_event(sim::EventQueue& q, const sim::Event& e) override;
 
  private:
   sim::EventQueue& queue_;
   Tick interval_;
+  uint64_t max_rows_;
+  bool full_ = false;
   const mm::VmStat& vmstat_;
   const memcg::Controller& memcg_;
   uint32_t memcg_id_;

@@ -3,6 +3,8 @@
 // run-ahead rule.
 #include "workload/world.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -32,8 +34,9 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
                 migrate::MigrateConfig{config_.numa.migrate_passes, config_.numa.waiter_pins_page},
                 *this),
       access_(topo, costs, mm_.folios()),
-      timeline_(queue_, config_.sample_interval, mm_.vmstat(), memcg_, workload.init_cgroup,
-                *this) {
+      timeline_(queue_, config_.sample_interval, config_.limits.timeline_rows, mm_.vmstat(), memcg_,
+                workload.init_cgroup, *this),
+      limit_pages_(config_.limits.memory_bytes / kPageSize) {
   tasks_.emplace_back();  // pid 0 is the idle task
   if (memcg_.enabled()) mm_.set_memcg(&memcg_);
   // Each CPU's scheduler tick has its own phase: the seed's only role.
@@ -103,6 +106,13 @@ RunResult World::run() {
 
   RunResult r;
   r.events = queue_.run(config_.time_limit);
+  if (timeline_.full()) {
+    stop_at_limit(fmt::format(
+        "limits.timeline_rows: the timeline went past {} rows (a sample every {:g} s); raise "
+        "[limits] timeline_rows or sample less often",
+        config_.limits.timeline_rows, config_.sample_interval.seconds()));
+  }
+  r.limit_error = limit_error_;
   r.time_limit_hit = !queue_.empty() || live_tasks_ > 0;
   r.elapsed_s = (r.time_limit_hit ? config_.time_limit : last_exit_).seconds();
   run_checker("end of run");
@@ -246,7 +256,7 @@ bool World::apply_segment(TaskExec& t, Tick at) {
   const std::vector<Op>& body = *f.ops;
   auto count_body = [&](size_t upto, uint64_t times) {
     for (size_t j = 0; j < upto; ++j) {
-      if (body[j].kind == OpKind::kCount) t.counters[body[j].counter] += body[j].count * times;
+      if (body[j].kind == OpKind::kCount) count(t, body[j].counter, mul_sat(body[j].count, times));
     }
   };
   f.iter += done;
@@ -314,10 +324,34 @@ Vpn World::op_start(const TaskExec& t, const Op& op) const {
 }
 
 uint64_t World::op_pages(const TaskExec& t, const Op& op) const {
-  const uint64_t region = t.proc->regions[op.region].pages;
-  if (op.first_page >= region) return 0;
-  const uint64_t rest = region - op.first_page;
+  const Region& r = t.proc->regions[op.region];
+  if (!r.mapped || op.first_page >= r.pages) return 0;
+  const uint64_t rest = r.pages - op.first_page;
   return op.nr_pages ? std::min(op.nr_pages, rest) : rest;
+}
+
+bool World::op_in_region(const TaskExec& t, const Op& op) const {
+  const Region& r = t.proc->regions[op.region];
+  return r.mapped && op.first_page < r.pages && op.nr_pages <= r.pages - op.first_page;
+}
+
+void World::count(TaskExec& t, uint32_t counter, uint64_t n) {
+  uint64_t& c = t.counters[counter];
+  if (c != UINT64_MAX && n > UINT64_MAX - c)
+    record_error(t, "counter " + workload_.counters[counter] + " passed 2^64-1 and stays there");
+  c = add_sat(c, n);
+}
+
+void World::count_timeless(TaskExec& t, const std::vector<Op>& body, uint64_t times) {
+  for (const Op& op : body) {
+    if (op.kind == OpKind::kCount) count(t, op.counter, mul_sat(op.count, times));
+    if (op.kind == OpKind::kLoop) count_timeless(t, op.body, mul_sat(op.count, times));
+  }
+}
+
+void World::stop_at_limit(std::string why) {
+  if (limit_error_.empty()) limit_error_ = std::move(why);
+  queue_.stop();
 }
 
 AccessSpec World::access_of(const Op& op) {
@@ -337,6 +371,12 @@ double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to) {
 void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
   t.task.times.sys_ns += c.sys_ns;
   t.clock += to_tick(c.sys_ns);
+  if (mm_.folios().in_use() > limit_pages_) {
+    stop_at_limit(fmt::format(
+        "limits.memory: the run went past {} bytes of simulated memory in use; raise [limits] "
+        "memory if it should go on (the host needs about 60 bytes per page)",
+        config_.limits.memory_bytes));
+  }
 }
 
 // NUMA balancing ------------------------------------------------------------
@@ -475,6 +515,10 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
     kill_task(t, "SIGSEGV: no access at page " + std::to_string(vpn.v));
     return false;
   }
+  if (r.status == mm::FaultStatus::kSigbus) {
+    kill_task(t, "SIGBUS: page " + std::to_string(vpn.v) + " is beyond the end of its file");
+    return false;
+  }
   if (r.status == mm::FaultStatus::kOom) {
     kill_task(t, "out of memory");
     return false;
@@ -495,6 +539,19 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
 
 World::Step World::exec_pages(TaskExec& t, const Op& op) {
   const uint64_t pages = op_pages(t, op);
+  const Region& region = t.proc->regions[op.region];
+  if (!region.mapped) {
+    // The program follows a pointer to memory it never mapped, or unmapped.
+    kill_task(t, "SIGSEGV: region " + workload_.regions[op.region].name + " is not mapped");
+    return Step::kStopped;
+  }
+  if (t.cursor >= pages && !op_in_region(t, op)) {
+    // It went on past the region's end, into the unmapped gap after it.
+    kill_task(t,
+              fmt::format("SIGSEGV: page {} is past the end of region {} ({} pages)",
+                          op.first_page + pages, workload_.regions[op.region].name, region.pages));
+    return Step::kStopped;
+  }
   mm::Mm& mm = *t.proc->mm;
   const Vpn base = op_start(t, op);
   const Vpn end(base.v + pages);
@@ -502,7 +559,7 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
   const bool preemptible = others_waiting(t);
   const Tick deadline = numa_deadline(t);
   for (;;) {
-    if (t.cursor >= pages) return Step::kNext;
+    if (t.cursor >= pages) return op_in_region(t, op) ? Step::kNext : Step::kContinue;
     if (t.clock > config_.time_limit) return Step::kYield;
     if (preemptible && t.clock >= sched_.slice_end(t.task.cpu)) return Step::kContinue;
     if (t.clock >= deadline) return Step::kContinue;  // the NUMA tick is due
@@ -551,6 +608,13 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
 World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
   if (t.cursor >= op.count) return Step::kNext;
   if (t.clock > horizon()) return Step::kYield;
+  if (sched_.nr_tasks() - 1 >= config_.limits.tasks) {
+    stop_at_limit(fmt::format(
+        "limits.tasks: the run went past {} tasks created (processes and threads, counting "
+        "those that exited); raise [limits] tasks if it should go on",
+        config_.limits.tasks));
+    return Step::kStopped;
+  }
   mm::OpCost cost;
   cost.sys_ns = costs_.fork_base_ns;
   std::shared_ptr<Process> child_proc = t.proc;
@@ -572,7 +636,7 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
 World::Step World::exec_op(TaskExec& t, const Op& op) {
   switch (op.kind) {
     case OpKind::kCount:
-      t.counters[op.counter] += op.count;
+      count(t, op.counter, op.count);
       return Step::kNext;
     case OpKind::kSweep:
       return exec_pages(t, op);
@@ -654,21 +718,34 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
       region.mapped = false;
       break;
     case OpKind::kMadvise:
-      r = mm_.madvise_dontneed(mm, op_start(t, op), op_pages(t, op), t.task.cpu);
+    case OpKind::kMlock:
+      // A range that is not all mapped: madvise works on the mapped part and
+      // mlock locks it, then both fail with ENOMEM (madvise_walk_vmas,
+      // apply_vma_lock_flags).
+      if (op_pages(t, op) > 0) {
+        if (op.kind == OpKind::kMadvise) {
+          r = mm_.madvise_dontneed(mm, op_start(t, op), op_pages(t, op), t.task.cpu);
+        } else {
+          mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt,
+                           t.proc->mm->memcg};
+          r = mm_.mlock(mm, op_start(t, op), op_pages(t, op), ctx);
+        }
+      } else {
+        r.cost.sys_ns = costs_.syscall_ns;
+      }
+      if (r.error == mm::MmError::kOk && !op_in_region(t, op)) r.error = mm::MmError::kNoMem;
       break;
-    case OpKind::kMlock: {
-      mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt,
-                       t.proc->mm->memcg};
-      r = mm_.mlock(mm, op_start(t, op), op_pages(t, op), ctx);
-      break;
-    }
     default:
       check(false, "unhandled op");
   }
   charge_sys(t, r.cost);
   if (r.error != mm::MmError::kOk) {
     static constexpr const char* kNames[] = {"ok", "EINVAL", "ENOMEM", "out of memory"};
-    record_error(t, std::string("system call failed: ") + kNames[static_cast<int>(r.error)]);
+    static constexpr const char* kCalls[] = {"mmap", "munmap", "", "",        "",
+                                             "",     "",       "", "madvise", "mlock"};
+    record_error(t,
+                 fmt::format("{} of region {} failed: {}", kCalls[static_cast<int>(op.kind)],
+                             workload_.regions[op.region].name, kNames[static_cast<int>(r.error)]));
   }
   if (op.kind != OpKind::kMap) run_checker("after a system call");
   if (r.cost.io_ns > 0) {
@@ -693,6 +770,7 @@ bool World::try_fast_forward(TaskExec& t) {
     const Op& op = body[j];
     if (!is_pure(op)) return false;
     if (op.kind != OpKind::kSweep) continue;
+    if (!op_in_region(t, op)) return false;  // the pass by pass run ends in SIGSEGV
     const Vpn from = op_start(t, op);
     const Vpn to(from.v + op_pages(t, op));
     if (to == from) continue;
@@ -750,7 +828,13 @@ void World::run_task(TaskExec& t) {
       t.cursor = 0;
     }
     if (f.loop && f.pc == 0 && t.cursor == 0) {
-      const bool done = f.loop->count ? f.iter >= f.loop->count : t.clock >= f.end;
+      bool done = f.loop->count ? f.iter >= f.loop->count : t.clock >= f.end;
+      if (!done && !takes_time(*f.loop)) {
+        // Only counts: every remaining iteration at once (the loader refuses
+        // such a body in a loop bounded by time, which would never end).
+        count_timeless(t, *f.ops, f.loop->count - f.iter);
+        done = true;
+      }
       if (done) {
         t.stack.pop_back();
         ++t.stack.back().pc;

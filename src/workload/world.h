@@ -29,6 +29,7 @@
 #include "sim/event_queue.h"
 #include "topo/topology.h"
 #include "workload/access_cost.h"
+#include "workload/limits.h"
 #include "workload/program.h"
 #include "workload/result.h"
 #include "workload/timeline.h"
@@ -41,6 +42,7 @@ struct WorldConfig {
   bool check_invariants = false;    // run the DEBUG_VM-like checker (tests: on)
   bool fast_forward = true;         // off: run loops pass by pass (tests compare)
   Tick sample_interval;             // > 0: record a timeline of counters
+  Limits limits;
   mm::MmConfig mm;
   numa::NumaConfig numa;     // automatic NUMA balancing (enabled resolved)
   memcg::MemcgConfig memcg;  // memory cgroups (protocol none: off)
@@ -175,7 +177,16 @@ class World final : public sim::EventHandler,
   Tick horizon() const { return queue_.next_time(); }
   bool others_waiting(const TaskExec& t) const { return sched_.others_waiting(t.task); }
   Vpn op_start(const TaskExec& t, const Op& op) const;
+  // The op's pages inside its region (the region's mapped length bounds it).
   uint64_t op_pages(const TaskExec& t, const Op& op) const;
+  // Whether the op's range lies inside its mapped region.
+  bool op_in_region(const TaskExec& t, const Op& op) const;
+  // Adds n to a counter, saturating (and saying so) at 2^64-1.
+  void count(TaskExec& t, uint32_t counter, uint64_t n);
+  // Adds `times` runs of a body that takes no time (count ops, and loops of them).
+  void count_timeless(TaskExec& t, const std::vector<Op>& body, uint64_t times);
+  // Ends the run: it went past one of config_.limits.
+  void stop_at_limit(std::string why);
   static AccessSpec access_of(const Op& op);
   double sweep_miss(TaskExec& t, const Op& op);
   double range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to);
@@ -212,6 +223,8 @@ class World final : public sim::EventHandler,
   std::vector<std::vector<uint32_t>> tasks_by_mm_;  // by mm id
   std::vector<std::string> errors_;
   std::vector<std::string> check_failures_;
+  uint64_t limit_pages_;     // config_.limits.memory_bytes in pages
+  std::string limit_error_;  // the run went past one of config_.limits and stopped
   uint32_t live_tasks_ = 0;
   Tick last_exit_;
 };

@@ -86,9 +86,11 @@ TEST(AnonFault, FallbackPrefersTheNearerOfTwoRemoteNodes) {
 TEST(AnonFault, FaultFailsWithOomWhenEveryNodeIsFull) {
   MmWorld w(testing::test_mm_config(), 2);
   auto mm = w.mgr.mm_alloc();
-  const Vpn a = w.map(*mm, 8, kRW);
+  // Two mappings of all RAM each: each alone passes the overcommit check.
+  const Vpn a = w.map(*mm, 4, kRW);
+  const Vpn b = w.map(*mm, 4, kRW);
   for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(w.fault(*mm, Vpn(a.v + i), true), FaultStatus::kOk);
-  EXPECT_EQ(w.fault(*mm, Vpn(a.v + 4), true), FaultStatus::kOom);
+  EXPECT_EQ(w.fault(*mm, b, true), FaultStatus::kOom);
   w.expect_consistent();
   w.teardown(*mm);
 }
