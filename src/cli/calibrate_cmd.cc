@@ -8,9 +8,11 @@
 #include <toml++/toml.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -64,8 +66,8 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
   char tmpl[] = "/tmp/mmsim-calibrate-XXXXXX";
   const char* dir = ::mkdtemp(tmpl);
   if (!dir) {
-    err << "mmsim: error: cannot make a temporary directory\n";
-    return 1;
+    err << "mmsim: error: cannot make a temporary directory: " << std::strerror(errno) << "\n";
+    return 3;  // the host refused
   }
   int rc = 0;
   for (const char* name : {"basic", "paths", "memcg"}) {
@@ -81,8 +83,8 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
     std::string cmd = fmt::format("'{}' --out '{}' > /dev/null", exe, result);
     if (a.runs) cmd = fmt::format("'{}' --runs {} --out '{}' > /dev/null", exe, a.runs, result);
     if (run_program(cmd) != 0) {
-      err << fmt::format("mmsim: error: {} failed\n", exe);
-      rc = 1;
+      err << fmt::format("mmsim: error: {} failed (see its messages above)\n", exe);
+      rc = 3;  // the host refused a measurement
       break;
     }
     std::string e;
@@ -131,7 +133,7 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
       "derived.\n\n",
       u.sysname, u.release, u.machine, date);
   const std::string text = cost::host_profile_toml(p, header);
-  if (!report::write_atomically(a.out, text, err)) return 1;
+  if (!report::write_atomically(a.out, text, err)) return 3;  // the host refused
   out << text;
   for (const auto& k : p.missing)
     err << fmt::format("mmsim: warning: no measurement of {}: its default stays\n", k);

@@ -119,7 +119,8 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   out << report::summary_text(info, a.tasks);
   if (!a.no_timing) err << report::timing_text(info);
   if (!a.json.empty()) {
-    if (!report::write_atomically(a.json, report::run_json(info).dump(2) + "\n", err)) return 1;
+    if (!report::write_atomically(a.json, report::run_json(info).dump(2) + "\n", err))
+      return kExitHostRefused;
   }
   if (!result.check_failures.empty()) {
     err << "mmsim: error: the invariant checker found violations (see above)\n";
@@ -142,7 +143,8 @@ int cmd_compare(report::CompareOptions options, const std::string& seed, const s
   out << r.out;
   err << r.err;
   if (r.exit_code != 0) return r.exit_code;
-  if (!json.empty() && !report::write_atomically(json, r.json.dump(2) + "\n", err)) return 1;
+  if (!json.empty() && !report::write_atomically(json, r.json.dump(2) + "\n", err))
+    return kExitHostRefused;
   return 0;
 }
 
@@ -229,7 +231,7 @@ int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::
   const int rc = predict(p, native::native_json(no, *o.result), out, err, &both);
   if (rc) return rc;
   if (!json_path.empty() && !report::write_atomically(json_path, both.dump(2) + "\n", err))
-    return 1;
+    return kExitHostRefused;
   return 0;
 }
 

@@ -764,7 +764,7 @@ NativeOutcome measure_native(const NativeOptions& options, std::ostream& err) {
       std::string fill_error;
       if (!create_filled_file(cmd->file, cmd->size, &fill_error)) {
         changes.undo();
-        return fail(1, fill_error);
+        return fail(kExitHostSetup, fill_error);
       }
     }
   }
@@ -804,13 +804,13 @@ NativeOutcome measure_native(const NativeOptions& options, std::ostream& err) {
   if (out_fd.get() < 0 || err_fd.get() < 0 || ::pipe2(go, O_CLOEXEC) != 0) {
     const int e = errno;
     changes.undo();
-    return fail(1, fmt::format("cannot set up the benchmark's output: {}", errno_text(e)));
+    return fail(kExitHostSetup, fmt::format("cannot set up the benchmark's output: {}", errno_text(e)));
   }
   Fd go_read(go[0]), go_write(go[1]);
   if (::pipe2(exec_status, O_CLOEXEC) != 0) {
     const int e = errno;
     changes.undo();
-    return fail(1, fmt::format("cannot set up the benchmark's output: {}", errno_text(e)));
+    return fail(kExitHostSetup, fmt::format("cannot set up the benchmark's output: {}", errno_text(e)));
   }
   Fd status_read(exec_status[0]), status_write(exec_status[1]);
   const pid_t parent = ::getpid();
@@ -820,7 +820,7 @@ NativeOutcome measure_native(const NativeOptions& options, std::ostream& err) {
   if (pid < 0) {
     const int e = errno;
     changes.undo();
-    return fail(1, fmt::format("fork: {}", errno_text(e)));
+    return fail(kExitHostSetup, fmt::format("fork: {}", errno_text(e)));
   }
   if (pid == 0) {
     // Only async-signal-safe calls from here to exec.
@@ -882,7 +882,7 @@ NativeOutcome measure_native(const NativeOptions& options, std::ostream& err) {
     if (::write(go_write.get(), &c, 1) != 1) {
       const int e = errno;
       changes.undo();
-      return fail(1, fmt::format("cannot start the benchmark: {}", errno_text(e)));
+      return fail(kExitHostSetup, fmt::format("cannot start the benchmark: {}", errno_text(e)));
     }
     go_write.reset();
   }
@@ -958,9 +958,9 @@ NativeOutcome measure_native(const NativeOptions& options, std::ostream& err) {
   const std::string bench_err = read_memfd(err_fd.get());
   if (!bench_err.empty()) err << bench_err << (bench_err.back() == '\n' ? "" : "\n");
   if (exec_errno)
-    return fail(1, fmt::format("cannot execute {}: {}", *bench_path, errno_text(exec_errno)));
+    return fail(kExitHostSetup, fmt::format("cannot execute {}: {}", *bench_path, errno_text(exec_errno)));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return fail(1, fmt::format("{} {}", cmd->spec->executable,
+    return fail(kExitHostSetup, fmt::format("{} {}", cmd->spec->executable,
                                WIFSIGNALED(status)
                                    ? fmt::format("was killed by {}", ::strsignal(WTERMSIG(status)))
                                    : fmt::format("exited with status {}", WEXITSTATUS(status))));
@@ -1098,7 +1098,7 @@ int run_native(const NativeOptions& options, std::ostream& out, std::ostream& er
     if (!util::write_file_atomically(options.json, native_json(options, *o.result).dump(2) + "\n",
                                      &why)) {
       err << "mmsim: error: " << why << "\n";
-      return 1;
+      return kExitHostSetup;
     }
   }
   return 0;

@@ -13,9 +13,9 @@
 
 namespace mmsim::native {
 
-// Exit codes of run_native(), beyond the CLI's 0 ok, 1 error, 2 bad input.
-inline constexpr int kExitHostSetup =
-    3;  // a sysctl or cgroup could not be set up; nothing was changed
+// Exit codes of run_native(), beyond the CLI's 0 ok, 1 a bug, 2 bad input.
+// The host refused: a sysctl, cgroup, file, process or write it needed.
+inline constexpr int kExitHostSetup = 3;
 inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT (SIGTERM gives 143, SIGHUP 129)
 
 // What to run and how. Bench parameters left unset take the program's

@@ -19,6 +19,14 @@ using nlohmann::ordered_json;
 
 double secs(double ns) { return ns * 1e-9; }
 
+// Appends key: value to an object whose keys are distinct by construction,
+// without ordered_json's linear search for the key (quadratic over many).
+void append_distinct(ordered_json& obj, const std::string& key, ordered_json value) {
+  if (!obj.is_object()) obj = ordered_json::object();
+  using Pairs = std::vector<std::pair<const std::string, ordered_json>>;
+  static_cast<Pairs&>(obj.get_ref<ordered_json::object_t&>()).emplace_back(key, std::move(value));
+}
+
 struct Totals {
   double user = 0, sys = 0, iowait = 0, sleep = 0, wait = 0;
   uint64_t minflt = 0, majflt = 0;
@@ -39,7 +47,8 @@ Totals totals(const RunInfo& info, const std::string* program) {
     t.wait += task.times.wait_ns;
     t.minflt += task.min_flt;
     t.majflt += task.maj_flt;
-    for (size_t i = 0; i < task.counters.size(); ++i) t.counters[i] += task.counters[i];
+    for (size_t i = 0; i < task.counters.size(); ++i)
+      t.counters[i] = workload::add_sat(t.counters[i], task.counters[i]);
   }
   return t;
 }
@@ -129,7 +138,7 @@ ordered_json metrics_json(const RunInfo& info) {
   const Totals t = totals(info, nullptr);
   ordered_json m;
   const auto& names = info.scenario->workload.counters;
-  for (size_t i = 0; i < names.size(); ++i) m[names[i]] = t.counters[i];
+  for (size_t i = 0; i < names.size(); ++i) append_distinct(m, names[i], t.counters[i]);
   m["elapsed_s"] = info.result->elapsed_s;
   m["user_s"] = secs(t.user);
   m["sys_s"] = secs(t.sys);
@@ -170,7 +179,7 @@ ordered_json run_json(const RunInfo& info) {
   for (const auto& t : r.tasks) {
     ordered_json counters;
     for (size_t i = 0; i < t.counters.size(); ++i)
-      counters[sc.workload.counters[i]] = t.counters[i];
+      append_distinct(counters, sc.workload.counters[i], t.counters[i]);
     tasks.push_back({{"pid", t.pid},
                      {"tgid", t.tgid},
                      {"ppid", t.ppid},

@@ -647,6 +647,12 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
   } else if (k == "count") {
     op.kind = OpKind::kCount;
     if (auto c = r.string("counter")) {
+      for (const char* metric : {"elapsed_s", "user_s", "sys_s", "iowait_s"}) {
+        if (*c == metric)
+          r.error(t.get("counter"), "counter",
+                  fmt::format("\"{}\" is a metric mmsim reports; name the counter otherwise", *c));
+      }
+      if (c->empty()) r.error(t.get("counter"), "counter", "a counter needs a name");
       op.counter = names.counter(*c);
     } else if (!t.get("counter")) {
       r.missing("counter");
