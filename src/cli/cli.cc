@@ -51,12 +51,15 @@ std::optional<uint64_t> parse_seed(const std::string& text, std::ostream& err) {
 std::string output_problem(const std::string& out, const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (out.empty()) return "an empty file name";
   const fs::path p(out);
   if (fs::is_directory(p, ec)) return fmt::format("\"{}\" is a directory", out);
   for (const auto& in : inputs) {
     if (!in.empty() && fs::equivalent(p, in, ec))
       return fmt::format("\"{}\" is an input of this run; refusing to overwrite it", out);
   }
+  // A device or pipe (/dev/stdout) is written in place: no directory needed.
+  if (fs::exists(p, ec) && !fs::is_regular_file(p, ec)) return "";
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
     return fmt::format("cannot write \"{}\": no directory \"{}\"", out, dir.string());
@@ -372,6 +375,18 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   calibrate->add_option("--tools-dir", ca.tools_dir, "Where the mmsim-calibrate-* programs are");
   calibrate->add_option("--bench-dir", ca.bench_dir, "Where the mmsim-* benchmark programs are");
 
+  // CLI11 says only "A subcommand is required" for a misspelt one.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string first = argv[1];
+    std::vector<std::string> known;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      known.push_back(sub->get_name());
+    if (std::find(known.begin(), known.end(), first) == known.end()) {
+      err << fmt::format("mmsim: error: unknown command \"{}\" (known: {})\n", first,
+                         fmt::join(known, ", "));
+      return kExitBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -381,6 +396,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << "mmsim: error: " << e.what() << "\n";
     err << "Run 'mmsim --help' or 'mmsim SUBCOMMAND --help'.\n";
     return 2;
+  }
+  for (CLI::App* sub : {run, compare, native_cmd}) {
+    if (*sub && sub->count("--json") && sub->get_option("--json")->as<std::string>().empty()) {
+      err << "mmsim: error: --json: an empty file name\n";
+      return kExitBadInput;
+    }
   }
   try {
     if (*run) return cmd_run(ra, out, err);

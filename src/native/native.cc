@@ -804,13 +804,15 @@ NativeOutcome measure_native(const NativeOptions& options, std::ostream& err) {
   if (out_fd.get() < 0 || err_fd.get() < 0 || ::pipe2(go, O_CLOEXEC) != 0) {
     const int e = errno;
     changes.undo();
-    return fail(kExitHostSetup, fmt::format("cannot set up the benchmark's output: {}", errno_text(e)));
+    return fail(kExitHostSetup,
+                fmt::format("cannot set up the benchmark's output: {}", errno_text(e)));
   }
   Fd go_read(go[0]), go_write(go[1]);
   if (::pipe2(exec_status, O_CLOEXEC) != 0) {
     const int e = errno;
     changes.undo();
-    return fail(kExitHostSetup, fmt::format("cannot set up the benchmark's output: {}", errno_text(e)));
+    return fail(kExitHostSetup,
+                fmt::format("cannot set up the benchmark's output: {}", errno_text(e)));
   }
   Fd status_read(exec_status[0]), status_write(exec_status[1]);
   const pid_t parent = ::getpid();
@@ -958,12 +960,14 @@ NativeOutcome measure_native(const NativeOptions& options, std::ostream& err) {
   const std::string bench_err = read_memfd(err_fd.get());
   if (!bench_err.empty()) err << bench_err << (bench_err.back() == '\n' ? "" : "\n");
   if (exec_errno)
-    return fail(kExitHostSetup, fmt::format("cannot execute {}: {}", *bench_path, errno_text(exec_errno)));
+    return fail(kExitHostSetup,
+                fmt::format("cannot execute {}: {}", *bench_path, errno_text(exec_errno)));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return fail(kExitHostSetup, fmt::format("{} {}", cmd->spec->executable,
-                               WIFSIGNALED(status)
-                                   ? fmt::format("was killed by {}", ::strsignal(WTERMSIG(status)))
-                                   : fmt::format("exited with status {}", WEXITSTATUS(status))));
+    return fail(kExitHostSetup,
+                fmt::format("{} {}", cmd->spec->executable,
+                            WIFSIGNALED(status)
+                                ? fmt::format("was killed by {}", ::strsignal(WTERMSIG(status)))
+                                : fmt::format("exited with status {}", WEXITSTATUS(status))));
   }
   if (!undone) return NativeOutcome{1, std::nullopt};
   r.bench_output = ordered_json::parse(last_line(bench_out), nullptr, false);

@@ -352,8 +352,8 @@ CompareReport compare(const CompareOptions& o) {
   for (const auto& v : varies) runs_wanted = workload::mul_sat(runs_wanted, v.values.size());
   if (runs_wanted > kMaxCompareRuns) {
     fail(fmt::format(
-        "mmsim: error: --repeat: {} combination(s) x {} repeat(s) is more than the {} runs a "
-        "compare makes",
+        "mmsim: error: --vary/--repeat: {} combination(s) x {} repeat(s) is more than the {} "
+        "runs a compare makes",
         runs_wanted / std::max<uint32_t>(o.repeat, 1), o.repeat, kMaxCompareRuns));
   }
   if (rep.exit_code) return rep;

@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -21,8 +22,32 @@
 
 namespace mmsim::scenario {
 
+namespace {
+
+// Control characters of user text, escaped so that a diagnostic stays one
+// line and cannot drive the terminal.
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string Diagnostic::str() const {
-  return fmt::format("{}:{}:{}: error: {}: {}", file, line, col, key, message);
+  return fmt::format("{}:{}:{}: error: {}: {}", one_line(file), line, col, one_line(key),
+                     one_line(message));
 }
 
 namespace {
@@ -101,8 +126,9 @@ struct Ctx {
     d.col = where.begin.column ? where.begin.column : 1;
     for (const auto& [k, arg, col] : overridden) {
       // A key set on the command line, or one inside a table set there.
+      // (or a table the --set made on its way to its key).
       const std::string nk = dotted(key);
-      if (nk == k || nk.starts_with(k + ".")) {
+      if (nk == k || nk.starts_with(k + ".") || k.starts_with(nk + ".")) {
         d.file = arg;
         d.line = 1;
         d.col = col;
@@ -361,6 +387,15 @@ struct Names {
     std::string key;
   };
   std::vector<RangeRef> range_refs;  // sub-ranges of regions (offset, size)
+  // The region maps and uses of every program, in program order.
+  struct Step {
+    uint32_t program;
+    enum Kind { kMap, kUse, kThreads } kind;
+    uint32_t region;
+    toml::source_region where;
+    std::string key;
+  };
+  std::vector<Step> steps;
   uint32_t region(const std::string& n) {
     auto [it, inserted] = regions.emplace(n, static_cast<uint32_t>(regions.size()));
     return it->second;
@@ -374,6 +409,20 @@ struct Names {
 const std::vector<std::string> kOpNames = {"map",   "unmap", "fork",  "threads", "wait",
                                            "loop",  "sweep", "touch", "madvise", "mlock",
                                            "sleep", "count", "cgroup"};
+
+// What is wrong with the name of a program, region, counter or file, or "":
+// names show up in summaries, tables and JSON keys, so they are short and
+// plain.
+std::string name_problem(const std::string& name) {
+  if (name.empty()) return "a name may not be empty";
+  if (name.size() > 64) return "a name may be 64 characters at the most";
+  for (const char ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.' &&
+        ch != '+')
+      return fmt::format("\"{}\": a name may hold only letters, digits and _ - . +", name);
+  }
+  return "";
+}
 
 // What is wrong with a [[cgroups]] path, or "": absolute, no empty, "." or
 // ".." component, no control character, each name at most NAME_MAX (255)
@@ -478,7 +527,11 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
       if (!t.get("region")) r.missing("region");
       return false;
     }
+    if (const std::string why = name_problem(*name); !why.empty())
+      r.error(t.get("region"), "region", why);
     op.region = names.region(*name);
+    names.steps.push_back({program, defines ? Names::Step::kMap : Names::Step::kUse, op.region,
+                           t.get("region")->source(), r.path("region")});
     if (defines) {
       names.mapped_regions.insert(op.region);
     } else {
@@ -572,8 +625,11 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
   } else if (k == "unmap") {
     op.kind = OpKind::kUnmap;
     region_ref(false);
+    names.steps.pop_back();  // munmap of what is not mapped succeeds: not a use
   } else if (k == "fork" || k == "threads") {
     op.kind = k == "fork" ? OpKind::kFork : OpKind::kThreads;
+    if (op.kind == OpKind::kThreads)
+      names.steps.push_back({program, Names::Step::kThreads, 0, t.source(), prefix});
     op.count = static_cast<uint64_t>(r.integer("count", 1, 100000).value_or(1));
     if (auto p = r.string("program")) {
       names.program_refs.push_back({*p, t.get("program")->source(), r.path("program"), program});
@@ -652,7 +708,8 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
           r.error(t.get("counter"), "counter",
                   fmt::format("\"{}\" is a metric mmsim reports; name the counter otherwise", *c));
       }
-      if (c->empty()) r.error(t.get("counter"), "counter", "a counter needs a name");
+      if (const std::string why = name_problem(*c); !why.empty())
+        r.error(t.get("counter"), "counter", why);
       op.counter = names.counter(*c);
     } else if (!t.get("counter")) {
       r.missing("counter");
@@ -1111,10 +1168,13 @@ LoadResult parse_table(toml::table root, const std::string& file,
     if (!a || !a->is_array_of_tables()) {
       top.error(n, "files", "expected [[files]] tables");
     } else {
+      uint64_t cached_pages = 0;
       for (size_t i = 0; i < a->size(); ++i) {
         TableReader r(*a->get(i)->as_table(), fmt::format("files[{}]", i), ctx);
         workload::FileSpec f;
         if (auto name = r.string("name")) {
+          if (const std::string why = name_problem(*name); !why.empty())
+            r.error(a->get(i)->as_table()->get("name"), "name", why);
           f.name = *name;
           if (!names.files.emplace(f.name, static_cast<uint32_t>(sc.workload.files.size())).second)
             r.error(a->get(i)->as_table()->get("name"), "name",
@@ -1138,10 +1198,17 @@ LoadResult parse_table(toml::table root, const std::string& file,
           const uint64_t machine_pages = uint64_t{sc.machine.sockets} *
                                          sc.machine.nodes_per_socket *
                                          (sc.machine.mem_per_node / kPageSize);
-          if (f.pages > machine_pages)
+          cached_pages = workload::add_sat(cached_pages, f.pages);
+          if (f.pages > machine_pages) {
             r.error(a->get(i)->as_table()->get("cached"), "cached",
                     fmt::format("a cached file of {} pages does not fit the machine's {} pages",
                                 f.pages, machine_pages));
+          } else if (cached_pages > machine_pages) {
+            r.error(a->get(i)->as_table()->get("cached"), "cached",
+                    fmt::format("the cached files so far hold {} pages, more than the machine's "
+                                "{} pages",
+                                cached_pages, machine_pages));
+          }
         }
         const int64_t max_node =
             sc.host_machine ? 1023 : int64_t{sc.machine.sockets} * sc.machine.nodes_per_socket - 1;
@@ -1165,6 +1232,8 @@ LoadResult parse_table(toml::table root, const std::string& file,
     for (auto&& [k, v] : *programs) {
       const std::string pname(k.str());
       const uint32_t pid = names.programs[pname];
+      if (const std::string why = name_problem(pname); !why.empty())
+        ctx.error(k.source().begin.line ? k.source() : v.source(), "programs." + pname, why);
       const toml::array* a = v.as_array();
       if (!a || !a->is_array_of_tables() || a->empty()) {
         ctx.error(v.source(), "programs." + pname, "expected [[programs." + pname + "]] op tables");
@@ -1204,6 +1273,24 @@ LoadResult parse_table(toml::table root, const std::string& file,
   }
   top.finish();
   check_programs(names, sc, ctx);
+  // The first process inherits no region: one it uses before mapping it
+  // (until it starts threads, which share its regions) is a sure SIGSEGV or
+  // ENOMEM.
+  if (root.get("run") && !names.programs.empty()) {
+    std::set<uint32_t> mapped;
+    for (const auto& s : names.steps) {
+      if (s.program != sc.workload.init_program) continue;
+      if (s.kind == Names::Step::kThreads) break;
+      if (s.kind == Names::Step::kMap) {
+        mapped.insert(s.region);
+      } else if (!mapped.count(s.region) && names.mapped_regions.count(s.region)) {
+        ctx.error(s.where, s.key,
+                  "the first process uses this region before it maps it: a touch there is "
+                  "SIGSEGV, madvise and mlock fail with ENOMEM");
+        mapped.insert(s.region);  // once per region
+      }
+    }
+  }
   if (names.counters.size() > workload::kMaxCounters) {
     ctx.error(programs ? programs->source() : root.source(), "programs",
               fmt::format("{} distinct counter names, more than the {} allowed",
@@ -1225,10 +1312,73 @@ LoadResult parse_table(toml::table root, const std::string& file,
   return out;
 }
 
+// toml++ parses a dotted key recursively, one level per part: a key of tens
+// of thousands of parts overflows the stack. A scenario's keys have a few, so
+// a dotted key (or table header) of more than kMaxKeyParts parts is refused
+// before toml++ sees the text. Strings and comments are skipped; a float's
+// dot makes a chain of two.
+constexpr size_t kMaxKeyParts = 64;
+
+std::optional<Diagnostic> too_deep(std::string_view text, const std::string& name) {
+  uint32_t line = 1;
+  size_t parts = 1;
+  bool in_part = false;  // the last token was a bare key or a quoted key
+  size_t i = 0;
+  auto skip_string = [&](char q) {
+    const bool multi = text.substr(i, 3) == std::string(3, q);
+    i += multi ? 3 : 1;
+    while (i < text.size()) {
+      if (text[i] == '\n') ++line;
+      if (q == '"' && text[i] == '\\') {
+        i += 2;
+        continue;
+      }
+      if (multi ? text.substr(i, 3) == std::string(3, q) : text[i] == q) {
+        i += multi ? 3 : 1;
+        return;
+      }
+      if (!multi && text[i] == '\n') return;
+      ++i;
+    }
+  };
+  while (i < text.size()) {
+    const char ch = text[i];
+    if (ch == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
+    if (ch == '"' || ch == '\'') {
+      skip_string(ch);
+      in_part = true;
+      continue;
+    }
+    if (ch == '.') {
+      if (in_part && ++parts > kMaxKeyParts) {
+        return Diagnostic{name, line, 1, "toml",
+                          fmt::format("a dotted key of more than {} parts", kMaxKeyParts)};
+      }
+      in_part = false;
+    } else if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-') {
+      in_part = true;
+    } else if (ch != ' ' && ch != '\t') {
+      parts = 1;
+      in_part = false;
+      if (ch == '\n') ++line;
+    }
+    ++i;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 LoadResult parse_scenario(const std::string& text, const std::string& name,
                           const std::vector<std::string>& overrides, std::optional<uint64_t> seed) {
+  if (auto d = too_deep(text, name)) {
+    LoadResult out;
+    out.diagnostics.push_back(*d);
+    return out;
+  }
   try {
     return parse_table(toml::parse(text, name), name, overrides, seed);
   } catch (const toml::parse_error& e) {

@@ -1,11 +1,21 @@
 #include "sim/switches.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace mmsim {
 
 std::optional<KernelVersion> KernelVersion::parse(std::string_view text) {
   KernelVersion v;
+  // Digits, one dot, digits: from_chars would take a sign ("4.-1").
+  const size_t dot = text.find('.');
+  auto digits = [](std::string_view s) {
+    return !s.empty() && s.size() <= 3 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (dot == std::string_view::npos || !digits(text.substr(0, dot)) ||
+      !digits(text.substr(dot + 1)))
+    return std::nullopt;
   const char* p = text.data();
   const char* end = p + text.size();
   auto [after_major, e1] = std::from_chars(p, end, v.major);

@@ -3,6 +3,7 @@
 #include "util/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -61,6 +62,17 @@ bool write_file_atomically(const std::string& path, std::string_view text, std::
     return false;
   };
   if (path.empty()) return fail("empty file name");
+  // A terminal, pipe or device (/dev/null, /dev/stdout) is written in place:
+  // renaming over it would replace the device with a file.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) return fail("it is a directory");
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return fail(std::strerror(errno));
+    const int e = write_all(fd, text);
+    ::close(fd);
+    return e ? fail(std::strerror(e)) : true;
+  }
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   const PendingTempFile pending(temp);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);

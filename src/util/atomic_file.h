@@ -9,7 +9,9 @@ namespace mmsim::util {
 
 // Replaces the file at `path` with `text`: writes "<path>.tmp.<pid>" in the
 // same directory, fsyncs it and renames it over `path`. A new file gets mode
-// 0666 less the umask; a symlink at `path` is replaced, not followed.
+// 0666 less the umask; a symlink at `path` is replaced, not followed. A path
+// that is not a regular file (a device such as /dev/null, a pipe) is written
+// in place instead.
 //
 // Returns true on success. On any failure returns false, removes the temp
 // file, leaves `path` as it was and, if `error` is not null, sets *error to a

@@ -108,8 +108,8 @@ RunResult World::run() {
   r.events = queue_.run(config_.time_limit);
   if (timeline_.full()) {
     stop_at_limit(fmt::format(
-        "limits.timeline_rows: the timeline went past {} rows (a sample every {:g} s); raise "
-        "[limits] timeline_rows or sample less often",
+        "limits.timeline_rows: the timeline went past {} rows (scenario.sample_interval is {:g} "
+        "s); raise [limits] timeline_rows or sample less often",
         config_.limits.timeline_rows, config_.sample_interval.seconds()));
   }
   r.limit_error = limit_error_;
@@ -337,9 +337,10 @@ bool World::op_in_region(const TaskExec& t, const Op& op) const {
 
 void World::count(TaskExec& t, uint32_t counter, uint64_t n) {
   uint64_t& c = t.counters[counter];
-  if (c != UINT64_MAX && n > UINT64_MAX - c)
-    record_error(t, "counter " + workload_.counters[counter] + " passed 2^64-1 and stays there");
+  const uint64_t before = c;
   c = add_sat(c, n);
+  if (c == UINT64_MAX && before != UINT64_MAX)
+    record_error(t, "counter " + workload_.counters[counter] + " reached 2^64-1 and stays there");
 }
 
 void World::count_timeless(TaskExec& t, const std::vector<Op>& body, uint64_t times) {
@@ -643,7 +644,7 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
     case OpKind::kTouch:
       return exec_pages(t, op);
     case OpKind::kLoop:
-      t.stack.push_back(Frame{&op.body, 0, &op, 0, t.clock + op.duration});
+      t.stack.push_back(Frame{&op.body, 0, &op, 0, t.clock + op.duration, t.clock});
       return Step::kContinue;
     case OpKind::kFork:
       return exec_fork(t, op, false);
@@ -711,8 +712,9 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
     }
     case OpKind::kUnmap:
       if (!region.mapped) {
-        record_error(t, "unmap: region " + workload_.regions[op.region].name + " is not mapped");
-        return Step::kNext;
+        // munmap of a range where nothing is mapped succeeds, doing nothing.
+        r.cost.sys_ns = costs_.syscall_ns;
+        break;
       }
       r = mm_.munmap(mm, region.start, region.pages, t.task.cpu);
       region.mapped = false;
@@ -823,9 +825,20 @@ void World::run_task(TaskExec& t) {
         exit_task(t);
         return;
       }
+      if (t.clock == f.iter_start) {
+        // Costs of zero (e.g. a zero mem_latency_ns) make an iteration that
+        // takes no time: the loop would never reach its end.
+        stop_at_limit(fmt::format(
+            "costs: an iteration of a loop in program {} took no simulated time with these costs "
+            "(a cost of 0 such as mem_latency_ns, or sleeps of 0?); every loop must advance the "
+            "clock",
+            workload_.programs[t.program].name));
+        return;
+      }
       ++f.iter;
       f.pc = 0;
       t.cursor = 0;
+      f.iter_start = t.clock;
     }
     if (f.loop && f.pc == 0 && t.cursor == 0) {
       bool done = f.loop->count ? f.iter >= f.loop->count : t.clock >= f.end;

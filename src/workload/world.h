@@ -104,7 +104,8 @@ class World final : public sim::EventHandler,
     size_t pc = 0;
     const Op* loop = nullptr;  // the loop op whose body this is; nullptr at top level
     uint64_t iter = 0;
-    Tick end;  // duration loops: no iteration starts at or after this
+    Tick end;         // duration loops: no iteration starts at or after this
+    Tick iter_start;  // when the current iteration started
   };
   // One sweep of a segment: where it is in the pass, for finding when the
   // task reaches a given page.
