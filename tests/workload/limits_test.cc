@@ -1,0 +1,240 @@
+// The bounds of workload/limits.h and the run-time outcomes that Linux gives
+// hostile programs (SIGSEGV, SIGBUS, ENOMEM), through the run pipeline with
+// the checker on. The command-line view of the same is tests/hostile.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "mm/pgtable.h"
+#include "support/run.h"
+
+namespace mmsim {
+namespace {
+
+using testing::run_text;
+
+const std::string kMachine = R"(
+[scenario]
+time_limit = "1s"
+[machine]
+mem_per_node = "64MiB"
+llc_per_socket = "1MiB"
+[run]
+program = "main"
+)";
+
+bool has_error(const workload::RunResult& r, const std::string& fragment) {
+  for (const auto& e : r.errors)
+    if (e.find(fragment) != std::string::npos) return true;
+  return false;
+}
+
+TEST(PageTableWalk, AHugeMostlyEmptyRangeVisitsOnlyThePresentPtes) {
+  mm::PageTable pt;
+  mm::Pte pte;
+  pte.flags = mm::Pte::kPresent;
+  pt.table_alloc(Vpn(5)).set(5, pte);
+  pt.table_alloc(Vpn(uint64_t{1} << 40)).set(0, pte);
+  std::vector<uint64_t> seen;
+  pt.for_each(Vpn(0), Vpn(uint64_t{1} << 45),
+              [&](Vpn v, mm::PteTable&, uint32_t) { seen.push_back(v.v); });
+  EXPECT_EQ(seen, (std::vector<uint64_t>{5, uint64_t{1} << 40}));
+}
+
+TEST(Limits, AnUntouchedMappingOfTheWholeAddressSpaceIsMappedAndUnmappedAtOnce) {
+  const auto ran = run_text(kMachine + R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "100TiB"
+prot = "r"
+[[programs.main]]
+op = "unmap"
+region = "a"
+)");
+  EXPECT_TRUE(ran.result.errors.empty());
+  EXPECT_FALSE(ran.result.time_limit_hit);
+}
+
+TEST(Limits, APrivateWritableMappingLargerThanRamFailsWithEnomem) {
+  const auto ran = run_text(kMachine + R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "65MiB"
+)");
+  EXPECT_TRUE(has_error(ran.result, "mmap of region a failed: ENOMEM"));
+}
+
+TEST(Limits, ALoopOfCountsOnlyIsCountedAtOnce) {
+  const auto ran = run_text(kMachine + R"(
+[[programs.main]]
+op = "loop"
+count = 1000000000000
+body = [ { op = "count", counter = "n", by = 3 } ]
+)");
+  EXPECT_EQ(ran.counter("n"), 3000000000000u);
+  EXPECT_EQ(ran.result.events, 1u);
+}
+
+TEST(Limits, ACounterSaturatesAndSaysSo) {
+  const auto ran = run_text(kMachine + R"(
+[[programs.main]]
+op = "loop"
+count = 3
+body = [ { op = "count", counter = "n", by = 9223372036854775807 } ]
+)");
+  EXPECT_EQ(ran.counter("n"), UINT64_MAX);
+  EXPECT_TRUE(has_error(ran.result, "counter n reached 2^64-1"));
+}
+
+TEST(Limits, TheRunStopsWhenItCreatesMoreTasksThanTheLimit) {
+  const auto ran = run_text(kMachine + R"(
+[limits]
+tasks = 10
+[[programs.main]]
+op = "loop"
+duration = "1s"
+body = [ { op = "fork", program = "w" }, { op = "wait" } ]
+[[programs.w]]
+op = "sleep"
+duration = "1ms"
+)");
+  EXPECT_NE(ran.result.limit_error.find("limits.tasks"), std::string::npos);
+  EXPECT_EQ(ran.result.tasks.size(), 10u);
+}
+
+TEST(Limits, TheRunStopsWhenTheTimelineIsFull) {
+  const auto ran = run_text(kMachine + R"(
+[limits]
+timeline_rows = 5
+[[programs.main]]
+op = "sleep"
+duration = "100ms"
+)",
+                            {"scenario.sample_interval=\"1ms\""});
+  EXPECT_NE(ran.result.limit_error.find("limits.timeline_rows"), std::string::npos);
+}
+
+TEST(Limits, TheRunStopsWhenMoreMemoryIsInUseThanTheLimit) {
+  const auto ran = run_text(kMachine + R"(
+[limits]
+memory = "1MiB"
+[[programs.main]]
+op = "map"
+region = "a"
+size = "2MiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+)");
+  EXPECT_NE(ran.result.limit_error.find("limits.memory"), std::string::npos);
+}
+
+TEST(Limits, ALoopIterationThatTakesNoTimeStopsTheRun) {
+  const auto ran = run_text(kMachine + R"(
+[costs]
+mem_latency_ns = 0
+[[programs.main]]
+op = "map"
+region = "a"
+size = "4KiB"
+[[programs.main]]
+op = "loop"
+duration = "1ms"
+body = [ { op = "touch", region = "a" } ]
+)");
+  EXPECT_NE(ran.result.limit_error.find("no simulated time"), std::string::npos);
+}
+
+TEST(LinuxOutcomes, ATouchPastTheRegionEndIsASigsegvAfterTheMappedPart) {
+  const auto ran = run_text(kMachine + R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "8KiB"
+[[programs.main]]
+op = "fork"
+program = "w"
+[[programs.main]]
+op = "wait"
+[[programs.w]]
+op = "unmap"
+region = "a"
+[[programs.w]]
+op = "map"
+region = "a"
+size = "4KiB"
+[[programs.w]]
+op = "touch"
+region = "a"
+size = "8KiB"
+mode = "write"
+)");
+  EXPECT_TRUE(has_error(ran.result, "SIGSEGV: page 1 is past the end of region a"));
+  EXPECT_EQ(ran.result.tasks[1].min_flt, 1u);
+}
+
+TEST(LinuxOutcomes, ATouchOfAFilePageBeyondItsEndIsASigbus) {
+  const auto ran = run_text(kMachine + R"(
+[[files]]
+name = "f"
+size = "4KiB"
+[[programs.main]]
+op = "map"
+region = "a"
+file = "f"
+size = "8KiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+)");
+  EXPECT_TRUE(has_error(ran.result, "SIGBUS"));
+}
+
+TEST(LinuxOutcomes, MadviseOverARangeNotAllMappedFailsWithEnomem) {
+  const auto ran = run_text(kMachine + R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "8KiB"
+[[programs.main]]
+op = "fork"
+program = "w"
+[[programs.main]]
+op = "wait"
+[[programs.w]]
+op = "unmap"
+region = "a"
+[[programs.w]]
+op = "map"
+region = "a"
+size = "4KiB"
+[[programs.w]]
+op = "madvise"
+region = "a"
+size = "8KiB"
+advice = "dontneed"
+)");
+  EXPECT_TRUE(has_error(ran.result, "madvise of region a failed: ENOMEM"));
+}
+
+TEST(LinuxOutcomes, UnmappingARegionThatIsNotMappedSucceeds) {
+  const auto ran = run_text(kMachine + R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "4KiB"
+[[programs.main]]
+op = "unmap"
+region = "a"
+[[programs.main]]
+op = "unmap"
+region = "a"
+)");
+  EXPECT_TRUE(ran.result.errors.empty());
+}
+
+}  // namespace
+}  // namespace mmsim
