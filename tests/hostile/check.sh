@@ -45,6 +45,8 @@ for case_file in "$here"/cases/$glob.toml; do
   args=${args//\{missing\}/$(printf '%q' "$tmp/missing/nothing")}
   case_limit=$(header "$case_file" timeout | head -n 1)
   [[ -z $case_limit ]] && case_limit=$limit_s
+  # Sanitizer builds run several times slower (HOSTILE_TIMEOUT_SCALE).
+  case_limit=$((case_limit * ${HOSTILE_TIMEOUT_SCALE:-1}))
   want_exit=$(header "$case_file" exit | head -n 1)
   [[ -z $want_exit ]] && want_exit=0
   mapfile -t want_err < <(header "$case_file" stderr)
