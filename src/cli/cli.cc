@@ -122,6 +122,7 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   out << report::summary_text(info, a.tasks);
   if (!a.no_timing) err << report::timing_text(info);
   if (!a.json.empty()) {
+    out.flush();  // before the JSON, should it go to /dev/stdout
     if (!report::write_atomically(a.json, report::run_json(info).dump(2) + "\n", err))
       return kExitHostRefused;
   }
@@ -146,6 +147,7 @@ int cmd_compare(report::CompareOptions options, const std::string& seed, const s
   out << r.out;
   err << r.err;
   if (r.exit_code != 0) return r.exit_code;
+  out.flush();
   if (!json.empty() && !report::write_atomically(json, r.json.dump(2) + "\n", err))
     return kExitHostRefused;
   return 0;

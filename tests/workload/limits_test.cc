@@ -23,6 +23,27 @@ llc_per_socket = "1MiB"
 program = "main"
 )";
 
+// A child maps region a at half the size its parent did, so that ranges the
+// loader accepts (within the largest mapping) reach past the child's end.
+const std::string kShrunkRegion = R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "8KiB"
+[[programs.main]]
+op = "fork"
+program = "w"
+[[programs.main]]
+op = "wait"
+[[programs.w]]
+op = "unmap"
+region = "a"
+[[programs.w]]
+op = "map"
+region = "a"
+size = "4KiB"
+)";
+
 bool has_error(const workload::RunResult& r, const std::string& fragment) {
   for (const auto& e : r.errors)
     if (e.find(fragment) != std::string::npos) return true;
@@ -149,23 +170,7 @@ body = [ { op = "touch", region = "a" } ]
 }
 
 TEST(LinuxOutcomes, ATouchPastTheRegionEndIsASigsegvAfterTheMappedPart) {
-  const auto ran = run_text(kMachine + R"(
-[[programs.main]]
-op = "map"
-region = "a"
-size = "8KiB"
-[[programs.main]]
-op = "fork"
-program = "w"
-[[programs.main]]
-op = "wait"
-[[programs.w]]
-op = "unmap"
-region = "a"
-[[programs.w]]
-op = "map"
-region = "a"
-size = "4KiB"
+  const auto ran = run_text(kMachine + kShrunkRegion + R"(
 [[programs.w]]
 op = "touch"
 region = "a"
@@ -194,23 +199,7 @@ region = "a"
 }
 
 TEST(LinuxOutcomes, MadviseOverARangeNotAllMappedFailsWithEnomem) {
-  const auto ran = run_text(kMachine + R"(
-[[programs.main]]
-op = "map"
-region = "a"
-size = "8KiB"
-[[programs.main]]
-op = "fork"
-program = "w"
-[[programs.main]]
-op = "wait"
-[[programs.w]]
-op = "unmap"
-region = "a"
-[[programs.w]]
-op = "map"
-region = "a"
-size = "4KiB"
+  const auto ran = run_text(kMachine + kShrunkRegion + R"(
 [[programs.w]]
 op = "madvise"
 region = "a"
