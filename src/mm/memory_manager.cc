@@ -55,6 +55,7 @@ struct MmDeleter {
 
 std::shared_ptr<Mm> MemoryManager::mm_alloc() {
   Mm* mm = new Mm(next_mm_id_++);
+  mm->pgtable().count_tables_in(&nr_pte_tables_);
   live_mms_.push_back(mm);
   return std::shared_ptr<Mm>(mm, MmDeleter{this});
 }

@@ -206,6 +206,8 @@ class MemoryManager {
 
   VmStat& vmstat() { return vmstat_; }
   const VmStat& vmstat() const { return vmstat_; }
+  // PTE tables of every live mm: each costs the host about 4.2 KB.
+  uint64_t nr_pte_tables() const { return nr_pte_tables_; }
   FolioAllocator& folios() { return folios_; }
   const FolioAllocator& folios() const { return folios_; }
   const cost::CostProfile& costs() const { return costs_; }
@@ -275,6 +277,7 @@ class MemoryManager {
   std::vector<Mm*> live_mms_;
   uint32_t next_mm_id_ = 1;
   uint64_t page_events_ = 0;
+  uint64_t nr_pte_tables_ = 0;
   MemcgHooks* memcg_ = nullptr;
   std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
 };

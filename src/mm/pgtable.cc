@@ -35,6 +35,7 @@ PteTable& PageTable::table_alloc(Vpn vpn) {
   const uint64_t key = vpn.v >> kPteTableShift;
   auto& slot = tables_[key];
   slot = std::make_unique<PteTable>();
+  if (total_) ++*total_;
   cached_key_ = key;
   cached_ = slot.get();
   return *slot;

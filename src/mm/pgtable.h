@@ -82,6 +82,15 @@ class PageTable {
   // First vpn in [from, to) that does not allow the access, or `to`.
   Vpn next_blocked(Vpn from, Vpn to, bool write) const;
   size_t nr_tables() const { return tables_.size(); }
+  // Counts this table's allocations in *total too (the manager's count of
+  // every mm's tables); set before the first allocation.
+  void count_tables_in(uint64_t* total) { total_ = total; }
+  PageTable() = default;
+  PageTable(const PageTable&) = delete;
+  PageTable& operator=(const PageTable&) = delete;
+  ~PageTable() {
+    if (total_) *total_ -= tables_.size();
+  }
   // Visits every non-none PTE in [from, to) as f(Vpn, PteTable&, index), in
   // address order. The work grows with the tables present, not with the
   // range: a huge, mostly empty range visits only its allocated tables.
@@ -117,6 +126,7 @@ class PageTable {
     }
   }
   std::unordered_map<uint64_t, std::unique_ptr<PteTable>> tables_;
+  uint64_t* total_ = nullptr;
   mutable uint64_t cached_key_ = UINT64_MAX;
   mutable PteTable* cached_ = nullptr;
 };

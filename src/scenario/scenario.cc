@@ -1082,6 +1082,8 @@ LoadResult parse_table(toml::table root, const std::string& file,
     if (auto v =
             r.integer("timeline_rows", 1, static_cast<int64_t>(workload::kMaxTimelineRowsCeiling)))
       sc.limits.timeline_rows = static_cast<uint64_t>(*v);
+    if (auto v = r.integer("page_tables", 1, static_cast<int64_t>(workload::kMaxPageTablesCeiling)))
+      sc.limits.page_tables = static_cast<uint64_t>(*v);
     if (auto v = r.size("memory")) {
       if (*v < kPageSize || *v > workload::kMaxMemoryCeiling) {
         r.error(t->get("memory"), "memory",

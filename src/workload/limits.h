@@ -19,10 +19,14 @@ struct Limits {
   // Simulated memory in use at once (page cache and anonymous): each page
   // costs the host about 60 bytes. [limits] memory.
   uint64_t memory_bytes = uint64_t{256} << 30;
+  // PTE tables of all processes at once (each maps 2 MiB and costs the host
+  // about 4.2 KB). [limits] page_tables.
+  uint64_t page_tables = 262'144;
 };
 inline constexpr uint64_t kMaxTasksCeiling = 10'000'000;
 inline constexpr uint64_t kMaxTimelineRowsCeiling = 10'000'000;
 inline constexpr uint64_t kMaxMemoryCeiling = uint64_t{16} << 40;
+inline constexpr uint64_t kMaxPageTablesCeiling = 16'777'216;
 
 // Fixed bounds, checked when a scenario is loaded.
 inline constexpr int kMaxLoopDepth = 16;        // loops inside loops

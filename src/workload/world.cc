@@ -372,12 +372,28 @@ double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to) {
 void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
   t.task.times.sys_ns += c.sys_ns;
   t.clock += to_tick(c.sys_ns);
-  if (mm_.folios().in_use() > limit_pages_) {
-    stop_at_limit(fmt::format(
-        "limits.memory: the run went past {} bytes of simulated memory in use; raise [limits] "
-        "memory if it should go on (the host needs about 60 bytes per page)",
-        config_.limits.memory_bytes));
+  check_memory_limits(0);
+}
+
+bool World::check_memory_limits(uint64_t more_pages) {
+  if (mm_.folios().in_use() + more_pages > limit_pages_) {
+    stop_at_limit(
+        fmt::format("limits.memory: the run needs more than {} bytes of simulated memory in use; "
+                    "raise [limits] "
+                    "memory if it should go on (the host needs about 60 bytes per page)",
+                    config_.limits.memory_bytes));
+    return false;
   }
+  if (mm_.nr_pte_tables() + (more_pages ? more_pages / mm::kPtesPerTable + 1 : 0) >
+      config_.limits.page_tables) {
+    stop_at_limit(
+        fmt::format("limits.page_tables: the run needs more than {} page tables (each maps 2 MiB); "
+                    "raise [limits] "
+                    "page_tables if it should go on (the host needs about 4.2 KB per table)",
+                    config_.limits.page_tables));
+    return false;
+  }
+  return true;
 }
 
 // NUMA balancing ------------------------------------------------------------
@@ -728,6 +744,9 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
         if (op.kind == OpKind::kMadvise) {
           r = mm_.madvise_dontneed(mm, op_start(t, op), op_pages(t, op), t.task.cpu);
         } else {
+          // mlock populates the whole range in one call: what it may add is
+          // checked against the limits first.
+          if (!check_memory_limits(op_pages(t, op))) return Step::kStopped;
           mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt,
                            t.proc->mm->memcg};
           r = mm_.mlock(mm, op_start(t, op), op_pages(t, op), ctx);

@@ -188,6 +188,9 @@ class World final : public sim::EventHandler,
   void count_timeless(TaskExec& t, const std::vector<Op>& body, uint64_t times);
   // Ends the run: it went past one of config_.limits.
   void stop_at_limit(std::string why);
+  // False (and the run stopping) when memory in use plus `more_pages`, or
+  // the page tables they may need, would pass config_.limits.
+  bool check_memory_limits(uint64_t more_pages);
   static AccessSpec access_of(const Op& op);
   double sweep_miss(TaskExec& t, const Op& op);
   double range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to);

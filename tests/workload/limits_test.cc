@@ -153,6 +153,22 @@ mode = "write"
   EXPECT_NE(ran.result.limit_error.find("limits.memory"), std::string::npos);
 }
 
+TEST(Limits, AnMlockThatWouldNeedMorePageTablesThanTheLimitStopsTheRunFirst) {
+  const auto ran = run_text(kMachine + R"(
+[limits]
+page_tables = 4
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64MiB"
+prot = "r"
+[[programs.main]]
+op = "mlock"
+region = "a"
+)");
+  EXPECT_NE(ran.result.limit_error.find("limits.page_tables"), std::string::npos);
+}
+
 TEST(Limits, ALoopIterationThatTakesNoTimeStopsTheRun) {
   const auto ran = run_text(kMachine + R"(
 [costs]
