@@ -322,7 +322,8 @@ std::vector<std::string> Controller::check_invariants() const {
   const auto& folios = mm_.folios();
   for (uint32_t p = 0; p < folios.table_size(); ++p) {
     const mm::Folio& f = folios.folio(Pfn(p));
-    if (!f.test(mm::Folio::kInUse)) continue;
+    // A migration's new folio is charged only when it takes the old one's place.
+    if (!f.test(mm::Folio::kInUse) || !f.test(mm::Folio::kLru)) continue;
     if (f.memcg >= groups_.size()) {
       errors.push_back("folio charged to an unknown memcg");
       continue;

@@ -197,6 +197,46 @@ body = [ { op = "sweep", region = "shared", mode = "write" } ]
   for (size_t i = 2; i < 5; ++i) EXPECT_EQ(ran.result.tasks[i].numa.numa_group_id, gid);
 }
 
+TEST(NumaMigration, ASystemCallWhileShmemFoliosMigrateFindsThePageCacheConsistent) {
+  // Two threads sweep a MAP_SHARED anonymous (shmem) region, so hinting
+  // faults migrate its page-cache folios; main's system calls run the checker
+  // while a migration's new folio is still being copied.
+  auto ran = run_text(R"(
+[machine]
+sockets = 2
+cores_per_socket = 4
+mem_per_node = "16MiB"
+llc_per_socket = "1MiB"
+[kernel]
+numa_balancing = 1
+numa_balancing_scan_delay_ms = 1
+[run]
+program = "main"
+[[programs.main]]
+op = "map"
+region = "shm"
+size = "64KiB"
+flags = "shared"
+[[programs.main]]
+op = "threads"
+program = "reader"
+count = 2
+[[programs.main]]
+op = "map"
+region = "other"
+size = "4KiB"
+[[programs.main]]
+op = "madvise"
+region = "other"
+advice = "dontneed"
+[[programs.reader]]
+op = "sweep"
+region = "shm"
+)");
+  EXPECT_GT(ran.vm("numa_pages_migrated"), 0);
+  EXPECT_EQ(ran.vm("nr_shmem"), 16);
+}
+
 TEST(NumaVersions, KernelVersionPresetsTheRules) {
   auto at = [](const char* v) {
     auto lr = scenario::parse_scenario(
