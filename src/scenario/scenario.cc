@@ -471,7 +471,7 @@ std::optional<uint32_t> cgroup_id(const Scenario& sc, const std::string& path) {
 // Bytes to pages, rounding up, without wrapping near 2^64.
 uint64_t bytes_to_pages(uint64_t bytes) { return bytes / kPageSize + (bytes % kPageSize != 0); }
 
-void read_range(TableReader& r, Op& op, Names& names) {
+void read_range(TableReader& r, Op& op, Names& names, bool named) {
   if (auto off = r.size("offset")) {
     if (*off % kPageSize) r.error(r.raw().get("offset"), "offset", "must be a multiple of 4096");
     op.first_page = *off / kPageSize;
@@ -480,7 +480,8 @@ void read_range(TableReader& r, Op& op, Names& names) {
     if (*sz == 0) r.error(r.raw().get("size"), "size", "must be positive");
     op.nr_pages = bytes_to_pages(*sz);
   }
-  if (const toml::node* at = r.raw().get("size") ? r.raw().get("size") : r.raw().get("offset"))
+  const toml::node* at = r.raw().get("size") ? r.raw().get("size") : r.raw().get("offset");
+  if (named && at)
     names.range_refs.push_back({op.region, op.first_page, op.nr_pages, at->source(),
                                 r.path(r.raw().get("size") ? "size" : "offset")});
 }
@@ -546,7 +547,7 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
   const std::string& k = *kind;
   if (k == "map") {
     op.kind = OpKind::kMap;
-    region_ref(true);
+    const bool named = region_ref(true);
     uint64_t file_pages = 0;
     if (auto f = r.string("file")) {
       auto it = names.files.find(*f);
@@ -620,12 +621,13 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
       r.error(t.get("nodes"), "nodes", "the default policy takes no nodes");
     if (op.policy.mode == mm::MemPolicy::Mode::kPreferred && op.policy.nodes.size() > 1)
       r.error(t.get("nodes"), "nodes", "preferred takes exactly one node");
-    uint64_t& largest = names.region_pages[op.region];
-    largest = std::max(largest, op.pages);
+    if (named) {
+      uint64_t& largest = names.region_pages[op.region];
+      largest = std::max(largest, op.pages);
+    }
   } else if (k == "unmap") {
     op.kind = OpKind::kUnmap;
-    region_ref(false);
-    names.steps.pop_back();  // munmap of what is not mapped succeeds: not a use
+    if (region_ref(false)) names.steps.pop_back();  // munmap of nothing succeeds: not a use
   } else if (k == "fork" || k == "threads") {
     op.kind = k == "fork" ? OpKind::kFork : OpKind::kThreads;
     if (op.kind == OpKind::kThreads)
@@ -662,9 +664,9 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
       r.error(t.get("duration"), "duration", "the body takes no time, so the loop would never end");
   } else if (k == "sweep" || k == "touch") {
     op.kind = k == "sweep" ? OpKind::kSweep : OpKind::kTouch;
-    region_ref(false);
+    const bool named = region_ref(false);
     mode();
-    read_range(r, op, names);
+    read_range(r, op, names, named);
     if (k == "sweep") {
       if (auto es = r.integer("elem_size", 1, 4096)) {
         if (4096 % *es) r.error(t.get("elem_size"), "elem_size", "must divide 4096");
@@ -674,14 +676,14 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
     }
   } else if (k == "madvise") {
     op.kind = OpKind::kMadvise;
-    region_ref(false);
-    read_range(r, op, names);
+    const bool named = region_ref(false);
+    read_range(r, op, names, named);
     r.choice("advice", {"dontneed"});
     if (!t.get("advice")) r.missing("advice");
   } else if (k == "mlock") {
     op.kind = OpKind::kMlock;
-    region_ref(false);
-    read_range(r, op, names);
+    const bool named = region_ref(false);
+    read_range(r, op, names, named);
   } else if (k == "sleep") {
     op.kind = OpKind::kSleep;
     if (auto d = r.duration("duration")) {
