@@ -63,6 +63,11 @@ World::~World() {
 }
 
 void World::record_error(const TaskExec& t, const std::string& what) {
+  // A failing op in a long loop fails every iteration: keep the first ones.
+  if (errors_.size() >= kMaxErrorsKept) {
+    ++errors_not_kept_;
+    return;
+  }
   errors_.push_back("pid " + std::to_string(t.task.pid) + " (" + t.task.comm + ") at " +
                     std::to_string(t.clock.seconds()) + " s: " + what);
 }
@@ -125,6 +130,8 @@ RunResult World::run() {
                                   balancer_.proc_sched(t.task.pid), r.elapsed_s));
   }
   r.errors = errors_;
+  if (errors_not_kept_)
+    r.errors.push_back(fmt::format("... and {} more errors", errors_not_kept_));
   r.check_failures = check_failures_;
   r.timeline = timeline_.samples_until(r.elapsed_s);
   if (memcg_.enabled()) r.memcg = memcg_.cgroups();

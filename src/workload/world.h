@@ -225,7 +225,9 @@ class World final : public sim::EventHandler,
   uint64_t next_segment_ = 1;
   std::vector<std::unique_ptr<TaskExec>> tasks_;    // by pid; [0] unused
   std::vector<std::vector<uint32_t>> tasks_by_mm_;  // by mm id
-  std::vector<std::string> errors_;
+  static constexpr size_t kMaxErrorsKept = 100;
+  std::vector<std::string> errors_;  // the first kMaxErrorsKept
+  uint64_t errors_not_kept_ = 0;
   std::vector<std::string> check_failures_;
   uint64_t limit_pages_;     // config_.limits.memory_bytes in pages
   std::string limit_error_;  // the run went past one of config_.limits and stopped

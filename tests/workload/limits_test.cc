@@ -169,6 +169,21 @@ region = "a"
   EXPECT_NE(ran.result.limit_error.find("limits.page_tables"), std::string::npos);
 }
 
+TEST(Limits, AnOpFailingInEveryIterationKeepsTheFirstHundredErrorsAndCountsTheRest) {
+  const auto ran = run_text(kMachine + R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "4KiB"
+[[programs.main]]
+op = "loop"
+count = 1000
+body = [ { op = "map", region = "a", size = "4KiB" } ]
+)");
+  ASSERT_EQ(ran.result.errors.size(), 101u);
+  EXPECT_EQ(ran.result.errors.back(), "... and 900 more errors");
+}
+
 TEST(Limits, ALoopIterationThatTakesNoTimeStopsTheRun) {
   const auto ran = run_text(kMachine + R"(
 [costs]
