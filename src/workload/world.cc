@@ -130,8 +130,7 @@ RunResult World::run() {
                                   balancer_.proc_sched(t.task.pid), r.elapsed_s));
   }
   r.errors = errors_;
-  if (errors_not_kept_)
-    r.errors.push_back(fmt::format("... and {} more errors", errors_not_kept_));
+  if (errors_not_kept_) r.errors.push_back(fmt::format("... and {} more errors", errors_not_kept_));
   r.check_failures = check_failures_;
   r.timeline = timeline_.samples_until(r.elapsed_s);
   if (memcg_.enabled()) r.memcg = memcg_.cgroups();
@@ -717,7 +716,8 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
     case OpKind::kMap: {
       if (region.mapped) {
         record_error(t, "map: region " + workload_.regions[op.region].name + " is already mapped");
-        return Step::kNext;
+        r.cost.sys_ns = costs_.syscall_ns;  // the call was made, and refused
+        break;
       }
       mm::MmapArgs a;
       a.pages = op.pages;
