@@ -8,6 +8,8 @@
 #   make format | format-check   clang-format the sources / list files that are not
 #   make tidy                    clang-tidy (.clang-tidy) over src/
 #   make lint                    tidy plus the self-test of the build's layering rule
+#   make fuzz FUZZ_SECONDS=N     libFuzzer targets in fuzz/ (preset fuzz, clang-16), N s each
+#                                (default 60); fails if they find something (fuzz/README.md)
 PRESET   ?= release
 BUILD    := build/$(PRESET)
 JOBS     ?= 2
@@ -18,8 +20,13 @@ DEB_PKGS := g++ cmake ninja-build make libgtest-dev libgmock-dev libbenchmark-de
             clang-format clang-tidy
 CLANG_FORMAT   ?= clang-format
 CLANG_TIDY     ?= clang-tidy
-FORMAT_DIRS    := src tests bench tools
+FORMAT_DIRS    := src tests bench tools fuzz
 ASAN_ENV       := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# `make fuzz` only: clang 15+ (clang-14 cannot compile libstdc++ 12's <source_location>),
+# its runtime with libFuzzer, and llvm-symbolizer (package llvm) for the reports' stacks.
+FUZZ_DEB_PKGS  := clang-16 libclang-rt-16-dev llvm
+FUZZ_SECONDS   ?= 60
+FUZZ_TARGETS   ?= fuzz_scenario_load fuzz_scenario_run
 
 ifeq ($(WERROR),1)
   WERROR_CMAKE := ON
@@ -28,7 +35,7 @@ else
 endif
 
 .PHONY: all deps configure build demo test bench clean asan-test format format-check tidy \
-        scenarios-check lint
+        scenarios-check lint fuzz
 
 all: build
 
@@ -86,6 +93,15 @@ scenarios-check: configure
 	done; rm -f $$out; \
 	if [ -n "$$failed" ]; then echo "scenarios-check: failed:$$failed"; exit 1; fi; \
 	echo "scenarios-check: all $$n scenarios pass"
+
+# The libFuzzer targets (build/fuzz, clang-16 with ASan + UBSan), then each for
+# FUZZ_SECONDS, at most two fuzzing processes at once (fuzz/run.sh); corpora in
+# build/fuzz/corpus/<target>, findings in build/fuzz/findings/<target>/.
+fuzz:
+	@$(MAKE) --no-print-directory deps DEB_PKGS="$(DEB_PKGS) $(FUZZ_DEB_PKGS)"
+	@$(MAKE) --no-print-directory configure PRESET=fuzz
+	cmake --build build/fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+	bash fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.h' -o -name '*.cc' \) | LC_ALL=C sort)
 
