@@ -21,6 +21,9 @@
 // they were added, and may refuse others. When it refuses a scenario that has
 // one, the input is only dropped, not reported.
 //
+// An input whose run takes more than 100 ms (wall time) is checked like any
+// other but kept out of the corpus (LLVMFuzzerTestOneInput returns -1).
+//
 // MMSIM_FUZZ_DUMP=FILE writes each generated scenario to FILE before it runs
 // ("-": to stderr): run the target on one input to see its scenario.
 //
@@ -29,6 +32,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -632,6 +636,8 @@ class Generator {
   std::abort();
 }
 
+constexpr std::chrono::milliseconds kSlowRun{100};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -657,9 +663,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& d : r.diagnostics) lines.push_back(d.str());
     fail("the loader refused a generated scenario (a generator or loader bug)", lines, text);
   }
+  const auto start = std::chrono::steady_clock::now();
   const mmsim::workload::RunResult res = mmsim::scenario::simulate(
       *r.run,
       mmsim::scenario::RunOptions{.check_invariants = true, .fast_forward = gen.fast_forward});
   if (!res.check_failures.empty()) fail("the invariant checker failed", res.check_failures, text);
+  // A slow input is checked, but not kept in the corpus: a few of them would
+  // take most of the time of every pass over it (each fuzzing run starts
+  // with one).
+  if (std::chrono::steady_clock::now() - start > kSlowRun) return -1;
   return 0;
 }

@@ -76,22 +76,23 @@ for p in "${pids[@]}"; do
 done
 
 echo
-printf '%-20s %10s %8s %6s %8s %6s %5s\n' target executions exec/s crash timeout leak oom
+printf '%-20s %10s %7s %7s %6s %8s %5s %4s\n' target executions exec/s corpus crash timeout leak oom
 i=0
 for t in "$@"; do
   log=$out/logs/$t.log
-  # Fork mode's status lines: "#EXECS: cov: ... exec/s: N ... time: Ts ...".
+  # Fork mode's status lines: "#EXECS: cov: C ft: F corp: N exec/s: R ... time: Ts ...":
+  # executions after the first pass over the corpus, and the speed of the last job.
   last=$(grep -E '^#[0-9]+: cov:' "$log" | tail -n 1)
   execs=$(sed -nE 's/^#([0-9]+):.*/\1/p' <<<"$last")
-  took=$(sed -nE 's/.* time: ([0-9]+)s.*/\1/p' <<<"$last")
-  rate=-
-  [[ -n $execs && -n $took && $took -gt 0 ]] && rate=$((execs / took))
+  rate=$(sed -nE 's/.* exec\/s: ([0-9]+).*/\1/p' <<<"$last")
+  corp=$(sed -nE 's/.* corp: ([0-9]+).*/\1/p' <<<"$last")
   count() { find "$out/findings/$t" -maxdepth 1 -type f -name "$1-*" -newer "$stamp" | wc -l; }
   crash=$(count crash)
   timeout=$(count timeout)
   leak=$(count leak)
   oom=$(count oom)
-  printf '%-20s %10s %8s %6s %8s %6s %5s\n' "$t" "${execs:-?}" "$rate" "$crash" "$timeout" "$leak" "$oom"
+  printf '%-20s %10s %7s %7s %6s %8s %5s %4s\n' "$t" "${execs:-?}" "${rate:-?}" "${corp:-?}" \
+    "$crash" "$timeout" "$leak" "$oom"
   if ((crash + timeout + leak + oom > 0)); then
     status=1
   fi
