@@ -19,6 +19,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli.h"
 #include "native/native.h"
 #include "report/report.h"
 
@@ -67,7 +68,7 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
   const char* dir = ::mkdtemp(tmpl);
   if (!dir) {
     err << "mmsim: error: cannot make a temporary directory: " << std::strerror(errno) << "\n";
-    return 3;  // the host refused
+    return kExitHostRefused;
   }
   int rc = 0;
   for (const char* name : {"basic", "paths", "memcg"}) {
@@ -84,7 +85,7 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
     if (a.runs) cmd = fmt::format("'{}' --runs {} --out '{}' > /dev/null", exe, a.runs, result);
     if (run_program(cmd) != 0) {
       err << fmt::format("mmsim: error: {} failed (see its messages above)\n", exe);
-      rc = 3;  // the host refused a measurement
+      rc = kExitHostRefused;  // a measurement could not run
       break;
     }
     std::string e;
@@ -133,7 +134,7 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
       "derived.\n\n",
       u.sysname, u.release, u.machine, date);
   const std::string text = cost::host_profile_toml(p, header);
-  if (!report::write_atomically(a.out, text, err)) return 3;  // the host refused
+  if (!report::write_atomically(a.out, text, err)) return kExitHostRefused;
   out << text;
   for (const auto& k : p.missing)
     err << fmt::format("mmsim: warning: no measurement of {}: its default stays\n", k);

@@ -29,10 +29,6 @@ namespace mmsim::cli {
 
 namespace {
 
-// Exit codes (README "Exit codes").
-constexpr int kExitBadInput = 2;
-constexpr int kExitHostRefused = 3;
-
 // A --seed: a decimal number from 0 to 2^64-1, no sign.
 std::optional<uint64_t> parse_seed(const std::string& text, std::ostream& err) {
   uint64_t v = 0;

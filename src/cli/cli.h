@@ -8,6 +8,10 @@
 
 namespace mmsim::cli {
 
+// Exit codes (README "Limits and exit codes"): 0 ok, 1 a bug, and these.
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitHostRefused = 3;
+
 // Exit codes: 0 ok, 1 internal error, 2 bad input (scenario or arguments).
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 

@@ -25,7 +25,7 @@ using nlohmann::ordered_json;
 constexpr std::array<const char*, 3> kVmRows = {"numa_hint_faults", "numa_pages_migrated",
                                                 "pgmigrate_fail"};
 // Keys of metrics_json() besides the named counters.
-constexpr std::array<const char*, 4> kTimeMetrics = {"elapsed_s", "user_s", "sys_s", "iowait_s"};
+using workload::kTimeMetrics;
 
 struct Combination {
   std::vector<std::pair<std::string, std::string>> settings;  // (key, value), in --vary order

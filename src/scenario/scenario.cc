@@ -705,7 +705,7 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
   } else if (k == "count") {
     op.kind = OpKind::kCount;
     if (auto c = r.string("counter")) {
-      for (const char* metric : {"elapsed_s", "user_s", "sys_s", "iowait_s"}) {
+      for (const char* metric : workload::kTimeMetrics) {
         if (*c == metric)
           r.error(t.get("counter"), "counter",
                   fmt::format("\"{}\" is a metric mmsim reports; name the counter otherwise", *c));

@@ -17,6 +17,11 @@
 
 namespace mmsim::workload {
 
+// The time metrics every run reports beside its named counters (a counter
+// may not take one of these names).
+inline constexpr std::array<const char*, 4> kTimeMetrics = {"elapsed_s", "user_s", "sys_s",
+                                                            "iowait_s"};
+
 // Counters sampled over time (RunResult::timeline).
 inline constexpr std::array<mm::Vm, 7> kTimelineCounters = {mm::Vm::pgfault,
                                                             mm::Vm::numa_pte_updates,
