@@ -76,7 +76,7 @@ int cmd_calibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) 
     if (!fs::exists(exe)) {
       err << fmt::format(
           "mmsim: error: calibrator {} not found (build it: cmake --build build/release)\n", exe);
-      rc = 2;
+      rc = kExitBadInput;
       break;
     }
     const std::string result = fmt::format("{}/{}.toml", dir, name);
