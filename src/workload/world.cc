@@ -22,8 +22,7 @@ bool is_pure(const Op& op) { return op.kind == OpKind::kSweep || op.kind == OpKi
 
 World::World(const topo::Topology& topo, const cost::CostProfile& costs, const Workload& workload,
              WorldConfig config)
-    : topo_(topo),
-      costs_(costs),
+    : costs_(costs),
       workload_(workload),
       config_(std::move(config)),
       mm_(topo, costs, config_.mm),

@@ -209,7 +209,6 @@ class World final : public sim::EventHandler,
   }
   void record_error(const TaskExec& t, const std::string& what);
 
-  const topo::Topology& topo_;
   const cost::CostProfile& costs_;
   const Workload& workload_;
   WorldConfig config_;
