@@ -3,6 +3,7 @@
 #include "memcg/memcg.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "sim/check.h"
 
@@ -116,19 +117,23 @@ Controller::Reclaimed Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId 
     size_t scanned = 0;
     const size_t budget = g.lru.size();
     while (freed < pages && scanned < budget && !g.lru.empty()) {
-      const uint32_t p = g.lru.front();
+      const MemCgroup::LruEntry e = g.lru.front();
       g.lru.pop_front();
+      mm::Folio& f = mm_.folios().folio(Pfn(e.pfn));
+      if (!f.test(mm::Folio::kInUse) || f.test(mm::Folio::kAnon) || f.memcg != g.id ||
+          f.lru_ticket != e.ticket) {
+        continue;  // a stale entry: no folio of ours was scanned
+      }
       ++scanned;
       mm_.vmstat().add(mm::Vm::pgscan_direct);
-      mm::Folio& f = mm_.folios().folio(Pfn(p));
-      if (!f.test(mm::Folio::kInUse) || f.test(mm::Folio::kAnon) || f.memcg != g.id) continue;
+      const uint32_t p = e.pfn;
       if (const auto ns = mm_.evict_folio(Pfn(p), cpu)) {
         out.ns += *ns;
         ++freed;
         ++g.reclaimed;
         mm_.vmstat().add(mm::Vm::pgsteal_direct);
       } else {
-        g.lru.push_back(p);  // rotate what cannot go now
+        g.lru.push_back(e);  // rotate what cannot go now
       }
     }
   }
@@ -147,7 +152,7 @@ mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, C
     ++g.rss;
   } else {
     ++g.cache;
-    g.lru.push_back(pfn.v);
+    lru_add(g, pfn, folio);
   }
   ++g.pgpgin;
   return r;
@@ -171,6 +176,18 @@ void Controller::count_fault(uint32_t memcg, bool major) {
   if (!enabled()) return;
   ++groups_[memcg].pgfault;
   if (major) ++groups_[memcg].pgmajfault;
+}
+
+void Controller::migrate(Pfn, Pfn to, mm::Folio& folio) {
+  // The charge went with the folio's copy, which is put back on the LRU as
+  // new; the old folio's entry goes stale.
+  if (!enabled() || folio.test(mm::Folio::kAnon)) return;
+  lru_add(groups_[folio.memcg], to, folio);
+}
+
+void Controller::lru_add(MemCgroup& g, Pfn pfn, mm::Folio& folio) {
+  folio.lru_ticket = ++lru_tickets_;
+  g.lru.push_back(MemCgroup::LruEntry{pfn.v, folio.lru_ticket});
 }
 
 double Controller::file_rmap(mm::Folio& folio, bool add, bool transition) {
@@ -281,7 +298,7 @@ void Controller::move_account(mm::Folio& folio, Pfn pfn, uint32_t from, uint32_t
   } else {
     --f.cache;
     ++t.cache;
-    t.lru.push_back(pfn.v);
+    lru_add(t, pfn, folio);
     if (folio.mapcount > 0) {
       --f.mapped_file;
       ++t.mapped_file;
@@ -335,6 +352,24 @@ std::vector<std::string> Controller::check_invariants() const {
       if (f.mapcount > 0) ++mapped[f.memcg];
     }
     for_each_ancestor(f.memcg, [&](const MemCgroup& g) { ++charged[g.id]; });
+  }
+  // Every charged page-cache folio must be on its memcg's LRU, or reclaim
+  // can never find it (the lists also hold stale entries: freed, moved).
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> on_lru;  // (memcg, pfn, ticket)
+  for (const auto& g : groups_) {
+    for (const auto& e : g.lru) on_lru.emplace_back(g.id, e.pfn, e.ticket);
+  }
+  std::sort(on_lru.begin(), on_lru.end());
+  for (uint32_t p = 0; p < folios.table_size(); ++p) {
+    const mm::Folio& f = folios.folio(Pfn(p));
+    if (!f.test(mm::Folio::kInUse) || !f.test(mm::Folio::kLru) || f.test(mm::Folio::kAnon) ||
+        f.memcg >= groups_.size())
+      continue;
+    if (!std::binary_search(on_lru.begin(), on_lru.end(), std::tuple{f.memcg, p, f.lru_ticket})) {
+      errors.push_back("memcg " + groups_[f.memcg].path + ": page-cache folio " +
+                       std::to_string(p) + " is not on its LRU");
+      break;
+    }
   }
   for (const auto& s : stock_) {
     if (s.pages) for_each_ancestor(s.memcg, [&](const MemCgroup& g) { charged[g.id] += s.pages; });

@@ -39,7 +39,13 @@ struct MemCgroup {
   int moving_account = 0;
   uint64_t move_lock_slowpath = 0;  // page-stat updates that took move_lock
   uint64_t reclaimed = 0;
-  std::deque<uint32_t> lru;  // page-cache folios charged here, oldest first
+  // Page-cache folios charged here, oldest first. Entries are dropped lazily:
+  // one whose ticket is not its folio's lru_ticket is stale.
+  struct LruEntry {
+    uint32_t pfn;
+    uint32_t ticket;
+  };
+  std::deque<LruEntry> lru;
 };
 
 class Controller final : public mm::MemcgHooks {
@@ -58,6 +64,7 @@ class Controller final : public mm::MemcgHooks {
   void uncharge(Pfn pfn, mm::Folio& folio) override;
   double file_rmap(mm::Folio& folio, bool add, bool transition) override;
   void count_fault(uint32_t memcg, bool major) override;
+  void migrate(Pfn from, Pfn to, mm::Folio& folio) override;
 
   // Charge moving (v1 mem_cgroup_move_task): begins the move of `mm`'s
   // charges from its memcg to `to` (start_move: moving_account raised, then
@@ -70,6 +77,8 @@ class Controller final : public mm::MemcgHooks {
   std::vector<std::string> check_invariants() const;
 
  private:
+  // Puts a page-cache folio at the tail of g's LRU, staling its older entries.
+  void lru_add(MemCgroup& g, Pfn pfn, mm::Folio& folio);
   // Calls f(MemCgroup&) for memcg and each of its ancestors up to the root.
   template <class F>
   void for_each_ancestor(uint32_t memcg, F&& f) {
@@ -101,6 +110,7 @@ class Controller final : public mm::MemcgHooks {
     uint32_t pages = 0;
   };
   std::vector<Stock> stock_;  // per CPU
+  uint32_t lru_tickets_ = 0;  // the last LRU ticket handed out
   int memcg_moving_ = 0;      // the global fast-path flag of 3.4
   // Pending move: the pages to move (collected at begin_move).
   std::vector<uint32_t> move_pages_;

@@ -33,8 +33,14 @@ struct Folio {
   uint32_t last_cpupid = ~0u;  // NUMA balancing: last faulting (pid, cpu); all ones = unset
   uint32_t memcg = 0;
   uint16_t mlock_count = 0;  // PTEs of VM_LOCKED VMAs mapping it (folio->mlock_count)
+  // Which entry of its memcg's LRU is this folio's own: older entries for the
+  // same pfn (the folio since freed, migrated or moved) are stale.
+  uint32_t lru_ticket = 0;
   bool test(uint16_t f) const { return flags & f; }
 };
+
+// One of these per page of the simulated machine: keep it small.
+static_assert(sizeof(Folio) <= 40);
 
 // The policies of set_mempolicy(2)/mbind(2) that the model supports.
 struct MemPolicy {

@@ -836,6 +836,7 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
   f.node = node;
   f.flags &= static_cast<uint16_t>(~Folio::kLocked);
   if (!f.test(Folio::kAnon)) files_[f.mapping]->store(f.index, to.v);
+  if (memcg_) memcg_->migrate(from, to, f);
   old.mapcount = 0;
   old.mlock_count = 0;
   old.flags = Folio::kInUse;

@@ -108,6 +108,9 @@ class MemcgHooks {
   virtual double file_rmap(Folio& folio, bool add, bool transition) = 0;
   // A fault by a task of the mm (memory.stat pgfault, pgmajfault).
   virtual void count_fault(uint32_t memcg, bool major) = 0;
+  // mem_cgroup_migrate: `to` has taken the place of `from` (its charge and
+  // its memcg already copied); a page-cache folio joins its memcg's LRU.
+  virtual void migrate(Pfn from, Pfn to, Folio& folio) = 0;
 };
 
 // Time to copy one 4 KiB page for a CPU on `cpu_node` from `src` to `dst`:

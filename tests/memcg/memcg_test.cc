@@ -241,6 +241,68 @@ body = [ { op = "touch", region = "m" } ]
   EXPECT_TRUE(ran.result.errors.empty());
 }
 
+TEST(MemcgLimit, PageCacheFoliosMovedByNumaBalancingStayReclaimable) {
+  // Threads on both nodes read a 512 KiB file mapped read-write (NUMA
+  // balancing skips read-only file mappings), so hinting faults migrate its
+  // page cache; then a 1 MiB file fills the 1 MiB limit, so reclaim must
+  // evict every folio of the first file, migrated or not, before any of the
+  // second (the migrations' freed pfns, reused by the second file, must not
+  // jump the LRU queue): reading the first again refaults all 128 pages.
+  auto ran = run_text(R"(
+[machine]
+sockets = 2
+cores_per_socket = 4
+mem_per_node = "16MiB"
+llc_per_socket = "1MiB"
+[kernel]
+numa_balancing = 1
+numa_balancing_scan_delay_ms = 1
+[[cgroups]]
+path = "/g"
+limit = "1MiB"
+[[files]]
+name = "f"
+size = "512KiB"
+[[files]]
+name = "g"
+size = "1MiB"
+[run]
+program = "main"
+cgroup = "/g"
+[[programs.main]]
+op = "map"
+region = "f"
+file = "f"
+prot = "rw"
+flags = "shared"
+[[programs.main]]
+op = "threads"
+program = "reader"
+count = 8
+[[programs.main]]
+op = "wait"
+[[programs.main]]
+op = "map"
+region = "g"
+file = "g"
+prot = "r"
+flags = "shared"
+[[programs.main]]
+op = "touch"
+region = "g"
+[[programs.main]]
+op = "touch"
+region = "f"
+[[programs.reader]]
+op = "loop"
+count = 20
+body = [ { op = "sweep", region = "f" } ]
+)");
+  EXPECT_GT(ran.vm("numa_pages_migrated"), 0);
+  EXPECT_EQ(ran.vm("workingset_refault"), 128);
+  EXPECT_TRUE(ran.result.errors.empty());
+}
+
 TEST(MemcgMove, TheSlowPathIsTakenWhileChargesMoveAndTheChargesEndInTheNewMemcg) {
   auto ran = run_text(R"(
 [machine]
