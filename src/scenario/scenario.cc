@@ -250,6 +250,13 @@ class TableReader {
     }
     return std::nullopt;
   }
+  // Whether a duration's value, as written, is above zero.
+  static bool positive(const toml::node& n) {
+    if (n.is_floating_point()) return n.as_floating_point()->get() > 0;
+    if (n.is_integer()) return n.as_integer()->get() > 0;
+    const std::string& s = n.as_string()->get();
+    return std::any_of(s.begin(), s.end(), [](char c) { return c >= '1' && c <= '9'; });
+  }
   // A string with a unit ("10s", "5ms") or a number of seconds.
   std::optional<int64_t> duration(const std::string& key) {
     const toml::node* n = get(key);
@@ -264,6 +271,10 @@ class TableReader {
       ns = util::parse_duration(n->as_string()->get(), &why);
     } else {
       why = fmt::format("expected a duration, got {}", type_name(*n));
+    }
+    if (ns && *ns == 0 && positive(*n)) {
+      error(n, key, "rounds to 0 ns (the clock counts whole nanoseconds)");
+      return std::nullopt;
     }
     if (ns && *ns > workload::kMaxDurationNs) {
       error(n, key,

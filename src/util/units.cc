@@ -205,6 +205,9 @@ std::optional<int64_t> parse_duration(std::string_view text, std::string* error)
     fraction = rest.substr(0, n);
     rest.remove_prefix(n);
     if (!rest.empty() && rest.front() == '.') return fail("more than one decimal point");
+    // As TOML's own floats: a point needs a digit on each side.
+    if (fraction.empty())
+      return fail("expected a digit after the decimal point (write 1s or 1.5s)");
   }
   std::string why;
   std::string_view unit;

@@ -165,8 +165,9 @@ TEST(ParseDuration, ReadsADecimalFraction) {
   EXPECT_EQ(parse_duration("0.1h"), 360'000'000'000);
 }
 
-TEST(ParseDuration, AcceptsADecimalPointWithNoDigitsAfterIt) {
-  EXPECT_EQ(parse_duration("2.s"), 2'000'000'000);
+TEST(ParseDuration, RejectsADecimalPointWithNoDigitAfterIt) {
+  EXPECT_EQ(duration_error("2.s"),
+            "\"2.s\": expected a digit after the decimal point (write 1s or 1.5s)");
 }
 
 TEST(ParseDuration, AllowsOneSpaceBetweenTheNumberAndTheUnit) {
