@@ -6,8 +6,8 @@
 // 1-2 files, and 1-3 programs made of the README's ops (map, unmap, fork,
 // threads, wait, loop, sweep, touch, madvise, mlock, sleep, count, cgroup),
 // with small sizes and counts and a 50 ms time limit. The text goes through
-// scenario::prepare like a file would, and runs with
-// RunOptions{.check_invariants = true}.
+// scenario::prepare like a file would, and runs with the checker on
+// (RunOptions::check_invariants, with a stride: kCheckStride).
 //
 // It aborts (so libFuzzer records the input) when
 //   - the loader rejects text the generator meant to be valid: a generator
@@ -637,6 +637,11 @@ class Generator {
 }
 
 constexpr std::chrono::milliseconds kSlowRun{100};
+// The checker after each of the first 64 kernel operations, then after every
+// 64th: a loop of cheap system calls over a 50 ms run makes tens of thousands
+// of them, and a check costs as much as the state is large. Checks are of
+// state, so a broken invariant is still caught, only later.
+constexpr uint32_t kCheckStride = 64;
 
 }  // namespace
 
@@ -665,8 +670,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const auto start = std::chrono::steady_clock::now();
   const mmsim::workload::RunResult res = mmsim::scenario::simulate(
-      *r.run,
-      mmsim::scenario::RunOptions{.check_invariants = true, .fast_forward = gen.fast_forward});
+      *r.run, mmsim::scenario::RunOptions{.check_invariants = true,
+                                          .check_stride = kCheckStride,
+                                          .fast_forward = gen.fast_forward});
   if (!res.check_failures.empty()) fail("the invariant checker failed", res.check_failures, text);
   // A slow input is checked, but not kept in the corpus: a few of them would
   // take most of the time of every pass over it (each fuzzing run starts

@@ -1,5 +1,6 @@
 #include "scenario/simulation.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "workload/world.h"
@@ -36,6 +37,7 @@ workload::RunResult simulate(const Prepared& run, RunOptions options) {
   const Scenario& sc = run.scenario;
   workload::WorldConfig wc = world_config(sc, run.topology);
   wc.check_invariants = options.check_invariants;
+  wc.check_stride = std::max<uint32_t>(options.check_stride, 1);
   wc.fast_forward = options.fast_forward;
   workload::World world(run.topology, sc.costs, sc.workload, std::move(wc));
   return world.run();

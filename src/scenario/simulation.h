@@ -40,6 +40,7 @@ PrepareResult prepare(const Source& source);
 
 struct RunOptions {
   bool check_invariants = false;  // the DEBUG_VM-like checker after each kernel operation
+  uint32_t check_stride = 1;      // >1: after every check_stride-th one (WorldConfig)
   bool fast_forward = true;       // off: loops run pass by pass (tests compare the two)
 };
 

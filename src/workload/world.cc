@@ -71,8 +71,10 @@ void World::record_error(const TaskExec& t, const std::string& what) {
                     std::to_string(t.clock.seconds()) + " s: " + what);
 }
 
-void World::run_checker(const char* when) {
+void World::run_checker(const char* when, bool always) {
   if (!config_.check_invariants) return;
+  const uint64_t n = ++checker_calls_;
+  if (!always && n > config_.check_stride && n % config_.check_stride != 0) return;
   auto errors = mm_.check_invariants();
   for (auto& e : memcg_.check_invariants()) errors.push_back(std::move(e));
   for (auto& e : errors) {
@@ -119,7 +121,7 @@ RunResult World::run() {
   r.limit_error = limit_error_;
   r.time_limit_hit = !queue_.empty() || live_tasks_ > 0;
   r.elapsed_s = (r.time_limit_hit ? config_.time_limit : last_exit_).seconds();
-  run_checker("end of run");
+  run_checker("end of run", /*always=*/true);
 
   r.vmstat = vmstat_delta(before, mm_.vmstat());
   r.page_events = mm_.page_events();

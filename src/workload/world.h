@@ -40,8 +40,12 @@ struct WorldConfig {
   uint64_t seed = 1;
   Tick time_limit = seconds(3600);  // the run stops here if tasks are still alive
   bool check_invariants = false;    // run the DEBUG_VM-like checker (tests: on)
-  bool fast_forward = true;         // off: run loops pass by pass (tests compare)
-  Tick sample_interval;             // > 0: record a timeline of counters
+  // After the first check_stride kernel operations, the checker runs after
+  // every check_stride-th one (always at the end of the run): a cheaper, less
+  // precise check of long runs (the fuzzer's). 1: after each one.
+  uint32_t check_stride = 1;
+  bool fast_forward = true;  // off: run loops pass by pass (tests compare)
+  Tick sample_interval;      // > 0: record a timeline of counters
   Limits limits;
   mm::MmConfig mm;
   numa::NumaConfig numa;     // automatic NUMA balancing (enabled resolved)
@@ -194,7 +198,7 @@ class World final : public sim::EventHandler,
   static AccessSpec access_of(const Op& op);
   double sweep_miss(TaskExec& t, const Op& op);
   double range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to);
-  void run_checker(const char* when);
+  void run_checker(const char* when, bool always = false);
   // NUMA balancing.
   Tick numa_deadline(const TaskExec& t) const;
   bool numa_tick(TaskExec& t);
@@ -228,6 +232,7 @@ class World final : public sim::EventHandler,
   std::vector<std::string> errors_;  // the first kMaxErrorsKept
   uint64_t errors_not_kept_ = 0;
   std::vector<std::string> check_failures_;
+  uint64_t checker_calls_ = 0;
   uint64_t limit_pages_;     // config_.limits.memory_bytes in pages
   std::string limit_error_;  // the run went past one of config_.limits and stopped
   uint32_t live_tasks_ = 0;

@@ -247,6 +247,34 @@ body = [ { op = "touch", region = "a", mode = "write" }, { op = "madvise", regio
   }
 }
 
+TEST(World, TheCheckerAndItsStrideLeaveTheRunUnchanged) {
+  scenario::Source source;
+  source.path = "stride.toml";
+  source.text = scenario(R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64KiB"
+[[programs.main]]
+op = "loop"
+count = 30
+body = [ { op = "touch", region = "a", mode = "write" }, { op = "madvise", region = "a", advice = "dontneed" } ]
+)");
+  const auto prepared = scenario::prepare(source);
+  ASSERT_TRUE(prepared.run);
+  auto run = [&](bool check, uint32_t stride) {
+    return scenario::simulate(
+        *prepared.run, scenario::RunOptions{.check_invariants = check, .check_stride = stride});
+  };
+  const RunResult off = run(false, 1);
+  for (const uint32_t stride : {1u, 7u}) {
+    const RunResult on = run(true, stride);
+    EXPECT_TRUE(on.check_failures.empty());
+    EXPECT_EQ(on.events, off.events);
+    EXPECT_EQ(on.vmstat, off.vmstat);
+  }
+}
+
 TEST(World, RunAheadSweepIsCutWhenAnotherThreadUnmapsItsMemory) {
   // A thread sweeps for 10 ms; the other zaps the range after 1 ms, so the
   // sweeper must fault again (a cut segment) rather than run on unaware.
