@@ -126,8 +126,7 @@ Controller::Reclaimed Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId 
       }
       ++scanned;
       mm_.vmstat().add(mm::Vm::pgscan_direct);
-      const uint32_t p = e.pfn;
-      if (const auto ns = mm_.evict_folio(Pfn(p), cpu)) {
+      if (const auto ns = mm_.evict_folio(Pfn(e.pfn), cpu)) {
         out.ns += *ns;
         ++freed;
         ++g.reclaimed;
@@ -336,6 +335,14 @@ std::vector<std::string> Controller::check_invariants() const {
   if (!enabled()) return errors;
   std::vector<int64_t> cache(groups_.size(), 0), rss(groups_.size(), 0), mapped(groups_.size(), 0);
   std::vector<uint64_t> charged(groups_.size(), 0);
+  // Every charged page-cache folio must be on its memcg's LRU, or reclaim
+  // can never find it (the lists also hold stale entries: freed, moved).
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> on_lru;  // (memcg, pfn, ticket)
+  for (const auto& g : groups_) {
+    for (const auto& e : g.lru) on_lru.emplace_back(g.id, e.pfn, e.ticket);
+  }
+  std::sort(on_lru.begin(), on_lru.end());
+  bool lru_error = false;
   const auto& folios = mm_.folios();
   for (uint32_t p = 0; p < folios.table_size(); ++p) {
     const mm::Folio& f = folios.folio(Pfn(p));
@@ -350,26 +357,14 @@ std::vector<std::string> Controller::check_invariants() const {
     } else {
       ++cache[f.memcg];
       if (f.mapcount > 0) ++mapped[f.memcg];
+      if (!lru_error &&
+          !std::binary_search(on_lru.begin(), on_lru.end(), std::tuple{f.memcg, p, f.lru_ticket})) {
+        errors.push_back("memcg " + groups_[f.memcg].path + ": page-cache folio " +
+                         std::to_string(p) + " is not on its LRU");
+        lru_error = true;  // one is enough: the rest would repeat it
+      }
     }
     for_each_ancestor(f.memcg, [&](const MemCgroup& g) { ++charged[g.id]; });
-  }
-  // Every charged page-cache folio must be on its memcg's LRU, or reclaim
-  // can never find it (the lists also hold stale entries: freed, moved).
-  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> on_lru;  // (memcg, pfn, ticket)
-  for (const auto& g : groups_) {
-    for (const auto& e : g.lru) on_lru.emplace_back(g.id, e.pfn, e.ticket);
-  }
-  std::sort(on_lru.begin(), on_lru.end());
-  for (uint32_t p = 0; p < folios.table_size(); ++p) {
-    const mm::Folio& f = folios.folio(Pfn(p));
-    if (!f.test(mm::Folio::kInUse) || !f.test(mm::Folio::kLru) || f.test(mm::Folio::kAnon) ||
-        f.memcg >= groups_.size())
-      continue;
-    if (!std::binary_search(on_lru.begin(), on_lru.end(), std::tuple{f.memcg, p, f.lru_ticket})) {
-      errors.push_back("memcg " + groups_[f.memcg].path + ": page-cache folio " +
-                       std::to_string(p) + " is not on its LRU");
-      break;
-    }
   }
   for (const auto& s : stock_) {
     if (s.pages) for_each_ancestor(s.memcg, [&](const MemCgroup& g) { charged[g.id] += s.pages; });

@@ -1,6 +1,5 @@
 #include "scenario/simulation.h"
 
-#include <algorithm>
 #include <filesystem>
 
 #include "workload/world.h"
@@ -37,7 +36,7 @@ workload::RunResult simulate(const Prepared& run, RunOptions options) {
   const Scenario& sc = run.scenario;
   workload::WorldConfig wc = world_config(sc, run.topology);
   wc.check_invariants = options.check_invariants;
-  wc.check_stride = std::max<uint32_t>(options.check_stride, 1);
+  wc.check_stride = options.check_stride;
   wc.fast_forward = options.fast_forward;
   workload::World world(run.topology, sc.costs, sc.workload, std::move(wc));
   return world.run();

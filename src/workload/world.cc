@@ -74,7 +74,8 @@ void World::record_error(const TaskExec& t, const std::string& what) {
 void World::run_checker(const char* when, bool always) {
   if (!config_.check_invariants) return;
   const uint64_t n = ++checker_calls_;
-  if (!always && n > config_.check_stride && n % config_.check_stride != 0) return;
+  const uint64_t stride = std::max<uint32_t>(config_.check_stride, 1);  // 0 means 1
+  if (!always && n > stride && n % stride != 0) return;
   auto errors = mm_.check_invariants();
   for (auto& e : memcg_.check_invariants()) errors.push_back(std::move(e));
   for (auto& e : errors) {

@@ -42,7 +42,7 @@ struct WorldConfig {
   bool check_invariants = false;    // run the DEBUG_VM-like checker (tests: on)
   // After the first check_stride kernel operations, the checker runs after
   // every check_stride-th one (always at the end of the run): a cheaper, less
-  // precise check of long runs (the fuzzer's). 1: after each one.
+  // precise check of long runs (the fuzzer's). 1 (or 0): after each one.
   uint32_t check_stride = 1;
   bool fast_forward = true;  // off: run loops pass by pass (tests compare)
   Tick sample_interval;      // > 0: record a timeline of counters
