@@ -74,6 +74,21 @@ void Migrator::check_pass(Migration& m) {
 
 void Migrator::end_pass(Migration& m) {
   const Tick now = queue_.now();
+  mm::Folio& src = mm_.folios().folio(m.folio);
+  if (src.test(mm::Folio::kAnon) && src.mapcount == 0) {
+    // Every mapping of the isolated anonymous folio went meanwhile (munmap,
+    // MADV_DONTNEED, exit): migrate_folio_unmap finds it "freed from under
+    // us" and the kernel counts it as migrated. Nothing is copied; the new
+    // folio goes back unused.
+    if (m.success) mm_.folios().free(m.new_folio);
+    m.success = true;
+    m.new_folio = m.folio;
+    mm_.free_anon_folio(m.folio);
+    mm_.vmstat().add(mm::Vm::pgmigrate_success);
+    mm_.vmstat().add(mm::Vm::numa_pages_migrated);
+    finish(m, now, false);
+    return;
+  }
   if (m.success) {
     mm_.migrate_remap(m.folio, m.new_folio);
     mm_.migrate_folio_finish(m.folio, m.new_folio);
@@ -83,6 +98,10 @@ void Migrator::end_pass(Migration& m) {
     mm_.migrate_remap(m.folio, m.folio);
   }
   const bool retry = !m.success && m.pass < config_.passes && mm_.folios().free_pages(m.target) > 0;
+  finish(m, now, retry);
+}
+
+void Migrator::finish(Migration& m, Tick now, bool retry) {
   // Everyone who reached the migration entry goes on.
   for (const Waiter& w : m.waiters) executor_.release(m, w, now, retry);
   m.waiters.clear();

@@ -97,6 +97,9 @@ class Migrator final : public sim::EventHandler {
   void start_pass(Migration& m, Tick at);
   void check_pass(Migration& m);
   void end_pass(Migration& m);
+  // Releases the waiters; then a new pass if `retry`, else the folio that
+  // stays unlocked, the migration over and the executor told.
+  void finish(Migration& m, Tick now, bool retry);
 
   sim::EventQueue& queue_;
   mm::MemoryManager& mm_;

@@ -170,15 +170,21 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i) {
   const double memcg_ns = !anon && memcg_ ? memcg_->file_rmap(f, false, last) : 0.0;
   if (last) {
     if (anon) {
-      // No swap: the last unmap of an anonymous folio frees it.
-      vmstat_.add(Vm::nr_anon_pages, -1);
-      if (memcg_) memcg_->uncharge(pfn, f);
-      folios_.free(pfn);
+      // No swap: the last unmap of an anonymous folio frees it (unless a
+      // migration holds it: see free_anon_folio).
+      if (!f.test(Folio::kLocked)) free_anon_folio(pfn);
     } else {
       vmstat_.add(Vm::nr_mapped, -1);
     }
   }
   return memcg_ns;
+}
+
+void MemoryManager::free_anon_folio(Pfn pfn) {
+  Folio& f = folios_.folio(pfn);
+  vmstat_.add(Vm::nr_anon_pages, -1);
+  if (memcg_) memcg_->uncharge(pfn, f);
+  folios_.free(pfn);
 }
 
 MemoryManager::Zapped MemoryManager::zap_range(Mm& mm, Vma& vma, Vpn start, Vpn end) {
@@ -386,6 +392,15 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
   cost += g.cost;
   if (!g.pfn) {
     r.status = FaultStatus::kOom;
+    return out;
+  }
+  if (folios_.folio(Pfn(*g.pfn)).test(Folio::kLocked)) {
+    // filemap_fault / shmem_get_folio found the folio locked, here only by a
+    // migration: the fault sleeps on the lock (holding a reference) until
+    // the migration ends, then retries and finds the folio in its new place.
+    r.status = FaultStatus::kMigrationWait;
+    r.pfn = Pfn(*g.pfn);
+    account_fault(ctx, false);
     return out;
   }
   if (write && !shared) {
@@ -633,7 +648,10 @@ MmResult MemoryManager::mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx) 
       if (next >= stop) break;
       FaultResult fr = handle_mm_fault(mm, next, write, ctx);
       r.cost += fr.cost;
-      if (fr.status != FaultStatus::kOk) {
+      // A page NUMA balancing marked or is migrating is mapped already: the
+      // populate goes on (the kernel's would take the hinting fault or wait).
+      if (fr.status != FaultStatus::kOk && fr.status != FaultStatus::kNumaHint &&
+          fr.status != FaultStatus::kMigrationWait) {
         r.error = MmError::kOom;
         return r;
       }
@@ -903,7 +921,9 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     }
     if (f.test(Folio::kAnon)) {
       ++anon;
-      if (f.mapcount == 0) err("unmapped anonymous folio " + std::to_string(p) + " not freed");
+      // One under migration is freed when the migration ends.
+      if (f.mapcount == 0 && !f.test(Folio::kLocked))
+        err("unmapped anonymous folio " + std::to_string(p) + " not freed");
     } else {
       ++file;
       if (f.mapcount > 0) ++mapped;

@@ -171,6 +171,12 @@ class MemoryManager {
   // Moves the folio's identity (page cache slot or anon rmap, flags,
   // last_cpupid) to `to`, after its contents were copied; frees `from`.
   void migrate_folio_finish(Pfn from, Pfn to);
+  // Frees an anonymous folio that nothing maps any more: nr_anon_pages, its
+  // memcg charge, the page. The last unmap calls it, except for a folio under
+  // migration (PG_locked): migration holds a reference to the folio it
+  // isolated, so the folio outlives its last mapping, and the migration frees
+  // it when it ends (migrate_folio_unmap: "freed from under us").
+  void free_anon_folio(Pfn pfn);
 
   // Calls f(Mm&, Vma&, Vpn) for every PTE mapping the folio, found through the
   // rmap (anon_vma chain or the file's i_mmap), as rmap_walk() does.

@@ -109,15 +109,23 @@ int64_t Balancer::next_tick_runtime(uint32_t pid) const {
 
 Tick Balancer::next_tick(uint32_t pid, int64_t runtime_ns, Tick now, Tick phase) const {
   const int64_t due = next_tick_runtime(pid);
-  if (runtime_ns > due) return now;  // this tick acts
-  const int64_t crossing = now.ns + (due - runtime_ns) + 1;
   const int64_t tick = cfg_.tick_ns();
+  if (runtime_ns > due) {
+    // This tick acts, unless one acted at this very time: task_tick_numa
+    // runs once per scheduler tick, so a node_stamp that lags the runtime
+    // (a scan period shorter than a tick, or of 0 ms: task_scan_min's floor
+    // is 0 for scan sizes under 3 MB) catches up one tick at a time.
+    if (tasks_[pid]->last_tick_ns != now.ns) return now;
+    return Tick(phase.ns + ((now.ns - phase.ns) / tick + 1) * tick);
+  }
+  const int64_t crossing = now.ns + (due - runtime_ns) + 1;
   const int64_t k = (crossing - phase.ns + tick - 1) / tick;
   return Tick(phase.ns + k * tick);
 }
 
 bool Balancer::task_tick(uint32_t pid, const mm::Mm& mm, Tick now) {
   TaskNuma& t = task(pid);
+  t.last_tick_ns = now.ns;
   const int64_t period_ns = t.scan_period_ms * 1000000;
   if (t.node_stamp_ns == 0) t.scan_period_ms = task_scan_start(pid, mm);
   t.node_stamp_ns += period_ns;

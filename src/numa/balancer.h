@@ -53,6 +53,7 @@ struct TaskNuma {
   int64_t scan_period_ms = 0;
   int64_t scan_period_max_ms = 0;
   int64_t node_stamp_ns = 0;  // in the task's runtime
+  int64_t last_tick_ns = -1;  // when task_tick last ran (simulated time)
   int scan_seq = 0;
   int preferred_nid = -1;
   std::vector<int64_t> faults;      // [MEM, CPU, MEMBUF, CPUBUF][node][priv]

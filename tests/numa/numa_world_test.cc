@@ -1,6 +1,10 @@
 // End-to-end NUMA balancing: small versions of the scenarios, checker on.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include "support/run.h"
 
 namespace mmsim::numa {
@@ -235,6 +239,96 @@ region = "shm"
 )");
   EXPECT_GT(ran.vm("numa_pages_migrated"), 0);
   EXPECT_EQ(ran.vm("nr_shmem"), 16);
+}
+
+TEST(NumaMigration, AnAnonymousPageUnmappedWhileItMigratesIsFreedOnceByTheMigration) {
+  // Threads write one page and drop it (MADV_DONTNEED) over and over while
+  // NUMA balancing migrates it: its last mapping goes mid-migration. The
+  // migration holds the folio and frees it at its end ("freed from under
+  // us"); the zap used to free it too, handing the page out twice
+  // (fuzz/findings/006).
+  auto ran = run_text(R"(
+[machine]
+preset = "2s-16c"
+[kernel]
+numa_balancing_scan_delay_ms = 2
+numa_balancing_scan_period_min_ms = 2
+numa_balancing_scan_size_mb = 1
+[[files]]
+name = "f1"
+size = "2048KiB"
+cached = true
+[run]
+program = "main"
+[[programs.main]]
+op = "map"
+region = "r0"
+size = 8866
+[[programs.main]]
+op = "threads"
+program = "p1"
+count = 3
+[[programs.p1]]
+op = "loop"
+duration = "20ms"
+body = [ { op = "count", counter = "c2", by = 7 }, { op = "loop", duration = "20ms", body = [ { op = "loop", duration = "20ms", body = [ { op = "sleep", duration = "10us" }, { op = "sleep", duration = "10us" } ] }, { op = "loop", duration = "20ms", body = [ { op = "sweep", region = "r0", mode = "write", elem_size = 8, compute_ns = 1000, offset = 8192, size = 4096 }, { op = "madvise", region = "r0", advice = "dontneed", offset = 4096, size = 8192 } ] } ] } ]
+)");
+  EXPECT_GT(ran.vm("numa_pages_migrated"), 0);
+  EXPECT_EQ(ran.vm("nr_anon_pages"), 0);  // every page freed once all have exited
+}
+
+TEST(NumaMigration, AShmemPageFaultedInWhileItMigratesWaitsForTheMigration) {
+  // main mlocks a MAP_SHARED anonymous region while its children write it
+  // and NUMA balancing migrates its pages: a fault (here mlock's populate)
+  // that finds the page cache's folio locked by the migration must not map
+  // it, or the PTE would point to the old page the migration frees
+  // (fuzz/findings/007).
+  auto ran = run_text(R"(
+[scenario]
+seed = 512
+[machine]
+preset = "2s-16c"
+[kernel]
+numa_balancing_scan_delay_ms = 2
+[run]
+program = "main"
+[[programs.main]]
+op = "map"
+region = "r0"
+size = 1046553
+[[programs.main]]
+op = "map"
+region = "r1"
+size = 1046553
+flags = "shared"
+[[programs.main]]
+op = "fork"
+program = "p1"
+count = 2
+[[programs.main]]
+op = "loop"
+count = 2
+body = [ { op = "mlock", region = "r1", offset = 24576 }, { op = "loop", count = 3, body = [ { op = "loop", count = 3, body = [ { op = "sweep", region = "r1", mode = "write", compute_ns = 10, size = 4096 }, { op = "fork", program = "p1", count = 1 } ] }, { op = "sweep", region = "r1", mode = "write", elem_size = 64, compute_ns = 10 }, { op = "sweep", region = "r1", mode = "write", elem_size = 64 } ] }, { op = "touch", region = "r0", mode = "write" } ]
+[[programs.p1]]
+op = "loop"
+count = 3
+body = [ { op = "loop", duration = "5ms", body = [ { op = "sweep", region = "r1", mode = "write", elem_size = 64, compute_ns = 10 }, { op = "sweep", region = "r1", mode = "write", elem_size = 64, compute_ns = 10 } ] }, { op = "sweep", region = "r0", mode = "write", elem_size = 2, compute_ns = 0.5 }, { op = "map", region = "r0", size = 9107, flags = "shared", policy = "interleave", nodes = [1, 1] } ]
+)");
+  EXPECT_GT(ran.vm("numa_pages_migrated"), 0);
+  EXPECT_EQ(ran.vm("nr_shmem"), 256);  // the region's pages, each once in the page cache
+}
+
+TEST(NumaBalancing, AScanPeriodOfZeroTicksOncePerTickNotForever) {
+  // A 1 MB scan size puts task_scan_min's floor at 0 ms, and 2 ms over a few
+  // scan windows rounds to 0: task_tick_numa then acts at every scheduler
+  // tick, as the kernel's does, not again and again at one instant (the run
+  // never ended: fuzz/findings/008).
+  std::ifstream in(std::string(MMSIM_SOURCE_DIR) +
+                   "/fuzz/findings/008-numa-scan-period-zero-hang.toml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  auto ran = run_text(text);
+  EXPECT_GT(ran.vm("numa_pte_updates"), 0);
 }
 
 TEST(NumaVersions, KernelVersionPresetsTheRules) {
