@@ -5,7 +5,7 @@
 // 2s-16c preset), a kernel version and some switches, 0-2 memory cgroups,
 // 1-2 files, and 1-3 programs made of the README's ops (map, unmap, fork,
 // threads, wait, loop, sweep, touch, madvise, mlock, sleep, count, cgroup),
-// with small sizes and counts and a 50 ms time limit. The text goes through
+// with small sizes and counts, a 50 ms time limit and at most 100,000 ops. The text goes through
 // scenario::prepare like a file would, and runs with the checker on
 // (RunOptions::check_invariants, with a stride: kCheckStride).
 //
@@ -99,6 +99,10 @@ class Generator {
     out += "seed = " + std::to_string(in_.ConsumeIntegralInRange<uint32_t>(0, 1000)) + "\n";
     out += "time_limit = \"50ms\"\n";
     if (chance(4)) out += "sample_interval = " + quoted(pick({"1ms", "5ms", "20ms"})) + "\n";
+    // A loop of system calls with a cost near 0 (costs()) runs millions of
+    // passes in 50 ms: legitimate, but a timeout under the sanitizers. The
+    // ops limit ends such a run cleanly (and is exercised itself).
+    out += "\n[limits]\nops = 100000\n";
     out += machine();
     out += kernel();
     out += cgroups();

@@ -1097,6 +1097,8 @@ LoadResult parse_table(toml::table root, const std::string& file,
       sc.limits.timeline_rows = static_cast<uint64_t>(*v);
     if (auto v = r.integer("page_tables", 1, static_cast<int64_t>(workload::kMaxPageTablesCeiling)))
       sc.limits.page_tables = static_cast<uint64_t>(*v);
+    if (auto v = r.integer("ops", 1, static_cast<int64_t>(workload::kMaxOpsCeiling)))
+      sc.limits.ops = static_cast<uint64_t>(*v);
     if (auto v = r.size("memory")) {
       if (*v < kPageSize || *v > workload::kMaxMemoryCeiling) {
         r.error(t->get("memory"), "memory",

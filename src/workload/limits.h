@@ -22,11 +22,17 @@ struct Limits {
   // PTE tables of all processes at once (each maps 2 MiB and costs the host
   // about 4.2 KB). [limits] page_tables.
   uint64_t page_tables = 262'144;
+  // Program operations a run executes in all, one per op each time it runs
+  // (a loop stretch run at once counts as its loop op): the bound on a long
+  // loop of cheap system calls, which the host takes about 0.3 us each to
+  // simulate (10^9: minutes). [limits] ops.
+  uint64_t ops = 1'000'000'000;
 };
 inline constexpr uint64_t kMaxTasksCeiling = 10'000'000;
 inline constexpr uint64_t kMaxTimelineRowsCeiling = 10'000'000;
 inline constexpr uint64_t kMaxMemoryCeiling = uint64_t{16} << 40;
 inline constexpr uint64_t kMaxPageTablesCeiling = 16'777'216;
+inline constexpr uint64_t kMaxOpsCeiling = 1'000'000'000'000;
 
 // Fixed bounds, checked when a scenario is loaded.
 inline constexpr int kMaxLoopDepth = 16;        // loops inside loops

@@ -236,6 +236,7 @@ class World final : public sim::EventHandler,
   uint64_t limit_pages_;     // config_.limits.memory_bytes in pages
   std::string limit_error_;  // the run went past one of config_.limits and stopped
   uint32_t live_tasks_ = 0;
+  uint64_t ops_ = 0;  // program operations executed (limits.ops)
   Tick last_exit_;
 };
 

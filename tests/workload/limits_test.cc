@@ -109,6 +109,44 @@ body = [ { op = "count", counter = "n", by = 9223372036854775807 } ]
   EXPECT_TRUE(has_error(ran.result, "counter n reached 2^64-1"));
 }
 
+TEST(Limits, TheRunStopsWhenItExecutesMoreOpsThanTheLimit) {
+  const auto ran = run_text(kMachine + R"(
+[limits]
+ops = 1000
+[[programs.main]]
+op = "map"
+region = "a"
+size = "8KiB"
+[[programs.main]]
+op = "loop"
+duration = "1s"
+body = [ { op = "madvise", region = "a", advice = "dontneed" }, { op = "count", counter = "n" } ]
+)");
+  EXPECT_NE(ran.result.limit_error.find("limits.ops: the run executed more than 1000 program "
+                                        "operations"),
+            std::string::npos)
+      << ran.result.limit_error;
+  // map, then the loop op, then (madvise, count) pairs up to the 1000th op.
+  EXPECT_EQ(ran.counter("n"), 499u);
+}
+
+// A wait with no child to wait for returns at once: a loop of it and sweeps
+// runs as one stretch, as a loop of sweeps alone does.
+TEST(Limits, AWaitWithoutChildrenDoesNotStopALoopRunningAtOnce) {
+  const auto ran = run_text(kMachine + R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "8KiB"
+[[programs.main]]
+op = "loop"
+duration = "10ms"
+body = [ { op = "wait" }, { op = "sweep", region = "a" }, { op = "count", counter = "n" } ]
+)");
+  EXPECT_GT(ran.counter("n"), 1000u);
+  EXPECT_LE(ran.result.events, 10u);
+}
+
 TEST(Limits, TheRunStopsWhenItCreatesMoreTasksThanTheLimit) {
   const auto ran = run_text(kMachine + R"(
 [limits]
