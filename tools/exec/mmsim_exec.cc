@@ -1,0 +1,929 @@
+// mmsim-exec: the native executor. Reads a plan (plan/plan.h) and performs its
+// programs on this host with real system calls, as the simulator's World runs
+// them in its model, then prints what every task did as a plan::RunReport.
+//
+//   mmsim-exec --plan FILE --scratch DIR [--cgroup-root DIR] [--out FILE]
+//
+// The top-level process is only a collector: it creates the plan's files in
+// DIR, forks the first task, reads the tasks' results from a pipe while the
+// run goes on, reaps what is left, removes the files and writes the report (to
+// FILE, else stdout). It maps nothing of the workload and is in no cgroup of
+// the plan. Exit status: 0 the run took place (a task may still have failed:
+// see its `end`), 2 bad usage or a bad plan, 3 the host refused the setup
+// (scratch dir, cgroup, page size, output file), 128 + N interrupted by
+// signal N (SIGINT, SIGTERM, SIGHUP: the run's processes are killed, its
+// files removed, no report written), 1 an internal error.
+#include <fcntl.h>
+#include <linux/mempolicy.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plan/plan.h"
+#include "sweep.h"
+
+namespace mmsim::exec {
+namespace {
+
+using plan::Op;
+using plan::OpKind;
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitHostRefused = 3;
+constexpr int64_t kNever = INT64_MAX;
+constexpr size_t kMaxPlanBytes = size_t{64} << 20;
+// Bytes of a result line per message on the pipe: with its header, a message
+// stays below PIPE_BUF, so that each write(2) is atomic.
+constexpr size_t kChunk = 3500;
+static_assert(kChunk + 64 < PIPE_BUF);
+
+int64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string errno_name(int err) {
+  const char* n = ::strerrorname_np(err);
+  return n ? std::string(n) : "errno " + std::to_string(err);
+}
+
+std::string signal_name(int sig) {
+  const char* n = ::sigabbrev_np(sig);
+  return n ? "SIG" + std::string(n) : "signal " + std::to_string(sig);
+}
+
+int64_t timeval_ns(const timeval& tv) {
+  return int64_t{tv.tv_sec} * 1'000'000'000 + int64_t{tv.tv_usec} * 1000;
+}
+
+// Writes all of `text` to `fd`; false on failure.
+bool write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t w = ::write(fd, text.data(), text.size());
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    text.remove_prefix(static_cast<size_t>(w));
+  }
+  return true;
+}
+
+// Sleeps until CLOCK_MONOTONIC reaches `when_ns`.
+void sleep_until(int64_t when_ns) {
+  timespec ts{};
+  ts.tv_sec = when_ns / 1'000'000'000;
+  ts.tv_nsec = when_ns % 1'000'000'000;
+  while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+// What every task knows of the run: set before the first task starts, never
+// changed after (each process has its own copy).
+struct Run {
+  plan::Plan plan;
+  std::vector<std::string> file_paths;  // one per plan.files
+  std::string cgroup_root;
+  int pipe_fd = -1;  // the write end of the collector's pipe
+  int64_t t0 = 0;    // CLOCK_MONOTONIC at the run's start
+  int64_t deadline = kNever;
+};
+
+// A region's mapping; len 0: the region is not mapped.
+struct Mapping {
+  unsigned char* addr = nullptr;
+  uint64_t len = 0;
+};
+
+// The regions of a process: its threads share them (the simulator's regions
+// belong to the mm); a forked child gets a copy.
+struct RegionTable {
+  explicit RegionTable(std::vector<Mapping> m) : maps(std::move(m)) {}
+  std::mutex mu;
+  std::vector<Mapping> maps;
+};
+
+// The pipe's messages, one line each (text of our own making, no spaces in
+// the fields but the chunk's):
+//   S tid tgid parent program start_ns     a task started
+//   R tid + chunk / R tid . chunk         a piece / the last piece of its
+//                                          result, a report `task` line
+//   K pid signal end_ns                    a process was killed by a signal
+void send(int fd, const std::string& msg) { write_all(fd, msg); }
+
+// One task (a process's first thread, or a thread): runs its program, reports
+// its result, then waits for the processes and threads it started.
+class Task {
+ public:
+  Task(const Run& run, std::shared_ptr<RegionTable> regions, uint32_t program, int64_t parent,
+       uint32_t join_cgroup = 0)
+      : run_(run),
+        regions_(std::move(regions)),
+        program_(program),
+        parent_(parent),
+        join_cgroup_(join_cgroup) {}
+
+  // Runs everything; never throws.
+  void run() {
+    tid_ = ::gettid();
+    start_ns_ = now_ns() - run_.t0;
+    const std::string& name = run_.plan.programs[program_].name;
+    ::prctl(PR_SET_NAME, name.substr(0, 15).c_str(), 0, 0, 0);
+    send(run_.pipe_fd, "S " + std::to_string(tid_) + " " + std::to_string(::getpid()) + " " +
+                           std::to_string(parent_) + " " + std::to_string(program_) + " " +
+                           std::to_string(start_ns_) + "\n");
+    try {
+      counters_.assign(run_.plan.counters.size(), 0);
+      if (join_cgroup_ == 0 || do_cgroup(join_cgroup_) == Flow::kGo) {
+        run_ops(run_.plan.programs[program_].ops);
+      }
+    } catch (const std::exception& e) {
+      end_ = std::string("error: internal: ") + e.what();
+    }
+    try {
+      report();
+    } catch (const std::exception&) {
+      // No memory left to say it: the collector reports "error: no report".
+    }
+    reap();
+  }
+
+  // Runs a task as a new process's first (and only) thread, then ends the
+  // process: never returns into the frames it was forked from.
+  [[noreturn]] static void run_process(const Run& run, std::vector<Mapping> regions,
+                                       uint32_t program, int64_t parent, uint32_t join_cgroup) {
+    try {
+      Task task(run, std::make_shared<RegionTable>(std::move(regions)), program, parent,
+                join_cgroup);
+      task.run();
+    } catch (const std::exception&) {
+      ::_exit(1);
+    }
+    ::_exit(0);
+  }
+
+ private:
+  enum class Flow { kGo, kStop };
+
+  Flow run_ops(const std::vector<Op>& ops) {
+    for (const Op& op : ops) {
+      if (past_deadline() || run_op(op) == Flow::kStop) return Flow::kStop;
+    }
+    return Flow::kGo;
+  }
+
+  Flow run_op(const Op& op) {
+    switch (op.kind) {
+      case OpKind::kMap:
+        return do_map(op);
+      case OpKind::kUnmap:
+        return do_unmap(op);
+      case OpKind::kFork:
+        return do_fork(op);
+      case OpKind::kThreads:
+        return do_threads(op);
+      case OpKind::kWait:
+        reap();
+        return Flow::kGo;
+      case OpKind::kLoop:
+        return do_loop(op);
+      case OpKind::kSweep:
+      case OpKind::kTouch:
+        return do_access(op);
+      case OpKind::kMadvise:
+      case OpKind::kMlock:
+        return do_range_call(op);
+      case OpKind::kSleep:
+        return do_sleep(op.duration_ns);
+      case OpKind::kCount: {
+        uint64_t& c = counters_[op.counter];
+        c = c > UINT64_MAX - op.count ? UINT64_MAX : c + op.count;
+        return Flow::kGo;
+      }
+      case OpKind::kCgroup:
+        return do_cgroup(op.cgroup);
+    }
+    return Flow::kGo;
+  }
+
+  // True (and the task's end is time_limit) once the plan's time limit is past.
+  bool past_deadline() {
+    if (run_.deadline == kNever || now_ns() < run_.deadline) return false;
+    end_ = "time_limit";
+    return true;
+  }
+
+  Flow fail(std::string_view call, int err) {
+    end_ = "error: " + std::string(call) + ": " + errno_name(err);
+    return Flow::kStop;
+  }
+
+  uint64_t page_size() const { return run_.plan.page_size; }
+
+  Flow do_map(const Op& op) {
+    const std::lock_guard lock(regions_->mu);
+    Mapping& m = regions_->maps[op.region];
+    if (m.len) {
+      // SIMPLIFICATION: mapping a region again replaces its mapping (the
+      // simulator refuses and keeps the old one).
+      if (::munmap(m.addr, m.len) != 0) return fail("munmap", errno);
+      m = Mapping{};
+    }
+    if (op.pages > UINT64_MAX / page_size()) return fail("mmap", ENOMEM);
+    const uint64_t len = op.pages * page_size();
+    const int prot = PROT_READ | (op.writable ? PROT_WRITE : 0) | (op.exec ? PROT_EXEC : 0);
+    int flags = op.shared ? MAP_SHARED : MAP_PRIVATE;
+    int fd = -1;
+    off_t offset = 0;
+    if (op.file >= 0) {
+      if (op.file_offset_pages > static_cast<uint64_t>(INT64_MAX) / page_size()) {
+        return fail("mmap", EOVERFLOW);
+      }
+      offset = static_cast<off_t>(op.file_offset_pages * page_size());
+      const int mode = op.shared && op.writable ? O_RDWR : O_RDONLY;
+      fd = ::open(run_.file_paths[static_cast<size_t>(op.file)].c_str(), mode | O_CLOEXEC);
+      if (fd < 0) return fail("open", errno);
+    } else {
+      flags |= MAP_ANONYMOUS;
+    }
+    void* addr = ::mmap(nullptr, len, prot, flags, fd, offset);
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    if (addr == MAP_FAILED) return fail("mmap", err);
+    m = Mapping{static_cast<unsigned char*>(addr), len};
+    if (op.policy == plan::Policy::kDefault) return Flow::kGo;
+    return mbind(m, op);
+  }
+
+  // mbind(2) of the whole mapping to the op's policy and nodes.
+  Flow mbind(const Mapping& m, const Op& op) {
+    int mode = MPOL_DEFAULT;
+    switch (op.policy) {
+      case plan::Policy::kDefault:
+        return Flow::kGo;
+      case plan::Policy::kBind:
+        mode = MPOL_BIND;
+        break;
+      case plan::Policy::kPreferred:
+        mode = MPOL_PREFERRED;
+        break;
+      case plan::Policy::kInterleave:
+        mode = MPOL_INTERLEAVE;
+        break;
+    }
+    constexpr size_t kBits = sizeof(unsigned long) * CHAR_BIT;
+    uint16_t top = 0;
+    for (const uint16_t n : op.nodes) top = std::max(top, n);
+    std::vector<unsigned long> mask(top / kBits + 1, 0);
+    for (const uint16_t n : op.nodes) mask[n / kBits] |= 1UL << (n % kBits);
+    // The kernel reads maxnode - 1 bits.
+    const unsigned long maxnode = mask.size() * kBits + 1;
+    if (::syscall(SYS_mbind, m.addr, m.len, mode, mask.data(), maxnode, 0) != 0) {
+      return fail("mbind", errno);
+    }
+    return Flow::kGo;
+  }
+
+  Flow do_unmap(const Op& op) {
+    const std::lock_guard lock(regions_->mu);
+    Mapping& m = regions_->maps[op.region];
+    if (m.len && ::munmap(m.addr, m.len) != 0) return fail("munmap", errno);
+    m = Mapping{};
+    return Flow::kGo;
+  }
+
+  Flow do_fork(const Op& op) {
+    for (uint64_t i = 0; i < op.count; ++i) {
+      if (past_deadline()) return Flow::kStop;
+      // The region table is locked across fork(2), so that the child's copy
+      // is the address space it gets.
+      std::unique_lock lock(regions_->mu);
+      std::vector<Mapping> copy = regions_->maps;
+      const pid_t pid = ::fork();
+      // The child: a process of its own with this thread only.
+      if (pid == 0) run_process(run_, std::move(copy), op.program, tid_, 0);
+      const int err = errno;
+      lock.unlock();
+      if (pid < 0) return fail("fork", err);
+      children_.push_back(pid);
+    }
+    return Flow::kGo;
+  }
+
+  static void* thread_main(void* arg) {
+    const std::unique_ptr<Task> task(static_cast<Task*>(arg));
+    task->run();  // catches what it may throw
+    return nullptr;
+  }
+
+  Flow do_threads(const Op& op) {
+    for (uint64_t i = 0; i < op.count; ++i) {
+      if (past_deadline()) return Flow::kStop;
+      auto task = std::make_unique<Task>(run_, regions_, op.program, tid_);
+      pthread_t thread{};
+      const int err = ::pthread_create(&thread, nullptr, thread_main, task.get());
+      if (err != 0) return fail("pthread_create", err);
+      task.release();  // the thread owns it now
+      threads_.push_back(thread);
+    }
+    return Flow::kGo;
+  }
+
+  Flow do_loop(const Op& op) {
+    const int64_t begin = now_ns();
+    for (uint64_t i = 0;; ++i) {
+      if (op.count ? i >= op.count : now_ns() - begin >= op.duration_ns) return Flow::kGo;
+      if (past_deadline() || run_ops(op.body) == Flow::kStop) return Flow::kStop;
+    }
+  }
+
+  Flow do_sleep(int64_t duration_ns) {
+    const int64_t now = now_ns();
+    const int64_t until = duration_ns > run_.deadline - now ? run_.deadline : now + duration_ns;
+    sleep_until(until);
+    return past_deadline() ? Flow::kStop : Flow::kGo;
+  }
+
+  // The op's range within its region's mapping, as the simulator's op_pages
+  // and op_in_region see it.
+  struct Range {
+    unsigned char* addr = nullptr;
+    uint64_t pages = 0;      // the mapped part
+    bool in_region = false;  // all of the range is mapped
+  };
+  Range range_of(const Op& op) {
+    Mapping m;
+    {
+      const std::lock_guard lock(regions_->mu);
+      m = regions_->maps[op.region];
+    }
+    const uint64_t mapped = m.len / page_size();
+    Range r;
+    if (m.len == 0 || op.first_page >= mapped) return r;
+    const uint64_t rest = mapped - op.first_page;
+    r.addr = m.addr + op.first_page * page_size();
+    r.pages = op.nr_pages ? std::min(op.nr_pages, rest) : rest;
+    r.in_region = op.nr_pages <= rest;
+    return r;
+  }
+
+  Flow do_access(const Op& op) {
+    const Range r = range_of(op);
+    const bool sweep = op.kind == OpKind::kSweep;
+    const uint64_t elems = page_size() / op.elem_size;
+    for (uint64_t p = 0; p < r.pages; ++p) {
+      if (past_deadline()) return Flow::kStop;
+      unsigned char* page = r.addr + p * page_size();
+      if (!sweep) {
+        if (op.write) {
+          *reinterpret_cast<volatile unsigned char*>(page) = 1;
+        } else {
+          sink_ += *reinterpret_cast<const volatile unsigned char*>(page);
+        }
+        continue;
+      }
+      if (op.write) {
+        sweep_write(page, page_size(), op.elem_size);
+      } else {
+        sink_ += sweep_read(page, page_size(), op.elem_size).sum;
+      }
+      if (op.compute_ns >= 0) compute(static_cast<double>(elems) * op.compute_ns);
+    }
+    if (!r.in_region) {
+      // SIMPLIFICATION: the program goes on past its mapping (or follows a
+      // pointer to one it never made); what lies there need not fault on the
+      // host, so the fault is raised, as the simulator's kill_task does.
+      ::raise(SIGSEGV);
+    }
+    return Flow::kGo;
+  }
+
+  // Busy-waits `ns` (on CLOCK_MONOTONIC), at most until the deadline.
+  void compute(double ns) {
+    const int64_t now = now_ns();
+    // Beyond 2^62 ns (146 years) is forever: until the deadline, if any.
+    const int64_t span = ns < 0x1p62 ? static_cast<int64_t>(std::llround(ns)) : int64_t{1} << 62;
+    const int64_t until = std::min(run_.deadline, now + span);
+    while (now_ns() < until) {
+    }
+  }
+
+  // madvise(MADV_DONTNEED) or mlock(2) over the mapped part of the range; a
+  // range not all mapped then fails with ENOMEM, as the kernel's does.
+  Flow do_range_call(const Op& op) {
+    const bool madv = op.kind == OpKind::kMadvise;
+    const char* call = madv ? "madvise" : "mlock";
+    const Range r = range_of(op);
+    if (r.pages) {
+      const size_t len = r.pages * page_size();
+      const int rc = madv ? ::madvise(r.addr, len, MADV_DONTNEED) : ::mlock(r.addr, len);
+      if (rc != 0) return fail(call, errno);
+    }
+    return r.in_region ? Flow::kGo : fail(call, ENOMEM);
+  }
+
+  // Moves this process into cgroup `index` (0: the run's root).
+  Flow do_cgroup(uint32_t index) {
+    const std::string path =
+        run_.cgroup_root + (index ? run_.plan.cgroups[index - 1] : "") + "/cgroup.procs";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return fail("cgroup.procs", errno);
+    const bool ok = write_all(fd, std::to_string(::getpid()) + "\n");
+    const int err = errno;
+    ::close(fd);
+    return ok ? Flow::kGo : fail("cgroup.procs", err);
+  }
+
+  // Sends the task's result, in pieces that each fit one atomic write.
+  void report() {
+    rusage ru{};
+    ::getrusage(RUSAGE_THREAD, &ru);
+    plan::RunReport one;
+    plan::TaskResult& t = one.tasks.emplace_back();
+    t.tid = tid_;
+    t.tgid = ::getpid();
+    t.parent = parent_;
+    t.program = program_;
+    t.start_ns = start_ns_;
+    t.end_ns = now_ns() - run_.t0;
+    t.user_ns = timeval_ns(ru.ru_utime);
+    t.sys_ns = timeval_ns(ru.ru_stime);
+    t.minflt = static_cast<uint64_t>(ru.ru_minflt);
+    t.majflt = static_cast<uint64_t>(ru.ru_majflt);
+    t.nvcsw = static_cast<uint64_t>(ru.ru_nvcsw);
+    t.nivcsw = static_cast<uint64_t>(ru.ru_nivcsw);
+    t.end = end_;
+    t.counters = counters_;
+    const std::string text = plan::write_report(one);
+    // The task line is the report's third line.
+    size_t start = text.find('\n');
+    start = text.find('\n', start + 1) + 1;
+    std::string_view line(text);
+    line = line.substr(start, text.size() - start - 1);
+    const std::string head = "R " + std::to_string(tid_);
+    do {
+      const std::string_view chunk = line.substr(0, kChunk);
+      line.remove_prefix(chunk.size());
+      send(run_.pipe_fd, head + (line.empty() ? " . " : " + ") + std::string(chunk) + "\n");
+    } while (!line.empty());
+  }
+
+  // Waits for every child process and joins every thread this task started;
+  // a child killed by a signal is reported here.
+  void reap() {
+    for (const pid_t pid : children_) {
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      if (WIFSIGNALED(status)) {
+        send(run_.pipe_fd, "K " + std::to_string(pid) + " " + std::to_string(WTERMSIG(status)) +
+                               " " + std::to_string(now_ns() - run_.t0) + "\n");
+      }
+    }
+    children_.clear();
+    for (const pthread_t t : threads_) ::pthread_join(t, nullptr);
+    threads_.clear();
+  }
+
+  const Run& run_;
+  std::shared_ptr<RegionTable> regions_;
+  const uint32_t program_;
+  const int64_t parent_;
+  const uint32_t join_cgroup_;
+  int64_t tid_ = 0;
+  int64_t start_ns_ = 0;
+  std::vector<uint64_t> counters_;
+  std::vector<pid_t> children_;
+  std::vector<pthread_t> threads_;
+  std::string end_ = "exit";
+  uint64_t sink_ = 0;  // what reads read (kept, not used)
+};
+
+// --- the collector ---------------------------------------------------------
+
+// The tasks as the pipe tells of them.
+class Collector {
+ public:
+  Collector(const Run& run, int64_t t0) : run_(run), t0_(t0) {}
+
+  // Handles one message line (without its newline).
+  void message(std::string_view m) {
+    const std::vector<std::string_view> f = words(m, m.empty() || m[0] != 'R' ? 8 : 4);
+    if (f.size() == 6 && f[0] == "S") {
+      Entry e;
+      e.r.tid = num(f[1]);
+      e.r.tgid = num(f[2]);
+      e.r.parent = num(f[3]);
+      e.r.program = static_cast<uint32_t>(num(f[4]));
+      e.r.start_ns = num(f[5]);
+      by_tid_[e.r.tid] = entries_.size();
+      entries_.push_back(std::move(e));
+    } else if (f.size() == 4 && f[0] == "R" && (f[2] == "+" || f[2] == ".")) {
+      const int64_t tid = num(f[1]);
+      std::string& text = partial_[tid];
+      text += f[3];
+      if (f[2] == ".") {
+        finish(tid, text);
+        partial_.erase(tid);
+      }
+    } else if (f.size() == 4 && f[0] == "K") {
+      killed(num(f[1]), static_cast<int>(num(f[2])), num(f[3]));
+    } else {
+      bad_ = true;
+    }
+  }
+
+  // A process the collector reaped (the first task's, or an orphan's).
+  void reaped(pid_t pid, int status) {
+    if (WIFSIGNALED(status)) killed(pid, WTERMSIG(status), now_ns() - t0_);
+  }
+
+  bool bad() const { return bad_; }
+
+  plan::RunReport report() {
+    // A task with no result died with its process: killed by a signal.
+    const int64_t now = now_ns() - t0_;
+    std::vector<plan::TaskResult> tasks;
+    for (Entry& e : entries_) {
+      if (!e.done) {
+        e.r.counters.assign(run_.plan.counters.size(), 0);
+        const auto k = kills_.find(e.r.tgid);
+        e.r.end = k != kills_.end() ? k->second.first : "error: no report";
+        e.r.end_ns = k != kills_.end() ? k->second.second : now;
+      }
+      tasks.push_back(std::move(e.r));
+    }
+    std::stable_sort(tasks.begin(), tasks.end(),
+                     [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    plan::RunReport r;
+    if (!tasks.empty()) {
+      int64_t first = INT64_MAX, last = INT64_MIN;
+      for (const auto& t : tasks) {
+        first = std::min(first, t.start_ns);
+        last = std::max(last, t.end_ns);
+        if (t.end == "time_limit") r.time_limit_hit = true;
+      }
+      r.elapsed_ns = std::max<int64_t>(0, last - first);
+    }
+    r.tasks = std::move(tasks);
+    return r;
+  }
+
+ private:
+  struct Entry {
+    plan::TaskResult r;
+    bool done = false;
+  };
+
+  static std::vector<std::string_view> words(std::string_view m, size_t max) {
+    std::vector<std::string_view> out;
+    while (!m.empty() && out.size() + 1 < max) {
+      const size_t sp = m.find(' ');
+      out.push_back(m.substr(0, sp));
+      if (sp == std::string_view::npos) return out;
+      m.remove_prefix(sp + 1);
+    }
+    out.push_back(m);
+    return out;
+  }
+
+  int64_t num(std::string_view s) {
+    int64_t v = 0;
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size()) bad_ = true;
+    return v;
+  }
+
+  void finish(int64_t tid, const std::string& line) {
+    std::string error;
+    auto one =
+        plan::read_report("mmsim-report 1\nrun elapsed_ns=0 time_limit_hit=0\n" + line, &error);
+    if (!one || one->tasks.size() != 1) {
+      bad_ = true;
+      return;
+    }
+    const auto it = by_tid_.find(tid);
+    if (it == by_tid_.end()) {
+      bad_ = true;
+      return;
+    }
+    entries_[it->second].r = std::move(one->tasks[0]);
+    entries_[it->second].done = true;
+  }
+
+  void killed(int64_t pid, int sig, int64_t end_ns) {
+    kills_[pid] = {"killed by " + signal_name(sig), end_ns};
+  }
+
+  const Run& run_;
+  const int64_t t0_;
+  std::vector<Entry> entries_;
+  std::map<int64_t, size_t> by_tid_;                          // the latest task with this tid
+  std::map<int64_t, std::string> partial_;                    // results still in pieces
+  std::map<int64_t, std::pair<std::string, int64_t>> kills_;  // by pid
+  bool bad_ = false;
+};
+
+// --- set-up ----------------------------------------------------------------
+
+struct Args {
+  std::string plan, scratch, cgroup_root, out;
+};
+
+[[noreturn]] void die(int code, const std::string& msg) {
+  std::fprintf(stderr, "mmsim-exec: %s\n", msg.c_str());
+  std::exit(code);
+}
+
+[[noreturn]] void usage(const std::string& msg) {
+  die(kExitBadInput, msg +
+                         " (usage: mmsim-exec --plan FILE --scratch DIR [--cgroup-root DIR] "
+                         "[--out FILE])");
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    std::string* dest = flag == "--plan"          ? &a.plan
+                        : flag == "--scratch"     ? &a.scratch
+                        : flag == "--cgroup-root" ? &a.cgroup_root
+                        : flag == "--out"         ? &a.out
+                                                  : nullptr;
+    if (!dest) usage("unknown argument \"" + std::string(flag) + "\"");
+    if (i + 1 >= argc) usage(std::string(flag) + " needs a value");
+    *dest = argv[++i];
+    if (dest->empty()) usage(std::string(flag) + " needs a non-empty value");
+  }
+  if (a.plan.empty()) usage("--plan is required");
+  if (a.scratch.empty()) usage("--scratch is required");
+  return a;
+}
+
+std::optional<std::string> read_file(const std::string& path, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = std::strerror(errno);
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxPlanBytes) {
+      *error = "larger than 64 MiB";
+      ::close(fd);
+      return std::nullopt;
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
+bool uses_cgroups(const std::vector<Op>& ops) {
+  for (const Op& op : ops) {
+    if (op.kind == OpKind::kCgroup || uses_cgroups(op.body)) return true;
+  }
+  return false;
+}
+
+// The files the collector created, removed on every way out.
+std::vector<std::string> g_created;
+
+// The signal that interrupted the collector (SIGINT, SIGTERM or SIGHUP), or
+// 0; and the run's process group, once it exists.
+volatile sig_atomic_t g_interrupted = 0;
+volatile sig_atomic_t g_run_group = 0;
+
+void on_interrupt(int sig) {
+  g_interrupted = sig;
+  if (g_run_group > 0) ::kill(-static_cast<pid_t>(g_run_group), SIGKILL);
+}
+
+constexpr int kInterrupts[] = {SIGINT, SIGTERM, SIGHUP};
+
+// Without SA_RESTART, so that the collector's read(2) returns on the signal.
+void set_interrupt_handlers(void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  for (const int sig : kInterrupts) ::sigaction(sig, &sa, nullptr);
+}
+
+// The --out file, once created; removed if no report is written to it.
+std::string g_out;
+
+void remove_files() {
+  for (const std::string& p : g_created) ::unlink(p.c_str());
+  g_created.clear();
+}
+
+[[noreturn]] void refuse(const std::string& msg) {
+  remove_files();
+  if (!g_out.empty()) ::unlink(g_out.c_str());
+  die(kExitHostRefused, msg);
+}
+
+// Creates `path` with `bytes` of non-zero data on disk, not in the page cache
+// (or, when `cached`, read back into it).
+void create_file(const std::string& path, uint64_t bytes, bool cached) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) refuse("cannot create " + path + ": " + std::strerror(errno));
+  g_created.push_back(path);
+  std::vector<unsigned char> chunk(size_t{1} << 20);
+  for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<unsigned char>(1 + i * 31 % 255);
+  uint64_t done = 0;
+  while (done < bytes) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), bytes - done));
+    if (!write_all(fd, std::string_view(reinterpret_cast<const char*>(chunk.data()), n))) {
+      refuse("cannot write " + path + ": " + std::strerror(errno));
+    }
+    done += n;
+  }
+  if (::fsync(fd) != 0) refuse("cannot fsync " + path + ": " + std::strerror(errno));
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  if (!cached) return;
+  const int rfd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (rfd < 0) refuse("cannot read " + path + ": " + std::strerror(errno));
+  for (;;) {
+    const ssize_t n = ::read(rfd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) refuse("cannot read " + path + ": " + std::strerror(errno));
+    if (n == 0) break;
+  }
+  ::close(rfd);
+}
+
+int run_main(int argc, char** argv) {
+  const Args args = parse_args(argc, argv);
+  Run run;
+  {
+    std::string error;
+    const auto text = read_file(args.plan, &error);
+    if (!text) die(kExitBadInput, args.plan + ": cannot read: " + error);
+    auto plan = plan::read_plan(*text, &error);
+    if (!plan) die(kExitBadInput, args.plan + ": " + error);
+    run.plan = std::move(*plan);
+  }
+  const plan::Plan& plan = run.plan;
+  bool cgroups = plan.init_cgroup != 0 || !plan.cgroups.empty();
+  for (const plan::Program& p : plan.programs) cgroups = cgroups || uses_cgroups(p.ops);
+  if (cgroups && args.cgroup_root.empty()) {
+    die(kExitBadInput,
+        args.plan + ": the plan moves tasks between cgroups: --cgroup-root is required");
+  }
+
+  // What the host must provide.
+  const long host_page = ::sysconf(_SC_PAGESIZE);
+  if (host_page <= 0 || static_cast<uint64_t>(host_page) != plan.page_size) {
+    refuse("the plan's page size is " + std::to_string(plan.page_size) + " bytes, this host's " +
+           std::to_string(host_page));
+  }
+  struct stat st {};
+  if (::stat(args.scratch.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      ::access(args.scratch.c_str(), W_OK | X_OK) != 0) {
+    refuse("scratch directory " + args.scratch + " is not a writable directory");
+  }
+  if (cgroups) {
+    run.cgroup_root = args.cgroup_root;
+    while (run.cgroup_root.size() > 1 && run.cgroup_root.back() == '/') run.cgroup_root.pop_back();
+    std::vector<std::string> paths = {""};
+    paths.insert(paths.end(), plan.cgroups.begin(), plan.cgroups.end());
+    for (const std::string& p : paths) {
+      const std::string procs = run.cgroup_root + p + "/cgroup.procs";
+      if (::access(procs.c_str(), W_OK) != 0) {
+        refuse("cgroup " + run.cgroup_root + p + " is missing or not writable (" + procs + ": " +
+               std::strerror(errno) + ")");
+      }
+    }
+  }
+  int out_fd = STDOUT_FILENO;
+  if (!args.out.empty()) {
+    out_fd = ::open(args.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_fd < 0) refuse("cannot write " + args.out + ": " + std::strerror(errno));
+    g_out = args.out;
+  }
+  // A task killed by a signal leaves no core file behind.
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  for (const plan::File& f : plan.files) {
+    const std::string path = args.scratch + "/" + f.name;
+    run.file_paths.push_back(path);
+    create_file(path, f.pages * plan.page_size, f.cached);
+  }
+
+  // The run: the first task in a child; orphans come back to the collector.
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) refuse(std::string("pipe: ") + std::strerror(errno));
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  run.pipe_fd = fds[1];
+  run.t0 = now_ns();
+  if (plan.time_limit_ns > 0) run.deadline = run.t0 + plan.time_limit_ns;
+  // An interrupt kills the whole run: its tasks are a process group of
+  // their own, which the collector kills.
+  set_interrupt_handlers(on_interrupt);
+  std::fflush(nullptr);
+  const pid_t first = ::fork();
+  if (first < 0) refuse(std::string("fork: ") + std::strerror(errno));
+  if (first == 0) {
+    set_interrupt_handlers(SIG_DFL);
+    ::setpgid(0, 0);
+    ::close(fds[0]);
+    if (out_fd != STDOUT_FILENO) ::close(out_fd);
+    Task::run_process(run, std::vector<Mapping>(plan.regions.size()), plan.init_program, 0,
+                      plan.init_cgroup);
+  }
+  ::setpgid(first, first);  // also here: the child may not have run yet
+  g_run_group = first;
+  if (g_interrupted) ::kill(-first, SIGKILL);
+  ::close(fds[1]);
+
+  Collector collector(run, run.t0);
+  std::string buf;
+  char chunk[8192];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // every task's process has ended
+    buf.append(chunk, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+      collector.message(std::string_view(buf).substr(start, nl - start));
+    }
+    buf.erase(0, start);
+  }
+  ::close(fds[0]);
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) break;  // ECHILD: nothing left
+    collector.reaped(pid, status);
+  }
+  remove_files();
+  if (g_interrupted) {
+    // No report: the run did not end on its own.
+    if (!g_out.empty()) ::unlink(g_out.c_str());
+    std::fprintf(stderr, "mmsim-exec: interrupted by %s; the run's processes were killed\n",
+                 signal_name(g_interrupted).c_str());
+    return 128 + g_interrupted;
+  }
+  const plan::RunReport report = collector.report();
+  if (!write_all(out_fd, plan::write_report(report))) {
+    die(kExitHostRefused, "cannot write the report: " + std::string(std::strerror(errno)));
+  }
+  if (out_fd != STDOUT_FILENO && ::close(out_fd) != 0) {
+    die(kExitHostRefused, "cannot write " + args.out + ": " + std::strerror(errno));
+  }
+  if (collector.bad() || !buf.empty()) {
+    die(1, "internal error: a malformed message from a task (please report it)");
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace mmsim::exec
+
+int main(int argc, char** argv) {
+  try {
+    return mmsim::exec::run_main(argc, argv);
+  } catch (const std::exception& e) {
+    mmsim::exec::remove_files();
+    std::fprintf(stderr, "mmsim-exec: internal error: %s\n", e.what());
+    return 1;
+  }
+}
