@@ -19,6 +19,7 @@
 #include "cli/calibrate_cmd.h"
 #include "cli/predict.h"
 #include "native/native.h"
+#include "native/scenario_native.h"
 #include "report/compare.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
@@ -236,6 +237,38 @@ int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::
   return 0;
 }
 
+struct NativeScenarioArgs {
+  std::string scenario;
+  std::vector<std::string> sets;
+  native::ScenarioNativeOptions options;
+};
+
+// mmsim native SCENARIO [--predict]: the scenario on this host.
+int cmd_native_scenario(NativeScenarioArgs a, bool predict_flag, const std::string& costs,
+                        std::ostream& out, std::ostream& err) {
+  if (!a.options.json.empty()) {
+    if (const std::string why = output_problem(a.options.json, {a.scenario, costs});
+        !why.empty()) {
+      err << "mmsim: error: --json: " << why << "\n";
+      return kExitBadInput;
+    }
+  }
+  if (!costs.empty()) {
+    if (const std::string why = costs_problem(costs); !why.empty()) {
+      err << "mmsim: error: --costs: " << why << "\n";
+      return kExitBadInput;
+    }
+  }
+  const scenario::PrepareResult pr =
+      scenario::prepare({a.scenario, std::nullopt, a.sets, std::nullopt, ""});
+  if (!pr.run) {
+    for (const auto& d : pr.diagnostics) err << d.str() << "\n";
+    return kExitBadInput;
+  }
+  if (!predict_flag) return native::run_scenario_native(pr.run->scenario, a.options, out, err);
+  return native_scenario_predict(a.scenario, a.sets, costs, pr.run->scenario, a.options, out, err);
+}
+
 }  // namespace
 
 std::string switches_text(const scenario::KernelConfig& k, bool markdown, bool with_values) {
@@ -334,7 +367,23 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   std::string native_size;
   auto* native_cmd = app.add_subcommand(
       "native", "Run a benchmark program on this host and report it as `run` reports a simulation");
-  native_cmd->add_option("bench", no.bench, "numa-shared-cow or mmap-fault-drop")->required();
+  native_cmd
+      ->add_option("what", no.bench,
+                   "A scenario TOML file, or a benchmark: numa-shared-cow or mmap-fault-drop")
+      ->required();
+  NativeScenarioArgs ns;
+  native_cmd->add_option("--set", ns.sets,
+                         "scenario: override a scenario key: key.path=value (repeatable)");
+  native_cmd->add_option("--repeat", ns.options.repeat, "scenario: runs, one after another")
+      ->capture_default_str();
+  native_cmd->add_flag("--tasks", ns.options.all_tasks,
+                       "scenario: list every task, not a summary by program");
+  native_cmd->add_option("--exec", ns.options.exec_path,
+                         "scenario: the mmsim-exec executor (default: the build tree's)");
+  native_cmd->add_option("--scratch", ns.options.scratch_root,
+                         "scenario: where its files are made (default /var/tmp)");
+  native_cmd->add_option("--debugfs-root", ns.options.debugfs_root, "Where debugfs is mounted")
+      ->capture_default_str();
   native_cmd->add_option("--seconds", no.seconds,
                          "numa-shared-cow: seconds each process sums (default 10)");
   native_cmd->add_option("--procs", no.procs, "numa-shared-cow: processes forked (default 2)");
@@ -414,7 +463,40 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       }
       return cmd_calibrate(ca, out, err);
     }
+    if (*native_cmd && !native::find_bench(no.bench)) {
+      std::error_code ec;
+      if (!std::filesystem::exists(no.bench, ec)) {
+        err << fmt::format(
+            "mmsim: error: unknown benchmark \"{}\" and no scenario file of that name "
+            "(benchmarks: {})\n",
+            no.bench, fmt::join(native::bench_names(), ", "));
+        return kExitBadInput;
+      }
+      ns.scenario = no.bench;
+      ns.options.json = no.json;
+      ns.options.sysctl_root = no.sysctl_root;
+      ns.options.cgroup_root = no.cgroup_root;
+      for (const char* bench_only :
+           {"--seconds", "--procs", "--size", "--loops", "--file", "--numa-balancing", "--cgroup",
+            "--bench-dir"}) {
+        if (native_cmd->count(bench_only)) {
+          err << fmt::format(
+              "mmsim: error: {}: only for a benchmark program; a scenario sets it in its file "
+              "(or with --set)\n",
+              bench_only);
+          return kExitBadInput;
+        }
+      }
+      return cmd_native_scenario(ns, predict_flag, predict_costs, out, err);
+    }
     if (*native_cmd) {
+      for (const char* scenario_only : {"--set", "--repeat", "--tasks", "--exec", "--scratch"}) {
+        if (native_cmd->count(scenario_only)) {
+          err << fmt::format("mmsim: error: {}: only for a scenario, not a benchmark program\n",
+                             scenario_only);
+          return kExitBadInput;
+        }
+      }
       if (!no.json.empty()) {
         if (const std::string why = output_problem(no.json, {no.file}); !why.empty()) {
           err << "mmsim: error: --json: " << why << "\n";

@@ -8,8 +8,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "native/native.h"
+#include "native/scenario_native.h"
 #include "report/compare.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
@@ -157,6 +159,28 @@ mode = "write"
   return s;
 }
 
+nlohmann::ordered_json side_by_side(const nlohmann::ordered_json& native,
+                                    const nlohmann::ordered_json& sim,
+                                    const std::vector<SideRow>& rows, std::ostream& out) {
+  auto num = [](const nlohmann::ordered_json& j, const std::string& pointer) -> double {
+    const nlohmann::ordered_json::json_pointer ptr(pointer);
+    if (!j.contains(ptr) || !j.at(ptr).is_number()) return NAN;
+    return j.at(ptr).get<double>();
+  };
+  nlohmann::ordered_json rel = nlohmann::ordered_json::object();
+  out << fmt::format("\n{:<30} {:>16} {:>16} {:>12}\n", "", "native", "simulated", "error");
+  for (const auto& row : rows) {
+    const double n = num(native, row.pointer);
+    const double s = num(sim, row.pointer);
+    if (std::isnan(n) || std::isnan(s)) continue;
+    const double e = n != 0 ? (s - n) / n : (s == 0 ? 0.0 : NAN);
+    if (!std::isnan(e)) rel[row.name] = e;
+    out << fmt::format("{:<30} {:>16.6g} {:>16.6g} {:>11}\n", row.name, n, s,
+                       std::isnan(e) ? std::string("n/a") : fmt::format("{:+.1f}%", e * 100));
+  }
+  return rel;
+}
+
 int predict(const PredictParams& p, const nlohmann::ordered_json& native, std::ostream& out,
             std::ostream& err, nlohmann::ordered_json* result) {
   utsname u{};
@@ -184,34 +208,106 @@ int predict(const PredictParams& p, const nlohmann::ordered_json& native, std::o
     return 2;
   }
   const std::string counter = spec->counter;
-  auto num = [](const nlohmann::ordered_json& j, const std::string& a,
-                const std::string& b) -> double {
-    if (!j.contains(a) || !j.at(a).contains(b) || !j.at(a).at(b).is_number()) return NAN;
-    return j.at(a).at(b).get<double>();
-  };
-  struct Row {
-    std::string name, section, key;
-  };
-  std::vector<Row> rows = {{"elapsed_s", "metrics", "elapsed_s"},
-                           {counter, "metrics", counter},
-                           {"user_s", "metrics", "user_s"},
-                           {"sys_s", "metrics", "sys_s"}};
+  std::vector<SideRow> rows = {{"elapsed_s", "/metrics/elapsed_s"},
+                               {counter, "/metrics/" + counter},
+                               {"user_s", "/metrics/user_s"},
+                               {"sys_s", "/metrics/sys_s"}};
   for (const char* k : {"pgfault", "pgmajfault", "numa_hint_faults", "numa_pages_migrated",
                         "pgmigrate_success", "nr_tlb_remote_flush"}) {
-    rows.push_back({k, "vmstat", k});
+    rows.push_back({k, std::string("/vmstat/") + k});
   }
-  nlohmann::ordered_json rel;
-  out << fmt::format("\n{:<22} {:>16} {:>16} {:>12}\n", "", "native", "simulated", "error");
-  for (const auto& row : rows) {
-    const double n = num(native, row.section, row.key);
-    const double s = num(sim, row.section, row.key);
-    if (std::isnan(n) || std::isnan(s)) continue;
-    const double e = n != 0 ? (s - n) / n : (s == 0 ? 0.0 : NAN);
-    if (!std::isnan(e)) rel[row.name] = e;
-    out << fmt::format("{:<22} {:>16.6g} {:>16.6g} {:>11}\n", row.name, n, s,
-                       std::isnan(e) ? std::string("n/a") : fmt::format("{:+.1f}%", e * 100));
-  }
+  const nlohmann::ordered_json rel = side_by_side(native, sim, rows, out);
   if (result) *result = {{"native", native}, {"simulated", sim}, {"relative_error", rel}};
+  return 0;
+}
+
+namespace {
+
+// "/" and "~" escaped for a JSON pointer's reference token.
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  for (const char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int native_scenario_predict(const std::string& path, const std::vector<std::string>& sets,
+                            const std::string& costs, const scenario::Scenario& sc,
+                            const native::ScenarioNativeOptions& options, std::ostream& out,
+                            std::ostream& err) {
+  if (costs.empty()) {
+    err << "mmsim: warning: no --costs: the simulation uses the default profile (a 2015-2018 "
+           "Xeon), not this host's; make one with mmsim calibrate --out FILE\n";
+  }
+  // The same scenario on this host's machine and kernel version.
+  utsname u{};
+  ::uname(&u);
+  std::string text;
+  try {
+    toml::table t = toml::parse_file(path);
+    t.insert_or_assign("machine", toml::table{{"preset", "host"}});
+    if (!t["kernel"].is_table()) t.insert_or_assign("kernel", toml::table{});
+    t["kernel"].as_table()->insert_or_assign("version", kernel_version(u.release));
+    std::ostringstream s;
+    s << t;
+    text = s.str();
+  } catch (const toml::parse_error& e) {
+    err << "mmsim: error: " << path << ": " << e.description() << "\n";
+    return 2;
+  }
+  const std::string name = path + " on this host";
+  scenario::PrepareResult pr = scenario::prepare({name, text, sets, std::nullopt, costs});
+  if (!pr.run) {
+    err << "mmsim: error: --predict: the scenario does not fit this host's machine:\n";
+    for (const auto& d : pr.diagnostics) err << d.str() << "\n";
+    return 2;
+  }
+  native::ScenarioNativeOptions o = options;
+  o.json.clear();
+  nlohmann::ordered_json native;
+  if (const int rc = native::run_scenario_native(sc, o, out, err, &native)) return rc;
+
+  const workload::RunResult r = scenario::simulate(*pr.run);
+  report::RunInfo info{&pr.run->scenario, &pr.run->topology, &r, 0, false};
+  const nlohmann::ordered_json sim = report::run_json(info);
+  const size_t nodes = pr.run->topology.nr_nodes(), cpus = pr.run->topology.nr_cpus();
+  out << fmt::format("\nsimulated: {} on this host's machine ({} node{}, {} CPU{}), kernel {}, {}\n",
+                     sc.name, nodes, nodes == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s",
+                     kernel_version(u.release),
+                     costs.empty() ? "the default cost profile" : "cost profile " + costs);
+  out << "(native vmstat counts the whole host's activity over the run; the simulation, the "
+         "scenario's)\n";
+
+  std::vector<SideRow> rows;
+  for (const auto& [k, v] : native["metrics"].items()) rows.push_back({k, "/metrics/" + k});
+  for (const auto& [k, v] : sim["vmstat"].items()) {
+    if (v.is_number() && v.get<double>() != 0) rows.push_back({k, "/vmstat/" + k});
+  }
+  if (sim.contains("memcg") && native.contains("memcg")) {
+    for (const auto& [g, files] : sim["memcg"]["cgroups"].items()) {
+      for (const auto& [k, v] : files["memory.stat"].items()) {
+        rows.push_back({fmt::format("memcg {} {}", g, k),
+                        fmt::format("/memcg/cgroups/{}/memory.stat/{}", pointer_token(g), k)});
+      }
+    }
+  }
+  const nlohmann::ordered_json rel = side_by_side(native, sim, rows, out);
+  if (!options.json.empty()) {
+    const nlohmann::ordered_json both = {
+        {"native", native}, {"simulated", sim}, {"relative_error", rel}};
+    if (!report::write_atomically(options.json, both.dump(2) + "\n", err)) {
+      return native::kExitHostSetup;
+    }
+  }
   return 0;
 }
 

@@ -11,12 +11,9 @@
 #include <utility>
 #include <vector>
 
-namespace mmsim::native {
+#include "native/host.h"
 
-// Exit codes of run_native(), beyond the CLI's 0 ok, 1 a bug, 2 bad input.
-// The host refused: a sysctl, cgroup, file, process or write it needed.
-inline constexpr int kExitHostSetup = 3;
-inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT (SIGTERM gives 143, SIGHUP 129)
+namespace mmsim::native {
 
 // What to run and how. Bench parameters left unset take the program's
 // defaults; setting one the bench does not take is an error.

@@ -935,6 +935,10 @@ std::string write_report(const RunReport& report) {
     put(out, "counters", number_list(t.counters));
     out += '\n';
   }
+  if (report.iowait_ns) out += "host iowait_ns=" + number(report.iowait_ns) + "\n";
+  for (const auto& [name, delta] : report.vmstat) {
+    out += "vmstat name=" + escape(name) + " delta=" + number(delta) + "\n";
+  }
   return out;
 }
 
@@ -962,8 +966,21 @@ std::optional<RunReport> read_report(std::string_view text, std::string* error) 
       }
       continue;
     }
+    if (line->keyword() == "host") {
+      if (!r.get_int(*line, "iowait_ns", &report.iowait_ns) || !r.no_unused(*line)) return fail();
+      continue;
+    }
+    if (line->keyword() == "vmstat") {
+      auto& [name, delta] = report.vmstat.emplace_back();
+      if (!r.get_name(*line, "name", &name) || !r.get_int(*line, "delta", &delta) ||
+          !r.no_unused(*line)) {
+        return fail();
+      }
+      continue;
+    }
     if (line->keyword() != "task") {
-      r.fail("unknown keyword \"" + std::string(line->keyword()) + "\" (expected task)");
+      r.fail("unknown keyword \"" + std::string(line->keyword()) +
+             "\" (expected task, host or vmstat)");
       return fail();
     }
     TaskResult t;

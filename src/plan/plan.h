@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mmsim::plan {
@@ -124,6 +125,12 @@ struct RunReport {
   int64_t elapsed_ns = 0;  // from the first task's start to the last task's end
   bool time_limit_hit = false;
   std::vector<TaskResult> tasks;  // in order of start
+  // The host's counters over the run, from just before the first task
+  // started to just after the last one ended (the files' set-up excluded):
+  // every /proc/vmstat counter's change, in the kernel's order, and the
+  // system-wide iowait time (/proc/stat). Empty and 0 where unreadable.
+  std::vector<std::pair<std::string, int64_t>> vmstat;
+  int64_t iowait_ns = 0;
 };
 
 // The report as text (the executor's output) and back; as write_plan and

@@ -142,7 +142,7 @@ ordered_json metrics_json(const RunInfo& info) {
   m["elapsed_s"] = info.result->elapsed_s;
   m["user_s"] = secs(t.user);
   m["sys_s"] = secs(t.sys);
-  m["iowait_s"] = secs(t.iowait);
+  m["iowait_s"] = info.host_run ? info.host_iowait_s : secs(t.iowait);
   return m;
 }
 
@@ -180,25 +180,27 @@ ordered_json run_json(const RunInfo& info) {
     ordered_json counters;
     for (size_t i = 0; i < t.counters.size(); ++i)
       append_distinct(counters, sc.workload.counters[i], t.counters[i]);
+    // A host run does not know these (getrusage has no CPU, node or wait times).
+    auto sim_only = [&](ordered_json v) { return info.host_run ? ordered_json(nullptr) : v; };
     tasks.push_back({{"pid", t.pid},
                      {"tgid", t.tgid},
                      {"ppid", t.ppid},
                      {"comm", t.comm},
-                     {"cpu", t.cpu},
-                     {"node", t.node},
+                     {"cpu", sim_only(t.cpu)},
+                     {"node", sim_only(t.node)},
                      {"start_s", t.start_s},
                      {"exit_s", t.exit_s},
                      {"user_s", secs(t.times.user_ns)},
                      {"sys_s", secs(t.times.sys_ns)},
-                     {"iowait_s", secs(t.times.iowait_ns)},
-                     {"sleep_s", secs(t.times.sleep_ns)},
-                     {"wait_s", secs(t.times.wait_ns)},
+                     {"iowait_s", sim_only(secs(t.times.iowait_ns))},
+                     {"sleep_s", sim_only(secs(t.times.sleep_ns))},
+                     {"wait_s", sim_only(secs(t.times.wait_ns))},
                      {"minflt", t.min_flt},
                      {"majflt", t.maj_flt},
                      {"nvcsw", t.nvcsw},
                      {"nivcsw", t.nivcsw},
                      {"counters", counters},
-                     {"numa", task_numa_json(t)}});
+                     {"numa", info.host_run ? ordered_json(nullptr) : task_numa_json(t)}});
   }
   j["tasks"] = tasks;
   if (!r.memcg.empty()) {
@@ -206,11 +208,18 @@ ordered_json run_json(const RunInfo& info) {
     const uint32_t pc_bytes = sc.kernel.page_cgroup_bytes();
     ordered_json groups;
     for (const auto& g : r.memcg) groups[g.path] = memcg_files_json(g, mc.hierarchy);
-    j["memcg"] = {{"stat_protocol", memcg::protocol_name(mc.stat_protocol)},
+    if (info.host_run) {
+      // Counters of the model with no file on a real kernel.
+      for (auto& g : groups) g["move_lock_slowpath"] = g["reclaimed_pages"] = nullptr;
+      j["memcg"] = {{"hierarchy", mc.hierarchy == memcg::Hierarchy::kV2 ? "v2" : "v1"},
+                    {"cgroups", groups}};
+    } else {
+      j["memcg"] = {{"stat_protocol", memcg::protocol_name(mc.stat_protocol)},
                   {"hierarchy", mc.hierarchy == memcg::Hierarchy::kV2 ? "v2" : "v1"},
                   {"page_cgroup_bytes_per_page", pc_bytes},
                   {"page_cgroup_bytes_total", pc_bytes * (topo.total_mem_bytes() / kPageSize)},
                   {"cgroups", groups}};
+    }
   }
   if (!r.timeline.empty()) {
     ordered_json tl = ordered_json::array();
@@ -229,6 +238,7 @@ ordered_json run_json(const RunInfo& info) {
     }
     j["timeline"] = tl;
   }
+  if (info.host_run) return j;
   ordered_json sim = {{"events", r.events},
                       {"page_events", r.page_events},
                       {"time_limit_hit", r.time_limit_hit},
@@ -268,6 +278,16 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
   // same scenario and seed on any host (see timing_text).
   line(fmt::format("elapsed  {:.6f} s simulated, {} events, {} page events", r.elapsed_s, r.events,
                    r.page_events));
+  return out + summary_body(info, all_tasks);
+}
+
+std::string summary_body(const RunInfo& info, bool all_tasks) {
+  const scenario::Scenario& sc = *info.scenario;
+  const topo::Topology& topo = *info.topology;
+  const workload::RunResult& r = *info.result;
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  const numa::NumaConfig nc = sc.kernel.numa_config(topo.nr_nodes());
   if (r.time_limit_hit) line("WARNING: the time limit ended the run with tasks still alive");
 
   const Totals all = totals(info, nullptr);
@@ -278,7 +298,11 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
   line(fmt::format("  {:<24} {:.6f}", "elapsed_s", r.elapsed_s));
   line(fmt::format("  {:<24} {:.6f}", "user_s", secs(all.user)));
   line(fmt::format("  {:<24} {:.6f}", "sys_s", secs(all.sys)));
-  line(fmt::format("  {:<24} {:.6f}", "iowait_s", secs(all.iowait)));
+  if (info.host_run) {
+    line(fmt::format("  {:<24} {:.6f}  (system-wide, /proc/stat)", "iowait_s", info.host_iowait_s));
+  } else {
+    line(fmt::format("  {:<24} {:.6f}", "iowait_s", secs(all.iowait)));
+  }
 
   line("");
   const std::string counters_hdr = [&] {
@@ -294,10 +318,14 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
     for (const auto& t : r.tasks) {
       std::string cs;
       for (uint64_t c : t.counters) cs += fmt::format(" {:>12}", c);
-      line(fmt::format(
-          "  {:>6} {:>6} {:<12} {:>4} {:>4} {:>10.4f} {:>10.4f} {:>10.4f} {:>9} {:>7}{}", t.pid,
-          t.ppid, t.comm.substr(0, 12), t.cpu, t.node, secs(t.times.user_ns), secs(t.times.sys_ns),
-          secs(t.times.iowait_ns), t.min_flt, t.maj_flt, cs));
+      // A host run has no CPU, node or iowait of its tasks.
+      const bool h = info.host_run;
+      line(fmt::format("  {:>6} {:>6} {:<12} {:>4} {:>4} {:>10.4f} {:>10.4f} {:>10} {:>9} {:>7}{}",
+                       t.pid, t.ppid, t.comm.substr(0, 12), h ? "-" : std::to_string(t.cpu),
+                       h ? "-" : std::to_string(t.node), secs(t.times.user_ns),
+                       secs(t.times.sys_ns),
+                       h ? "-" : fmt::format("{:.4f}", secs(t.times.iowait_ns)), t.min_flt,
+                       t.maj_flt, cs));
     }
   } else {
     line(fmt::format("tasks ({}), by program (--tasks lists each)", r.tasks.size()));
@@ -309,12 +337,13 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
       const Totals pt = totals(info, &t.program);
       std::string cs;
       for (uint64_t c : pt.counters) cs += fmt::format(" {:>12}", c);
-      line(fmt::format("  {:<12} {:>6} {:>12.4f} {:>12.4f} {:>12.4f} {:>10} {:>7}{}",
+      line(fmt::format("  {:<12} {:>6} {:>12.4f} {:>12.4f} {:>12} {:>10} {:>7}{}",
                        t.program.substr(0, 12), pt.tasks, secs(pt.user), secs(pt.sys),
-                       secs(pt.iowait), pt.minflt, pt.majflt, cs));
+                       info.host_run ? "-" : fmt::format("{:.4f}", secs(pt.iowait)), pt.minflt,
+                       pt.majflt, cs));
     }
   }
-  if (nc.enabled && (all_tasks || r.tasks.size() <= 16)) {
+  if (nc.enabled && !info.host_run && (all_tasks || r.tasks.size() <= 16)) {
     line("");
     line("numa per task (/proc/<pid>/sched)");
     line(fmt::format("  {:>6} {:>8} {:>9} {:>10} {:>12} {:>13} {:>9} {}", "pid", "scan_seq",
@@ -349,7 +378,8 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
     }
   }
   line("");
-  line("vmstat (change over the run; unchanged counters omitted)");
+  line(info.host_run ? "vmstat (change over the run, system-wide; unchanged counters omitted)"
+                     : "vmstat (change over the run; unchanged counters omitted)");
   for (const auto& [name, v] : r.vmstat) {
     if (v != 0) line(fmt::format("  {:<30} {}", name, v));
   }
@@ -357,9 +387,14 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
     const auto& mc = sc.kernel.memcg;
     const uint32_t pc_bytes = sc.kernel.page_cgroup_bytes();
     line("");
-    line(fmt::format("memcg ({}, page_cgroup {} B per page = {} MiB on this machine)",
-                     memcg::protocol_name(mc.stat_protocol), pc_bytes,
-                     pc_bytes * (topo.total_mem_bytes() / kPageSize) >> 20));
+    if (info.host_run) {
+      line(fmt::format("memcg (this host's cgroup {}, read after the run)",
+                       mc.hierarchy == memcg::Hierarchy::kV2 ? "v2" : "v1"));
+    } else {
+      line(fmt::format("memcg ({}, page_cgroup {} B per page = {} MiB on this machine)",
+                       memcg::protocol_name(mc.stat_protocol), pc_bytes,
+                       pc_bytes * (topo.total_mem_bytes() / kPageSize) >> 20));
+    }
     if (mc.hierarchy == memcg::Hierarchy::kV2) {
       // cgroup v2 file names: memory.current, memory.max, memory.events max,
       // memory.stat anon, file, file_mapped.

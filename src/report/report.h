@@ -18,6 +18,12 @@ struct RunInfo {
   const workload::RunResult* result = nullptr;
   double wall_s = 0;   // host time the simulation took
   bool timing = true;  // false: leave host timings out (byte-identical output)
+  // A run on the host (mmsim native), not a simulation: the result's tasks
+  // have no CPU, node, iowait or NUMA fields (reported as null), iowait is
+  // the system-wide host_iowait_s, there is no "sim" object and the caller
+  // writes the summary's head (the host, its kernel, what was applied).
+  bool host_run = false;
+  double host_iowait_s = 0;
 };
 
 // A switch's value in JSON: a boolean, a word, or a number.
@@ -32,6 +38,9 @@ nlohmann::ordered_json metrics_json(const RunInfo& info);
 nlohmann::ordered_json run_json(const RunInfo& info);
 // The summary: identical for the same scenario and seed on any host.
 std::string summary_text(const RunInfo& info, bool all_tasks);
+// The summary without its head (scenario, machine, kernel, elapsed lines):
+// metrics, tasks, vmstat, memcg, errors.
+std::string summary_body(const RunInfo& info, bool all_tasks);
 // The host's wall time and speed, one line (the CLI prints it on stderr).
 std::string timing_text(const RunInfo& info);
 

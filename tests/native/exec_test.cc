@@ -478,7 +478,10 @@ TEST(Exec, MadviseOverARangeNotAllMappedFailsWithENOMEM) {
   EXPECT_EQ(r.report->tasks.at(0).end, "error: madvise: ENOMEM");
 }
 
-TEST(Exec, MappingARegionAgainReplacesItsMapping) {
+// As in the simulator: the second map of a region is refused and the first
+// mapping stays, so the touch faults its 4 pages, not 64 (the rest of the
+// task's faults are its own start-up's, about 25).
+TEST(Exec, MappingARegionAgainKeepsItsFirstMapping) {
   TempDir t;
   const Exec r = run_plan(
       t, plan_of({Program{"m",
@@ -486,7 +489,7 @@ TEST(Exec, MappingARegionAgainReplacesItsMapping) {
                            simple(OpKind::kUnmap), count(0, 1)}}}));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.report->tasks.at(0).end, "exit");
-  EXPECT_GE(r.report->tasks.at(0).minflt, 64u);
+  EXPECT_LT(r.report->tasks.at(0).minflt, 64u);
 }
 
 TEST(Exec, MlockPopulatesTheRange) {

@@ -70,6 +70,7 @@ std::string diff(const Plan& a, const Plan& b) {
 std::string diff(const RunReport& a, const RunReport& b) {
   if (a.elapsed_ns != b.elapsed_ns || a.time_limit_hit != b.time_limit_hit) return "run";
   if (a.tasks.size() != b.tasks.size()) return "tasks";
+  if (a.vmstat != b.vmstat || a.iowait_ns != b.iowait_ns) return "host";
   for (size_t i = 0; i < a.tasks.size(); ++i) {
     const TaskResult& x = a.tasks[i];
     const TaskResult& y = b.tasks[i];
@@ -634,6 +635,8 @@ RunReport full_report() {
   TaskResult c = a;
   c.end = "time_limit";
   r.tasks = {a, b, c, TaskResult{}};
+  r.iowait_ns = 20'000'000;
+  r.vmstat = {{"pgfault", 1234}, {"nr_free_pages", -56}, {"odd name", 0}};
   return r;
 }
 
@@ -643,6 +646,18 @@ TEST(PlanReportText, AReportWithEveryFieldSetRoundTripsExactly) {
   const auto back = read_report(write_report(r), &error);
   ASSERT_TRUE(back) << error;
   EXPECT_EQ(diff(r, *back), "");
+}
+
+TEST(PlanReportText, TheHostsCountersFollowTheTasksOneLineEach) {
+  RunReport r;
+  r.iowait_ns = 10;
+  r.vmstat = {{"pgfault", 3}, {"nr_free_pages", -2}};
+  EXPECT_EQ(write_report(r),
+            "mmsim-report 1\n"
+            "run elapsed_ns=0 time_limit_hit=0\n"
+            "host iowait_ns=10\n"
+            "vmstat name=pgfault delta=3\n"
+            "vmstat name=nr_free_pages delta=-2\n");
 }
 
 TEST(PlanReportText, ATaskIsOneLineWithItsEndEscaped) {
@@ -698,9 +713,9 @@ TEST(PlanReportRead, RefusesMalformedReports) {
   EXPECT_EQ(error, "line 3: missing key majflt");
   text = good + "task tid=1\n";
   EXPECT_FALSE(read_report(text, &error));
-  EXPECT_EQ(error, "line 7: missing key tgid");
+  EXPECT_EQ(error, "line 11: missing key tgid");
   EXPECT_FALSE(read_report(good + "tusk\n", &error));
-  EXPECT_EQ(error, "line 7: unknown keyword \"tusk\" (expected task)");
+  EXPECT_EQ(error, "line 11: unknown keyword \"tusk\" (expected task, host or vmstat)");
 }
 
 TEST(PlanText, OpNamesAreTheScenarioLanguagesNames) {

@@ -248,12 +248,9 @@ class Task {
   Flow do_map(const Op& op) {
     const std::lock_guard lock(regions_->mu);
     Mapping& m = regions_->maps[op.region];
-    if (m.len) {
-      // SIMPLIFICATION: mapping a region again replaces its mapping (the
-      // simulator refuses and keeps the old one).
-      if (::munmap(m.addr, m.len) != 0) return fail("munmap", errno);
-      m = Mapping{};
-    }
+    // Mapping a region again is refused and the old mapping kept, as the
+    // simulator does (it records the refusal; the task goes on).
+    if (m.len) return Flow::kGo;
     if (op.pages > UINT64_MAX / page_size()) return fail("mmap", ENOMEM);
     const uint64_t len = op.pages * page_size();
     const int prot = PROT_READ | (op.writable ? PROT_WRITE : 0) | (op.exec ? PROT_EXEC : 0);
@@ -788,6 +785,53 @@ void create_file(const std::string& path, uint64_t bytes, bool cached) {
   ::close(rfd);
 }
 
+// The host's counters: every /proc/vmstat line, and the iowait of /proc/stat's
+// "cpu" line in ns (0 when unreadable).
+using Counters = std::vector<std::pair<std::string, int64_t>>;
+struct HostCounters {
+  Counters vmstat;
+  int64_t iowait_ns = 0;
+};
+
+HostCounters read_host_counters() {
+  HostCounters h;
+  std::string error;
+  if (const auto text = read_file("/proc/vmstat", &error)) {
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+      const size_t nl = rest.find('\n');
+      const std::string_view line = rest.substr(0, nl);
+      rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+      const size_t sp = line.find(' ');
+      int64_t v = 0;
+      if (sp == std::string_view::npos) continue;
+      const auto r = std::from_chars(line.data() + sp + 1, line.data() + line.size(), v);
+      if (r.ec == std::errc()) h.vmstat.emplace_back(std::string(line.substr(0, sp)), v);
+    }
+  }
+  if (const auto text = read_file("/proc/stat", &error)) {
+    unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0;
+    const long hz = ::sysconf(_SC_CLK_TCK);
+    if (std::sscanf(text->c_str(), "cpu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle,
+                    &iowait) == 5 &&
+        hz > 0) {
+      h.iowait_ns = static_cast<int64_t>(iowait) * (1'000'000'000 / hz);
+    }
+  }
+  return h;
+}
+
+// after - before, by name, in after's order.
+Counters counters_delta(const Counters& before, const Counters& after) {
+  const std::map<std::string, int64_t> b(before.begin(), before.end());
+  Counters out;
+  for (const auto& [name, v] : after) {
+    const auto it = b.find(name);
+    out.emplace_back(name, v - (it == b.end() ? 0 : it->second));
+  }
+  return out;
+}
+
 int run_main(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
   Run run;
@@ -857,6 +901,7 @@ int run_main(int argc, char** argv) {
   // their own, which the collector kills.
   set_interrupt_handlers(on_interrupt);
   std::fflush(nullptr);
+  const HostCounters before = read_host_counters();
   const pid_t first = ::fork();
   if (first < 0) refuse(std::string("fork: ") + std::strerror(errno));
   if (first == 0) {
@@ -894,6 +939,7 @@ int run_main(int argc, char** argv) {
     if (pid < 0) break;  // ECHILD: nothing left
     collector.reaped(pid, status);
   }
+  const HostCounters after = read_host_counters();
   remove_files();
   if (g_interrupted) {
     // No report: the run did not end on its own.
@@ -902,7 +948,9 @@ int run_main(int argc, char** argv) {
                  signal_name(g_interrupted).c_str());
     return 128 + g_interrupted;
   }
-  const plan::RunReport report = collector.report();
+  plan::RunReport report = collector.report();
+  report.vmstat = counters_delta(before.vmstat, after.vmstat);
+  report.iowait_ns = after.iowait_ns - before.iowait_ns;
   if (!write_all(out_fd, plan::write_report(report))) {
     die(kExitHostRefused, "cannot write the report: " + std::string(std::strerror(errno)));
   }
