@@ -247,8 +247,7 @@ struct NativeScenarioArgs {
 int cmd_native_scenario(NativeScenarioArgs a, bool predict_flag, const std::string& costs,
                         std::ostream& out, std::ostream& err) {
   if (!a.options.json.empty()) {
-    if (const std::string why = output_problem(a.options.json, {a.scenario, costs});
-        !why.empty()) {
+    if (const std::string why = output_problem(a.options.json, {a.scenario, costs}); !why.empty()) {
       err << "mmsim: error: --json: " << why << "\n";
       return kExitBadInput;
     }
@@ -476,9 +475,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ns.options.json = no.json;
       ns.options.sysctl_root = no.sysctl_root;
       ns.options.cgroup_root = no.cgroup_root;
-      for (const char* bench_only :
-           {"--seconds", "--procs", "--size", "--loops", "--file", "--numa-balancing", "--cgroup",
-            "--bench-dir"}) {
+      for (const char* bench_only : {"--seconds", "--procs", "--size", "--loops", "--file",
+                                     "--numa-balancing", "--cgroup", "--bench-dir"}) {
         if (native_cmd->count(bench_only)) {
           err << fmt::format(
               "mmsim: error: {}: only for a benchmark program; a scenario sets it in its file "

@@ -280,10 +280,10 @@ int native_scenario_predict(const std::string& path, const std::vector<std::stri
   report::RunInfo info{&pr.run->scenario, &pr.run->topology, &r, 0, false};
   const nlohmann::ordered_json sim = report::run_json(info);
   const size_t nodes = pr.run->topology.nr_nodes(), cpus = pr.run->topology.nr_cpus();
-  out << fmt::format("\nsimulated: {} on this host's machine ({} node{}, {} CPU{}), kernel {}, {}\n",
-                     sc.name, nodes, nodes == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s",
-                     kernel_version(u.release),
-                     costs.empty() ? "the default cost profile" : "cost profile " + costs);
+  out << fmt::format(
+      "\nsimulated: {} on this host's machine ({} node{}, {} CPU{}), kernel {}, {}\n", sc.name,
+      nodes, nodes == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", kernel_version(u.release),
+      costs.empty() ? "the default cost profile" : "cost profile " + costs);
   out << "(native vmstat counts the whole host's activity over the run; the simulation, the "
          "scenario's)\n";
 

@@ -163,16 +163,16 @@ struct LaunchSpec {
   std::string what;
 };
 struct Launched {
-  int exit_code = 0;  // 0 ran (see status); else kExitHostSetup (the reason is on err)
-  pid_t pid = 0;           // its process (and process group) id
-  int stopped_by = 0;      // the stop signal that ended it early, or 0
-  int exec_errno = 0;      // execv failed with this
-  int status = 0;          // wait4's status
-  rusage ru{};             // the program and the children it waited for
-  double wall_s = 0;       // steady clock, release to reap
-  NameValues vmstat;       // /proc/vmstat change from release to reap
-  double iowait_s = 0;     // /proc/stat iowait change (system-wide)
-  std::string out, err;    // what it wrote on stdout and stderr
+  int exit_code = 0;     // 0 ran (see status); else kExitHostSetup (the reason is on err)
+  pid_t pid = 0;         // its process (and process group) id
+  int stopped_by = 0;    // the stop signal that ended it early, or 0
+  int exec_errno = 0;    // execv failed with this
+  int status = 0;        // wait4's status
+  rusage ru{};           // the program and the children it waited for
+  double wall_s = 0;     // steady clock, release to reap
+  NameValues vmstat;     // /proc/vmstat change from release to reap
+  double iowait_s = 0;   // /proc/stat iowait change (system-wide)
+  std::string out, err;  // what it wrote on stdout and stderr
 };
 // Starts the program in a process group of its own (recorded in `changes`,
 // which kills it on every way out), moves it into the cgroup, reads the

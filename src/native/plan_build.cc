@@ -7,19 +7,32 @@ plan::OpKind kind_of(workload::OpKind k) {
   using K = workload::OpKind;
   using P = plan::OpKind;
   switch (k) {
-    case K::kMap: return P::kMap;
-    case K::kUnmap: return P::kUnmap;
-    case K::kFork: return P::kFork;
-    case K::kThreads: return P::kThreads;
-    case K::kWait: return P::kWait;
-    case K::kLoop: return P::kLoop;
-    case K::kSweep: return P::kSweep;
-    case K::kTouch: return P::kTouch;
-    case K::kMadvise: return P::kMadvise;
-    case K::kMlock: return P::kMlock;
-    case K::kSleep: return P::kSleep;
-    case K::kCount: return P::kCount;
-    case K::kCgroup: return P::kCgroup;
+    case K::kMap:
+      return P::kMap;
+    case K::kUnmap:
+      return P::kUnmap;
+    case K::kFork:
+      return P::kFork;
+    case K::kThreads:
+      return P::kThreads;
+    case K::kWait:
+      return P::kWait;
+    case K::kLoop:
+      return P::kLoop;
+    case K::kSweep:
+      return P::kSweep;
+    case K::kTouch:
+      return P::kTouch;
+    case K::kMadvise:
+      return P::kMadvise;
+    case K::kMlock:
+      return P::kMlock;
+    case K::kSleep:
+      return P::kSleep;
+    case K::kCount:
+      return P::kCount;
+    case K::kCgroup:
+      return P::kCgroup;
   }
   return P::kCount;  // unreachable: every kind is listed
 }
@@ -27,10 +40,14 @@ plan::OpKind kind_of(workload::OpKind k) {
 plan::Policy policy_of(mm::MemPolicy::Mode m) {
   using M = mm::MemPolicy::Mode;
   switch (m) {
-    case M::kDefault: return plan::Policy::kDefault;
-    case M::kBind: return plan::Policy::kBind;
-    case M::kPreferred: return plan::Policy::kPreferred;
-    case M::kInterleave: return plan::Policy::kInterleave;
+    case M::kDefault:
+      return plan::Policy::kDefault;
+    case M::kBind:
+      return plan::Policy::kBind;
+    case M::kPreferred:
+      return plan::Policy::kPreferred;
+    case M::kInterleave:
+      return plan::Policy::kInterleave;
   }
   return plan::Policy::kDefault;
 }

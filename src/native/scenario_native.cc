@@ -171,8 +171,8 @@ class Runner {
     const std::string root = o_.scratch_root.empty() ? "/var/tmp" : o_.scratch_root;
     std::string tmpl = root + "/mmsim-native-XXXXXX";
     if (!::mkdtemp(tmpl.data())) {
-      return refuse(fmt::format("cannot create a scratch directory in {}: {}", root,
-                                errno_text(errno)));
+      return refuse(
+          fmt::format("cannot create a scratch directory in {}: {}", root, errno_text(errno)));
     }
     const std::string dir = tmpl;
     changes.dir_created(dir);
@@ -208,9 +208,9 @@ class Runner {
       return refuse(fmt::format("cannot execute {}: {}", exec_, errno_text(l.exec_errno)));
     }
     if (!WIFEXITED(l.status) || WEXITSTATUS(l.status) != 0) {
-      const std::string how =
-          WIFSIGNALED(l.status) ? fmt::format("was killed by {}", ::strsignal(WTERMSIG(l.status)))
-                                : fmt::format("exited with status {}", WEXITSTATUS(l.status));
+      const std::string how = WIFSIGNALED(l.status)
+                                  ? fmt::format("was killed by {}", ::strsignal(WTERMSIG(l.status)))
+                                  : fmt::format("exited with status {}", WEXITSTATUS(l.status));
       // 3: the host refused its set-up (said on its stderr, above); else a
       // plan mmsim-exec did not take, or its own failure: a bug of ours.
       const bool host = WIFEXITED(l.status) && WEXITSTATUS(l.status) == kExitHostSetup;
@@ -264,9 +264,10 @@ std::string find_exec(const ScenarioNativeOptions& o, std::string* why) {
       tried.push_back(p.string());
     }
   }
-  *why = fmt::format("cannot find the native executor mmsim-exec (looked for {}); build it "
-                     "(target mmsim-exec) or give --exec",
-                     tried.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(tried, ", ")));
+  *why = fmt::format(
+      "cannot find the native executor mmsim-exec (looked for {}); build it "
+      "(target mmsim-exec) or give --exec",
+      tried.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(tried, ", ")));
   return "";
 }
 
@@ -321,8 +322,9 @@ std::optional<std::string> make_cgroups(const scenario::Scenario& sc, const Cgro
   auto write = [&](const std::string& file, const std::string& value) {
     std::string step;
     const int e = write_text(file, value + "\n", false, &step);
-    if (e) err << fmt::format("mmsim: error: cannot write {} to {}: {} {}\n", value, file, step,
-                              errno_text(e));
+    if (e)
+      err << fmt::format("mmsim: error: cannot write {} to {}: {} {}\n", value, file, step,
+                         errno_text(e));
     return e == 0;
   };
   for (const auto& spec : specs) {
@@ -404,9 +406,9 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
   if (nc.enabled) {
     for (const ScanKnob& k : kScanKnobs) {
       const std::string key = fmt::format("kernel.numa_balancing_{}", k.knob);
-      const std::string path = first_existing(
-          {fmt::format("{}/kernel/numa_balancing_{}", o.sysctl_root, k.knob),
-           fmt::format("{}/sched/numa_balancing/{}", o.debugfs_root, k.knob)});
+      const std::string path =
+          first_existing({fmt::format("{}/kernel/numa_balancing_{}", o.sysctl_root, k.knob),
+                          fmt::format("{}/sched/numa_balancing/{}", o.debugfs_root, k.knob)});
       if (!path.empty()) {
         fit.settings.push_back({key, std::to_string(nc.*k.field), path, ""});
       } else {
@@ -432,10 +434,10 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
     }
   }
   if (sc.kernel.mm.read_ahead_kb != 128) {
-    fit.not_applied.push_back(fmt::format(
-        "kernel.read_ahead_kb = {}: readahead is set per block device "
-        "(/sys/block/<dev>/queue/read_ahead_kb); the host's device setting applies",
-        sc.kernel.mm.read_ahead_kb));
+    fit.not_applied.push_back(
+        fmt::format("kernel.read_ahead_kb = {}: readahead is set per block device "
+                    "(/sys/block/<dev>/queue/read_ahead_kb); the host's device setting applies",
+                    sc.kernel.mm.read_ahead_kb));
   }
   return fit;
 }
@@ -541,8 +543,8 @@ int run_scenario_native(const scenario::Scenario& sc_in, const ScenarioNativeOpt
     const std::string launch_cgroup =
         cg && (cg->hierarchy == "v1" || sc.cgroups.empty()) ? cgroup_root : "";
     HostChanges per_run(err);  // the scratch directory and the run's processes
-    RunOutcome r = runner.run_once(signals, per_run, cgroup_root, cg && cg->hierarchy == "v2",
-                                   launch_cgroup);
+    RunOutcome r =
+        runner.run_once(signals, per_run, cgroup_root, cg && cg->hierarchy == "v2", launch_cgroup);
     const bool undone = per_run.undo();
     if (r.exit_code == 0 && !undone) r.exit_code = 1;
     if (r.exit_code) {
@@ -580,7 +582,8 @@ int run_scenario_native(const scenario::Scenario& sc_in, const ScenarioNativeOpt
                    host.nodes == 1 ? "" : "s", host.cpus, host.cpus == 1 ? "" : "s", host.sysname,
                    host.arch));
   line(fmt::format("kernel   {} (this host's)", host.release));
-  line(fmt::format("applied  {}", applied.empty() ? "nothing" : fmt::format("{}", fmt::join(applied, ", "))));
+  line(fmt::format("applied  {}",
+                   applied.empty() ? "nothing" : fmt::format("{}", fmt::join(applied, ", "))));
   for (const auto& n : not_applied) line("NOT APPLIED " + n);
   line(fmt::format("elapsed  {:.6f} s (from the first task's start to the last task's exit)",
                    last.result.elapsed_s));
@@ -637,8 +640,11 @@ int run_scenario_native(const scenario::Scenario& sc_in, const ScenarioNativeOpt
 
   if (!o.json.empty() || json) {
     ordered_json j = report::run_json(info);
-    ordered_json m = {{"name", "host"},      {"sysname", host.sysname}, {"release", host.release},
-                      {"version", host.version}, {"arch", host.arch}};
+    ordered_json m = {{"name", "host"},
+                      {"sysname", host.sysname},
+                      {"release", host.release},
+                      {"version", host.version},
+                      {"arch", host.arch}};
     for (const auto& [k, v] : j["machine"].items()) m[k] = v;
     m["name"] = "host";
     j["machine"] = m;

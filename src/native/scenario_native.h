@@ -16,8 +16,8 @@
 namespace mmsim::native {
 
 struct ScenarioNativeOptions {
-  int repeat = 1;        // runs, one after another
-  std::string json;      // write the JSON report here (atomically) when not empty
+  int repeat = 1;    // runs, one after another
+  std::string json;  // write the JSON report here (atomically) when not empty
   bool all_tasks = false;
   // mmsim-exec; empty: tools/exec/mmsim-exec in the build tree of the running binary.
   std::string exec_path;

@@ -59,11 +59,11 @@ struct Op {
   // of the region's mapping; nr_pages 0: to its end
   uint64_t first_page = 0;
   uint64_t nr_pages = 0;
-  bool write = false;       // kSweep, kTouch
-  uint32_t elem_size = 4;   // kSweep: 1, 2, 4 or 8 bytes
-  double compute_ns = -1;   // kSweep: per element; < 0: none beyond the loop itself
-  uint32_t counter = 0;     // kCount: index into Plan::counters
-  uint32_t cgroup = 0;      // kCgroup: index into Plan::cgroups + 1
+  bool write = false;      // kSweep, kTouch
+  uint32_t elem_size = 4;  // kSweep: 1, 2, 4 or 8 bytes
+  double compute_ns = -1;  // kSweep: per element; < 0: none beyond the loop itself
+  uint32_t counter = 0;    // kCount: index into Plan::counters
+  uint32_t cgroup = 0;     // kCgroup: index into Plan::cgroups + 1
 };
 
 struct Program {
@@ -105,8 +105,8 @@ std::string_view op_name(OpKind kind);
 
 // What mmsim-exec reports of one task (a process or a thread), as it ended.
 struct TaskResult {
-  int64_t tid = 0;   // gettid(): the kernel's pid of the task
-  int64_t tgid = 0;  // getpid(): its process
+  int64_t tid = 0;     // gettid(): the kernel's pid of the task
+  int64_t tgid = 0;    // getpid(): its process
   int64_t parent = 0;  // tid of the task that started it (0 for the first)
   uint32_t program = 0;
   int64_t start_ns = 0, end_ns = 0;  // since the run's start (CLOCK_MONOTONIC)

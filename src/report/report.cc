@@ -215,10 +215,10 @@ ordered_json run_json(const RunInfo& info) {
                     {"cgroups", groups}};
     } else {
       j["memcg"] = {{"stat_protocol", memcg::protocol_name(mc.stat_protocol)},
-                  {"hierarchy", mc.hierarchy == memcg::Hierarchy::kV2 ? "v2" : "v1"},
-                  {"page_cgroup_bytes_per_page", pc_bytes},
-                  {"page_cgroup_bytes_total", pc_bytes * (topo.total_mem_bytes() / kPageSize)},
-                  {"cgroups", groups}};
+                    {"hierarchy", mc.hierarchy == memcg::Hierarchy::kV2 ? "v2" : "v1"},
+                    {"page_cgroup_bytes_per_page", pc_bytes},
+                    {"page_cgroup_bytes_total", pc_bytes * (topo.total_mem_bytes() / kPageSize)},
+                    {"cgroups", groups}};
     }
   }
   if (!r.timeline.empty()) {
@@ -320,12 +320,11 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
       for (uint64_t c : t.counters) cs += fmt::format(" {:>12}", c);
       // A host run has no CPU, node or iowait of its tasks.
       const bool h = info.host_run;
-      line(fmt::format("  {:>6} {:>6} {:<12} {:>4} {:>4} {:>10.4f} {:>10.4f} {:>10} {:>9} {:>7}{}",
-                       t.pid, t.ppid, t.comm.substr(0, 12), h ? "-" : std::to_string(t.cpu),
-                       h ? "-" : std::to_string(t.node), secs(t.times.user_ns),
-                       secs(t.times.sys_ns),
-                       h ? "-" : fmt::format("{:.4f}", secs(t.times.iowait_ns)), t.min_flt,
-                       t.maj_flt, cs));
+      line(fmt::format(
+          "  {:>6} {:>6} {:<12} {:>4} {:>4} {:>10.4f} {:>10.4f} {:>10} {:>9} {:>7}{}", t.pid,
+          t.ppid, t.comm.substr(0, 12), h ? "-" : std::to_string(t.cpu),
+          h ? "-" : std::to_string(t.node), secs(t.times.user_ns), secs(t.times.sys_ns),
+          h ? "-" : fmt::format("{:.4f}", secs(t.times.iowait_ns)), t.min_flt, t.maj_flt, cs));
     }
   } else {
     line(fmt::format("tasks ({}), by program (--tasks lists each)", r.tasks.size()));

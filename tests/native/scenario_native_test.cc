@@ -66,8 +66,8 @@ struct FakeHost {
     debugfs = t.file("debug");
   }
   std::vector<std::string> args(const std::string& scenario) const {
-    return {"native", scenario, "--exec", kExec, "--sysctl-root", sysctl, "--debugfs-root",
-            debugfs};
+    return {"native",        scenario, "--exec",         kExec,
+            "--sysctl-root", sysctl,   "--debugfs-root", debugfs};
   }
   std::string sysctl, debugfs;
 };
@@ -114,8 +114,8 @@ TEST(NativeScenarioFit, AMachineShapeOtherThanTheHostsIsSaidNotApplied) {
   ScenarioNativeOptions o;
   o.sysctl_root = fh.sysctl;
   o.debugfs_root = fh.debugfs;
-  const auto fit = fit_to_host(load(kTouchScenario, {"machine.preset=\"2s-16c\""}),
-                               host(1, 2, "6.1.0"), o);
+  const auto fit =
+      fit_to_host(load(kTouchScenario, {"machine.preset=\"2s-16c\""}), host(1, 2, "6.1.0"), o);
   EXPECT_TRUE(mentions(fit.not_applied, "machine 2s-16c (2 nodes, 16 CPUs)")) << fit.not_applied[0];
 }
 
