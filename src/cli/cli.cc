@@ -244,7 +244,7 @@ struct NativeScenarioArgs {
 };
 
 // mmsim native SCENARIO [--predict]: the scenario on this host.
-int cmd_native_scenario(NativeScenarioArgs a, bool predict_flag, const std::string& costs,
+int cmd_native_scenario(const NativeScenarioArgs& a, bool predict_flag, const std::string& costs,
                         std::ostream& out, std::ostream& err) {
   if (!a.options.json.empty()) {
     if (const std::string why = output_problem(a.options.json, {a.scenario, costs}); !why.empty()) {

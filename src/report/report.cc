@@ -181,7 +181,9 @@ ordered_json run_json(const RunInfo& info) {
     for (size_t i = 0; i < t.counters.size(); ++i)
       append_distinct(counters, sc.workload.counters[i], t.counters[i]);
     // A host run does not know these (getrusage has no CPU, node or wait times).
-    auto sim_only = [&](ordered_json v) { return info.host_run ? ordered_json(nullptr) : v; };
+    auto sim_only = [&](const ordered_json& v) {
+      return info.host_run ? ordered_json(nullptr) : v;
+    };
     tasks.push_back({{"pid", t.pid},
                      {"tgid", t.tgid},
                      {"ppid", t.ppid},
