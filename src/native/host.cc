@@ -16,7 +16,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <ostream>
 #include <sstream>
 #include <thread>
@@ -77,25 +76,6 @@ int write_text(const std::string& path, const std::string& text, bool create, st
     return close_errno;
   }
   return 0;
-}
-
-NameValues parse_name_values(const std::string& text) {
-  NameValues out;
-  std::istringstream in(text);
-  std::string name;
-  int64_t v;
-  while (in >> name >> v) out.emplace_back(name, v);
-  return out;
-}
-
-NameValues name_values_delta(const NameValues& before, const NameValues& after) {
-  const std::map<std::string, int64_t> b(before.begin(), before.end());
-  NameValues out;
-  for (const auto& [name, v] : after) {
-    const auto it = b.find(name);
-    out.emplace_back(name, v - (it == b.end() ? 0 : it->second));
-  }
-  return out;
 }
 
 std::optional<uint64_t> read_iowait_ticks() {
@@ -435,7 +415,7 @@ Launched launch(const LaunchSpec& spec, SignalScope& signals, HostChanges& chang
 
   err << fmt::format("mmsim: running {} (pid {}, process group {})\n", spec.what, pid, pid);
   err.flush();
-  const auto vm_before = parse_name_values(read_text("/proc/vmstat").value_or(""));
+  const auto vm_before = plan::parse_counters(read_text("/proc/vmstat").value_or(""));
   const auto iowait_before = read_iowait_ticks();
   const auto t0 = std::chrono::steady_clock::now();
   {
@@ -476,10 +456,10 @@ Launched launch(const LaunchSpec& spec, SignalScope& signals, HostChanges& chang
   changes.program_reaped();
   changes.reap_group();
   const auto t1 = std::chrono::steady_clock::now();
-  const auto vm_after = parse_name_values(read_text("/proc/vmstat").value_or(""));
+  const auto vm_after = plan::parse_counters(read_text("/proc/vmstat").value_or(""));
   const auto iowait_after = read_iowait_ticks();
   l.wall_s = std::chrono::duration<double>(t1 - t0).count();
-  l.vmstat = name_values_delta(vm_before, vm_after);
+  l.vmstat = plan::counters_delta(vm_before, vm_after);
   if (iowait_before && iowait_after) {
     l.iowait_s = static_cast<double>(*iowait_after - *iowait_before) /
                  static_cast<double>(::sysconf(_SC_CLK_TCK));

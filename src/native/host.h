@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "plan/plan.h"
+
 namespace mmsim::native {
 
 // Exit codes of native mode, beyond the CLI's 0 ok, 1 a bug, 2 bad input.
@@ -33,11 +35,6 @@ std::optional<std::string> read_text(const std::string& path);
 // write(2), as `echo text > path` does. Returns 0 or an errno; `step` names
 // the call that failed.
 int write_text(const std::string& path, const std::string& text, bool create, std::string* step);
-// "name value" lines, in file order (/proc/vmstat, memory.stat).
-using NameValues = std::vector<std::pair<std::string, int64_t>>;
-NameValues parse_name_values(const std::string& text);
-// after - before, by name, in `after`'s order.
-NameValues name_values_delta(const NameValues& before, const NameValues& after);
 // The iowait column of /proc/stat's "cpu" line, in USER_HZ ticks.
 std::optional<uint64_t> read_iowait_ticks();
 bool is_cgroupfs(const std::string& path);
@@ -163,16 +160,16 @@ struct LaunchSpec {
   std::string what;
 };
 struct Launched {
-  int exit_code = 0;     // 0 ran (see status); else kExitHostSetup (the reason is on err)
-  pid_t pid = 0;         // its process (and process group) id
-  int stopped_by = 0;    // the stop signal that ended it early, or 0
-  int exec_errno = 0;    // execv failed with this
-  int status = 0;        // wait4's status
-  rusage ru{};           // the program and the children it waited for
-  double wall_s = 0;     // steady clock, release to reap
-  NameValues vmstat;     // /proc/vmstat change from release to reap
-  double iowait_s = 0;   // /proc/stat iowait change (system-wide)
-  std::string out, err;  // what it wrote on stdout and stderr
+  int exit_code = 0;      // 0 ran (see status); else kExitHostSetup (the reason is on err)
+  pid_t pid = 0;          // its process (and process group) id
+  int stopped_by = 0;     // the stop signal that ended it early, or 0
+  int exec_errno = 0;     // execv failed with this
+  int status = 0;         // wait4's status
+  rusage ru{};            // the program and the children it waited for
+  double wall_s = 0;      // steady clock, release to reap
+  plan::Counters vmstat;  // /proc/vmstat change from release to reap
+  double iowait_s = 0;    // /proc/stat iowait change (system-wide)
+  std::string out, err;   // what it wrote on stdout and stderr
 };
 // Starts the program in a process group of its own (recorded in `changes`,
 // which kills it on every way out), moves it into the cgroup, reads the

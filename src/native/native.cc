@@ -403,7 +403,7 @@ NativeOutcome measure_native(const NativeOptions& options, std::ostream& err) {
 
   if (cgroup && !stopped_by) {
     if (const auto stat = read_text(cgroup_dir + "/memory.stat")) {
-      for (const auto& [name, v] : parse_name_values(*stat))
+      for (const auto& [name, v] : plan::parse_counters(*stat))
         r.memcg_stat.emplace_back(name, static_cast<uint64_t>(v));
     } else {
       err << fmt::format("mmsim: warning: cannot read {}/memory.stat: {}\n", cgroup_dir,

@@ -81,7 +81,7 @@ memcg::MemCgroup read_memcg(const std::string& dir, const std::string& path, boo
   auto pages = [](uint64_t bytes) { return bytes == UINT64_MAX ? bytes : bytes / kPageSize; };
   std::map<std::string, int64_t> stat;
   if (const auto text = read_text(dir + "/memory.stat")) {
-    for (const auto& [k, v] : parse_name_values(*text)) stat[k] = v;
+    for (const auto& [k, v] : plan::parse_counters(*text)) stat[k] = v;
   } else {
     err << fmt::format("mmsim: warning: cannot read {}/memory.stat: {}\n", dir, errno_text(errno));
   }
@@ -92,7 +92,7 @@ memcg::MemCgroup read_memcg(const std::string& dir, const std::string& path, boo
     g.max_usage = pages(number("memory.peak").value_or(0));  // 5.19+
     g.limit_pages = pages(number("memory.max").value_or(UINT64_MAX));
     if (const auto ev = read_text(dir + "/memory.events")) {
-      for (const auto& [k, v] : parse_name_values(*ev)) {
+      for (const auto& [k, v] : plan::parse_counters(*ev)) {
         if (k == "max") g.failcnt = static_cast<uint64_t>(v);
       }
     }
@@ -610,16 +610,18 @@ int run_scenario_native(const scenario::Scenario& sc_in, const ScenarioNativeOpt
     runs_json.push_back({{"metrics", m}, {"vmstat", vm}, {"errors", r.result.errors}});
   }
   if (runs.size() > 1) {
+    // Each counter any run changed, in order of first appearance: one value
+    // per run (0 where that run did not change it).
+    std::vector<std::map<std::string, int64_t>> by_name;
+    by_name.reserve(runs.size());
+    for (const RunOutcome& r : runs)
+      by_name.emplace_back(r.result.vmstat.begin(), r.result.vmstat.end());
     for (const RunOutcome& r : runs) {
       for (const auto& [k, v] : r.result.vmstat) {
-        if (v != 0 && !series.count("vmstat." + k)) {
-          for (const RunOutcome& q : runs) {
-            int64_t x = 0;
-            for (const auto& [k2, v2] : q.result.vmstat) {
-              if (k2 == k) x = v2;
-            }
-            add("vmstat." + k, static_cast<double>(x));
-          }
+        if (v == 0 || series.count("vmstat." + k)) continue;
+        for (const auto& m : by_name) {
+          const auto it = m.find(k);
+          add("vmstat." + k, static_cast<double>(it == m.end() ? 0 : it->second));
         }
       }
     }

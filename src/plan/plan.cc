@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -910,6 +911,33 @@ std::string write_plan(const Plan& plan) {
 
 std::optional<Plan> read_plan(std::string_view text, std::string* error) {
   return PlanReader(text).read(error);
+}
+
+Counters parse_counters(std::string_view text) {
+  Counters out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    const size_t sp = line.find(' ');
+    if (sp == std::string_view::npos || sp == 0) continue;
+    int64_t v = 0;
+    const char* end = line.data() + line.size();
+    const auto r = std::from_chars(line.data() + sp + 1, end, v);
+    if (r.ec == std::errc() && r.ptr == end) out.emplace_back(std::string(line.substr(0, sp)), v);
+  }
+  return out;
+}
+
+Counters counters_delta(const Counters& before, const Counters& after) {
+  const std::map<std::string, int64_t, std::less<>> b(before.begin(), before.end());
+  Counters out;
+  out.reserve(after.size());
+  for (const auto& [name, v] : after) {
+    const auto it = b.find(name);
+    out.emplace_back(name, v - (it == b.end() ? 0 : it->second));
+  }
+  return out;
 }
 
 std::string write_report(const RunReport& report) {

@@ -121,6 +121,9 @@ struct TaskResult {
   std::vector<uint64_t> counters;  // one per Plan::counters
 };
 
+// Kernel counters by name, in file order: /proc/vmstat, memory.stat.
+using Counters = std::vector<std::pair<std::string, int64_t>>;
+
 struct RunReport {
   int64_t elapsed_ns = 0;  // from the first task's start to the last task's end
   bool time_limit_hit = false;
@@ -129,9 +132,14 @@ struct RunReport {
   // started to just after the last one ended (the files' set-up excluded):
   // every /proc/vmstat counter's change, in the kernel's order, and the
   // system-wide iowait time (/proc/stat). Empty and 0 where unreadable.
-  std::vector<std::pair<std::string, int64_t>> vmstat;
+  Counters vmstat;
   int64_t iowait_ns = 0;
 };
+
+// The "name value" lines of such a file (a line of another shape is skipped).
+Counters parse_counters(std::string_view text);
+// after - before, by name, in after's order (a name new in after counts from 0).
+Counters counters_delta(const Counters& before, const Counters& after);
 
 // The report as text (the executor's output) and back; as write_plan and
 // read_plan.

@@ -787,28 +787,15 @@ void create_file(const std::string& path, uint64_t bytes, bool cached) {
 
 // The host's counters: every /proc/vmstat line, and the iowait of /proc/stat's
 // "cpu" line in ns (0 when unreadable).
-using Counters = std::vector<std::pair<std::string, int64_t>>;
 struct HostCounters {
-  Counters vmstat;
+  plan::Counters vmstat;
   int64_t iowait_ns = 0;
 };
 
 HostCounters read_host_counters() {
   HostCounters h;
   std::string error;
-  if (const auto text = read_file("/proc/vmstat", &error)) {
-    std::string_view rest = *text;
-    while (!rest.empty()) {
-      const size_t nl = rest.find('\n');
-      const std::string_view line = rest.substr(0, nl);
-      rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
-      const size_t sp = line.find(' ');
-      int64_t v = 0;
-      if (sp == std::string_view::npos) continue;
-      const auto r = std::from_chars(line.data() + sp + 1, line.data() + line.size(), v);
-      if (r.ec == std::errc()) h.vmstat.emplace_back(std::string(line.substr(0, sp)), v);
-    }
-  }
+  if (const auto text = read_file("/proc/vmstat", &error)) h.vmstat = plan::parse_counters(*text);
   if (const auto text = read_file("/proc/stat", &error)) {
     unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0;
     const long hz = ::sysconf(_SC_CLK_TCK);
@@ -819,17 +806,6 @@ HostCounters read_host_counters() {
     }
   }
   return h;
-}
-
-// after - before, by name, in after's order.
-Counters counters_delta(const Counters& before, const Counters& after) {
-  const std::map<std::string, int64_t> b(before.begin(), before.end());
-  Counters out;
-  for (const auto& [name, v] : after) {
-    const auto it = b.find(name);
-    out.emplace_back(name, v - (it == b.end() ? 0 : it->second));
-  }
-  return out;
 }
 
 int run_main(int argc, char** argv) {
@@ -949,7 +925,7 @@ int run_main(int argc, char** argv) {
     return 128 + g_interrupted;
   }
   plan::RunReport report = collector.report();
-  report.vmstat = counters_delta(before.vmstat, after.vmstat);
+  report.vmstat = plan::counters_delta(before.vmstat, after.vmstat);
   report.iowait_ns = after.iowait_ns - before.iowait_ns;
   if (!write_all(out_fd, plan::write_report(report))) {
     die(kExitHostRefused, "cannot write the report: " + std::string(std::strerror(errno)));
