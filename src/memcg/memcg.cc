@@ -151,6 +151,7 @@ mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, C
     ++g.rss;
   } else {
     ++g.cache;
+    if (folio.test(mm::Folio::kShmem)) ++g.shmem;
     lru_add(g, pfn, folio);
   }
   ++g.pgpgin;
@@ -164,6 +165,7 @@ void Controller::uncharge(Pfn, mm::Folio& folio) {
     --g.rss;
   } else {
     --g.cache;
+    if (folio.test(mm::Folio::kShmem)) --g.shmem;
     if (folio.mapcount > 0) --g.mapped_file;
   }
   ++g.pgpgout;
@@ -297,6 +299,10 @@ void Controller::move_account(mm::Folio& folio, Pfn pfn, uint32_t from, uint32_t
   } else {
     --f.cache;
     ++t.cache;
+    if (folio.test(mm::Folio::kShmem)) {
+      --f.shmem;
+      ++t.shmem;
+    }
     lru_add(t, pfn, folio);
     if (folio.mapcount > 0) {
       --f.mapped_file;
@@ -333,7 +339,8 @@ void Controller::finish_move(mm::Mm& mm, uint32_t to) {
 std::vector<std::string> Controller::check_invariants() const {
   std::vector<std::string> errors;
   if (!enabled()) return errors;
-  std::vector<int64_t> cache(groups_.size(), 0), rss(groups_.size(), 0), mapped(groups_.size(), 0);
+  std::vector<int64_t> cache(groups_.size(), 0), rss(groups_.size(), 0), mapped(groups_.size(), 0),
+      shmem(groups_.size(), 0);
   std::vector<uint64_t> charged(groups_.size(), 0);
   // Every charged page-cache folio must be on its memcg's LRU, or reclaim
   // can never find it (the lists also hold stale entries: freed, moved).
@@ -356,6 +363,7 @@ std::vector<std::string> Controller::check_invariants() const {
       ++rss[f.memcg];
     } else {
       ++cache[f.memcg];
+      if (f.test(mm::Folio::kShmem)) ++shmem[f.memcg];
       if (f.mapcount > 0) ++mapped[f.memcg];
       if (!lru_error &&
           !std::binary_search(on_lru.begin(), on_lru.end(), std::tuple{f.memcg, p, f.lru_ticket})) {
@@ -372,6 +380,8 @@ std::vector<std::string> Controller::check_invariants() const {
   for (const auto& g : groups_) {
     if (g.cache != cache[g.id])
       errors.push_back("memcg " + g.path + ": cache stat disagrees with its folios");
+    if (g.shmem != shmem[g.id])
+      errors.push_back("memcg " + g.path + ": shmem stat disagrees with its folios");
     if (g.rss != rss[g.id])
       errors.push_back("memcg " + g.path + ": rss stat disagrees with its folios");
     if (g.mapped_file != mapped[g.id])

@@ -34,7 +34,9 @@ struct MemCgroup {
   uint64_t max_usage = 0;
   uint64_t failcnt = 0;  // v1 memory.failcnt; v2 memory.events max
   uint32_t move_charge_at_immigrate = 0;
-  int64_t cache = 0, rss = 0, mapped_file = 0;
+  // cache: page-cache pages, shmem's included (v1 cache, v2 file); shmem:
+  // those of shmem/tmpfs (memory.stat shmem, NR_SHMEM).
+  int64_t cache = 0, rss = 0, mapped_file = 0, shmem = 0;
   int64_t pgpgin = 0, pgpgout = 0, pgfault = 0, pgmajfault = 0;
   int moving_account = 0;
   uint64_t move_lock_slowpath = 0;  // page-stat updates that took move_lock

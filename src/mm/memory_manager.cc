@@ -107,6 +107,7 @@ double MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool wr
   Pte pte;
   pte.pfn = pfn;
   pte.flags = Pte::kPresent | Pte::kYoung | (write ? (Pte::kWrite | Pte::kDirty) : 0);
+  if (pfn != kZeroPfn && vma.maps_writable_on_read()) pte.flags |= Pte::kWrite;
   mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), pte);
   if (pfn == kZeroPfn) return 0;
   Folio& f = folios_.folio(Pfn(pfn));
@@ -123,12 +124,17 @@ double MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool wr
   } else {
     ++mm.rss_file;
   }
-  if (write && !f.test(Folio::kAnon) && !f.test(Folio::kDirty)) {
-    f.flags |= Folio::kDirty;
-    vmstat_.add(Vm::nr_dirty);
-  }
+  if (write && !f.test(Folio::kAnon)) folio_mark_dirty(f);
   if (vma.flags & Vma::kLocked) mlock_folio(f);
   return memcg_ns;
+}
+
+void MemoryManager::folio_mark_dirty(Folio& f) {
+  if (f.test(Folio::kDirty)) return;
+  f.flags |= Folio::kDirty;
+  // shmem's dirty_folio is noop_dirty_folio: the flag only, no NR_FILE_DIRTY
+  // (tmpfs has no writeback).
+  if (!f.test(Folio::kShmem)) vmstat_.add(Vm::nr_dirty);
 }
 
 void MemoryManager::mlock_folio(Folio& f) {
@@ -161,10 +167,7 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i) {
   } else {
     --mm.rss_file;
   }
-  if ((pte.flags & Pte::kDirty) && !anon && !f.test(Folio::kDirty)) {
-    f.flags |= Folio::kDirty;
-    vmstat_.add(Vm::nr_dirty);
-  }
+  if ((pte.flags & Pte::kDirty) && !anon) folio_mark_dirty(f);
   check(f.mapcount > 0, "zap of an unmapped folio");
   const bool last = --f.mapcount == 0;
   const double memcg_ns = !anon && memcg_ ? memcg_->file_rmap(f, false, last) : 0.0;
@@ -442,10 +445,7 @@ MemoryManager::Fault MemoryManager::do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pt
       Pte w = pte;
       w.flags |= Pte::kWrite | Pte::kDirty | Pte::kYoung;
       t.set(i, w);
-      if (!old.test(Folio::kAnon) && !old.test(Folio::kDirty)) {
-        old.flags |= Folio::kDirty;
-        vmstat_.add(Vm::nr_dirty);
-      }
+      if (!old.test(Folio::kAnon)) folio_mark_dirty(old);
       r.cost.sys_ns += costs_.pte_protect_ns;
       return out;
     }
@@ -738,8 +738,9 @@ OpCost MemoryManager::exit_mmap(Mm& mm, CpuId cpu) {
 
 std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
   Folio& f = folios_.folio(pfn);
-  if (f.test(Folio::kAnon) || f.test(Folio::kLocked) || f.test(Folio::kMlocked) ||
-      f.test(Folio::kDirty)) {
+  // SIMPLIFICATION: no swap, so shmem folios (swap-backed) never go.
+  if (f.test(Folio::kAnon) || f.test(Folio::kShmem) || f.test(Folio::kLocked) ||
+      f.test(Folio::kMlocked) || f.test(Folio::kDirty)) {
     return std::nullopt;
   }
   double cost_ns = 0, memcg_ns = 0;

@@ -206,7 +206,7 @@ class MemoryManager {
   // Reclaim of one page-cache folio (shrink_page_list): unmaps it through the
   // rmap if needed, removes it from the page cache, uncharges and frees it.
   // Returns the time it took, or nullopt if it cannot go (locked, mlocked,
-  // dirty).
+  // dirty, or shmem: with no swap modelled, swap-backed pages stay).
   std::optional<double> evict_folio(Pfn pfn, CpuId cpu);
 
   // Invariant checker (DEBUG_VM-like): mapcounts against page tables, rmap
@@ -250,6 +250,9 @@ class MemoryManager {
   };
   NewFolio new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx);
   void mlock_folio(Folio& f);
+  // folio_mark_dirty of a page-cache folio: PG_dirty, and nr_dirty unless it
+  // is shmem's.
+  void folio_mark_dirty(Folio& f);
   void unlink_vma(Vma& vma);
   // Splits the VMA at `at`, returning the new upper part.
   Vma* split_vma(Mm& mm, Vma& vma, Vpn at);

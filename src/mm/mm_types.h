@@ -83,6 +83,15 @@ struct Vma {
   uint64_t pages() const { return end.v - start.v; }
   bool contains(Vpn v) const { return v >= start && v < end; }
   bool is_cow_mapping() const { return (flags & (kShared | kMayWrite)) == kMayWrite; }
+  // A shared writable mapping of shmem (tmpfs, MAP_SHARED|MAP_ANONYMOUS):
+  // vma_wants_writenotify is false (no page_mkwrite, no dirty accounting),
+  // so vm_page_prot is writable and every PTE a fault maps, fault-around's
+  // included, is writable from the start: a write after a read takes no
+  // fault. A disk file's shared writable mapping wants write-notify: its
+  // read-faulted PTEs are read-only and the first write faults (page_mkwrite).
+  bool maps_writable_on_read() const {
+    return file && file->shmem && (flags & (kShared | kWrite)) == (kShared | kWrite);
+  }
   bool is_anonymous() const { return file == nullptr; }
   uint64_t file_index(Vpn v) const { return pgoff + (v.v - start.v); }
 };

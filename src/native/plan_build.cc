@@ -33,6 +33,8 @@ plan::OpKind kind_of(workload::OpKind k) {
       return P::kCount;
     case K::kCgroup:
       return P::kCgroup;
+    case K::kPin:
+      return P::kPin;
   }
   return P::kCount;  // unreachable: every kind is listed
 }
@@ -64,6 +66,10 @@ plan::Op plan_op(const workload::Op& op) {
   p.file_offset_pages = op.file_offset_pages;
   p.policy = policy_of(op.policy.mode);
   for (const NodeId n : op.policy.nodes) p.nodes.push_back(n.v);
+  // pin: the CPUs as given, or the nodes as given, which the executor
+  // resolves to the host's CPUs when the op runs.
+  for (const CpuId c : op.cpus) p.cpus.push_back(c.v);
+  for (const NodeId n : op.cpu_nodes) p.nodes.push_back(n.v);
   p.program = op.program;
   p.count = op.count;
   p.duration_ns = op.duration.ns;
@@ -87,7 +93,8 @@ plan::Plan build_plan(const scenario::Scenario& sc) {
   p.page_size = kPageSize;
   p.time_limit_ns = sc.time_limit.ns;
   for (const workload::FileSpec& f : w.files) {
-    p.files.push_back(plan::File{.name = f.name, .pages = f.pages, .cached = f.cached});
+    p.files.push_back(
+        plan::File{.name = f.name, .pages = f.pages, .cached = f.cached, .tmpfs = f.tmpfs});
   }
   for (const workload::RegionSpec& r : w.regions) p.regions.push_back(r.name);
   p.counters = w.counters;

@@ -22,7 +22,7 @@ TaskMove task_numa_migrate(const Balancer& balancer, const sched::Scheduler& sch
   // imbalance_pct.
   if (dst_after * src_cpus * 100 <= src_after * dst_cpus * static_cast<uint64_t>(kImbalancePct)) {
     for (CpuId c : topo.node(node).cpus) {
-      if (homed[c.v] == 0) {
+      if (homed[c.v] == 0 && t.allowed(c)) {
         mv.kind = TaskMove::Kind::kIdleCpu;
         mv.cpu = c;
         return mv;
@@ -35,6 +35,9 @@ TaskMove task_numa_migrate(const Balancer& balancer, const sched::Scheduler& sch
   for (CpuId c : topo.node(node).cpus) {
     const uint32_t other = sched.current(c);
     if (!other || homed[c.v] != 1) continue;
+    // Each must be allowed on the other's CPU (task_numa_find_cpu,
+    // task_numa_compare).
+    if (!t.allowed(c) || !sched.task(other).allowed(t.cpu)) continue;
     if (!movable(other)) continue;
     const int64_t gain = balancer.task_weight(pid, node) - balancer.task_weight(pid, src) +
                          balancer.task_weight(other, src) - balancer.task_weight(other, node);

@@ -1,7 +1,9 @@
 // Moving a task to its preferred node (kernel/sched/fair.c task_numa_migrate,
 // reduced): an idle CPU there if the nodes' loads stay within imbalance_pct,
 // else a swap with the running task there that gains most, if the gain beats
-// SMALLIMP. A pure decision; the caller carries it out.
+// SMALLIMP. A pure decision; the caller carries it out. Only CPUs the task
+// may run on are tried, and only swaps with a task that may run on the
+// task's own CPU (cpus_ptr, as task_numa_find_cpu and task_numa_compare).
 #pragma once
 
 #include <cstdint>

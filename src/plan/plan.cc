@@ -123,6 +123,7 @@ enum Field : uint32_t {
   kComputeNs,
   kCounter,
   kCgroup,
+  kCpus,
   kNumFields,
 };
 
@@ -144,7 +145,8 @@ constexpr std::string_view kFieldNames[kNumFields] = {"region",
                                                       "elem_size",
                                                       "compute_ns",
                                                       "counter",
-                                                      "cgroup"};
+                                                      "cgroup",
+                                                      "cpus"};
 
 constexpr uint32_t bit(Field f) { return uint32_t{1} << f; }
 
@@ -177,6 +179,8 @@ uint32_t used_fields(OpKind kind) {
       return bit(kCounter) | bit(kCount);
     case OpKind::kCgroup:
       return bit(kCgroup);
+    case OpKind::kPin:
+      return bit(kCpus) | bit(kNodes);
   }
   return 0;
 }
@@ -222,6 +226,8 @@ bool is_default(const Op& op, Field f) {
       return op.counter == d.counter;
     case kCgroup:
       return op.cgroup == d.cgroup;
+    case kCpus:
+      return op.cpus.empty();
     case kNumFields:
       break;
   }
@@ -270,6 +276,8 @@ std::string field_text(const Op& op, Field f) {
       return number(op.counter);
     case kCgroup:
       return number(op.cgroup);
+    case kCpus:
+      return number_list(op.cpus);
     case kNumFields:
       break;
   }
@@ -677,6 +685,14 @@ class PlanReader {
         !r_.get_bool(line, "cached", &f.cached)) {
       return false;
     }
+    if (line.has("fs")) {
+      std::string why;
+      const auto fs = line.value("fs", &why);
+      if (*fs != "disk" && *fs != "tmpfs") {
+        return r_.fail("fs: \"" + std::string(*fs) + "\" is not disk or tmpfs");
+      }
+      f.tmpfs = *fs == "tmpfs";
+    }
     if (!plain_file_name(f.name)) {
       return r_.fail("file name \"" + escape(f.name) + "\" is not a plain file name");
     }
@@ -737,7 +753,7 @@ class PlanReader {
     const auto kind_text = line.value("kind", &why);
     if (!kind_text) return r_.fail(why);
     bool known = false;
-    for (int k = 0; k <= static_cast<int>(OpKind::kCgroup); ++k) {
+    for (int k = 0; k <= static_cast<int>(OpKind::kPin); ++k) {
       if (op_name(static_cast<OpKind>(k)) == *kind_text) {
         op.kind = static_cast<OpKind>(k);
         known = true;
@@ -749,6 +765,9 @@ class PlanReader {
       const auto field = static_cast<Field>(f);
       if (!(used & bit(field)) && !line.has(kFieldNames[f])) continue;
       if (!read_field(line, field, &op)) return false;
+    }
+    if (op.kind == OpKind::kPin && op.cpus.empty() == op.nodes.empty()) {
+      return r_.fail("a pin op names CPUs (cpus=) or nodes (nodes=): exactly one of the two");
     }
     if (op.kind == OpKind::kLoop) {
       if (static_cast<int>(loops_.size()) >= kMaxLoopDepth) {
@@ -825,6 +844,8 @@ class PlanReader {
         if (!r_.get_int(line, key, &op->cgroup)) return false;
         // 0 is the run's root; 1.. the listed cgroups.
         return in_range(key, op->cgroup, plan_.cgroups.size() + 1, "cgroups and the root");
+      case kCpus:
+        return r_.get_list(line, key, &op->cpus);
       case kNumFields:
         break;
     }
@@ -880,6 +901,8 @@ std::string_view op_name(OpKind kind) {
       return "count";
     case OpKind::kCgroup:
       return "cgroup";
+    case OpKind::kPin:
+      return "pin";
   }
   return "?";
 }
@@ -897,6 +920,7 @@ std::string write_plan(const Plan& plan) {
     put(out, "name", escape(f.name));
     put_number(out, "pages", f.pages);
     put(out, "cached", f.cached ? "1" : "0");
+    if (f.tmpfs) put(out, "fs", "tmpfs");
     out += '\n';
   }
   for (const std::string& r : plan.regions) out += "region name=" + escape(r) + "\n";

@@ -33,6 +33,7 @@ enum class OpKind : uint8_t {
   kSleep,    // nanosleep(2) for duration_ns
   kCount,    // add `count` to the task's counter `counter`
   kCgroup,   // move this process into cgroup `cgroup` (0: the run's root)
+  kPin,      // sched_setaffinity(0, ...) to `cpus`, or to the CPUs of `nodes`
 };
 
 enum class Policy : uint8_t { kDefault, kBind, kPreferred, kInterleave };
@@ -48,7 +49,9 @@ struct Op {
   int32_t file = -1;  // index into Plan::files; -1: anonymous
   uint64_t file_offset_pages = 0;
   Policy policy = Policy::kDefault;
-  std::vector<uint16_t> nodes;  // kBind, kPreferred (one node), kInterleave
+  // kMap: kBind, kPreferred (one node), kInterleave; kPin: the nodes whose
+  // CPUs (/sys/devices/system/node/nodeN/cpulist, read when the op runs)
+  std::vector<uint16_t> nodes;
   // kFork, kThreads: the program; kLoop: iterations (0: use duration_ns);
   // kFork, kThreads: how many; kCount: the increment
   uint32_t program = 0;
@@ -64,6 +67,8 @@ struct Op {
   double compute_ns = -1;  // kSweep: per element; < 0: none beyond the loop itself
   uint32_t counter = 0;    // kCount: index into Plan::counters
   uint32_t cgroup = 0;     // kCgroup: index into Plan::cgroups + 1
+  // kPin: the CPUs; exactly one of cpus and nodes is non-empty
+  std::vector<uint32_t> cpus;
 };
 
 struct Program {
@@ -76,6 +81,10 @@ struct File {
   std::string name;  // [A-Za-z0-9_.+-], a plain file name
   uint64_t pages = 0;
   bool cached = false;  // read in (page cache) before the run starts
+  // On a tmpfs (the executor's --tmpfs directory, /dev/shm by default), not
+  // the scratch directory: written as `fs=tmpfs`, absent for a disk file.
+  // cached: written in full before the run; else a sparse file (holes).
+  bool tmpfs = false;
 };
 
 struct Plan {

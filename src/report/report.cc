@@ -105,11 +105,9 @@ ordered_json memcg_files_json(const memcg::MemCgroup& g, memcg::Hierarchy h) {
   if (h == memcg::Hierarchy::kV2) {
     // cgroup v2: memory.current, memory.max ("max" when unlimited),
     // memory.peak, memory.events, and memory.stat in bytes and events.
-    ordered_json stat = {{"anon", g.rss * page},
-                         {"file", g.cache * page},
-                         {"file_mapped", g.mapped_file * page},
-                         {"pgfault", g.pgfault},
-                         {"pgmajfault", g.pgmajfault}};
+    ordered_json stat = {{"anon", g.rss * page},    {"file", g.cache * page},
+                         {"shmem", g.shmem * page}, {"file_mapped", g.mapped_file * page},
+                         {"pgfault", g.pgfault},    {"pgmajfault", g.pgmajfault}};
     return {{"memory.current", g.usage * page},
             {"memory.max", unlimited ? ordered_json("max") : ordered_json(g.limit_pages * page)},
             {"memory.peak", g.max_usage * page},
@@ -119,10 +117,10 @@ ordered_json memcg_files_json(const memcg::MemCgroup& g, memcg::Hierarchy h) {
             {"reclaimed_pages", g.reclaimed}};
   }
   // cgroup v1: the res_counter files and the v1 memory.stat.
-  ordered_json stat = {
-      {"cache", g.cache * page},   {"rss", g.rss * page},  {"mapped_file", g.mapped_file * page},
-      {"pgpgin", g.pgpgin},        {"pgpgout", g.pgpgout}, {"pgfault", g.pgfault},
-      {"pgmajfault", g.pgmajfault}};
+  ordered_json stat = {{"cache", g.cache * page}, {"rss", g.rss * page},
+                       {"shmem", g.shmem * page}, {"mapped_file", g.mapped_file * page},
+                       {"pgpgin", g.pgpgin},      {"pgpgout", g.pgpgout},
+                       {"pgfault", g.pgfault},    {"pgmajfault", g.pgmajfault}};
   const int64_t limit = unlimited ? -1 : static_cast<int64_t>(g.limit_pages * page);
   return {{"memory.usage_in_bytes", g.usage * page},
           {"memory.max_usage_in_bytes", g.max_usage * page},

@@ -417,9 +417,9 @@ struct Names {
   }
 };
 
-const std::vector<std::string> kOpNames = {"map",   "unmap", "fork",  "threads", "wait",
-                                           "loop",  "sweep", "touch", "madvise", "mlock",
-                                           "sleep", "count", "cgroup"};
+const std::vector<std::string> kOpNames = {"map",   "unmap", "fork",   "threads", "wait",
+                                           "loop",  "sweep", "touch",  "madvise", "mlock",
+                                           "sleep", "count", "cgroup", "pin"};
 
 // What is wrong with the name of a program, region, counter or file, or "":
 // names show up in summaries, tables and JSON keys, so they are short and
@@ -713,6 +713,53 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
     } else if (!t.get("path")) {
       r.missing("path");
     }
+  } else if (k == "pin") {
+    op.kind = OpKind::kPin;
+    // sched_setaffinity(0, ...): a list of CPUs, or of nodes whose CPUs.
+    const size_t nr_cpus = sc.host_machine
+                               ? 65535
+                               : size_t{sc.machine.sockets} * sc.machine.cores_per_socket *
+                                     sc.machine.threads_per_core;
+    const size_t nr_nodes =
+        sc.host_machine ? 1024 : size_t{sc.machine.sockets} * sc.machine.nodes_per_socket;
+    auto id_list = [&](const char* key, const char* what, size_t n) {
+      std::vector<uint16_t> ids;
+      const toml::node* node = r.get(key);
+      if (!node) return ids;
+      const toml::array* a = node->as_array();
+      if (!a) {
+        r.error(node, key,
+                fmt::format("expected an array of {} numbers, got {}", what, type_name(*node)));
+        return ids;
+      }
+      if (a->empty()) {
+        r.error(node, key,
+                fmt::format("must name at least one {} (sched_setaffinity with an empty mask fails "
+                            "with EINVAL)",
+                            what));
+      }
+      for (const auto& e : *a) {
+        if (!e.is_integer() || e.as_integer()->get() < 0 ||
+            static_cast<uint64_t>(e.as_integer()->get()) >= n) {
+          r.error(&e, key,
+                  e.is_integer() ? fmt::format("{} {} is not a {} of this machine (0 to {})", what,
+                                               e.as_integer()->get(), what, n - 1)
+                                 : fmt::format("expected {} numbers, got {}", what, type_name(e)));
+        } else {
+          ids.push_back(static_cast<uint16_t>(e.as_integer()->get()));
+        }
+      }
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      return ids;
+    };
+    for (const uint16_t c : id_list("cpus", "CPU", nr_cpus)) op.cpus.push_back(CpuId(c));
+    for (const uint16_t n : id_list("nodes", "node", nr_nodes)) op.cpu_nodes.push_back(NodeId(n));
+    if (t.get("cpus") && t.get("nodes")) {
+      r.error(t.get("nodes"), "nodes", "give cpus or nodes, not both");
+    } else if (!t.get("cpus") && !t.get("nodes")) {
+      r.error(nullptr, "cpus", "a pin needs cpus (a list of CPUs) or nodes (a list of nodes)");
+    }
   } else if (k == "count") {
     op.kind = OpKind::kCount;
     if (auto c = r.string("counter")) {
@@ -938,6 +985,115 @@ void read_costs(TableReader& r, Scenario& sc, Ctx& ctx) {
   r.finish();
 }
 
+// A tolerance as written: "10%" (relative, 0..1000%) or "±200" / "+-200"
+// (absolute, at least 0). Returns nullopt with *why.
+std::optional<ValidateSpec::Tolerance> parse_tolerance(const std::string& text, std::string* why) {
+  ValidateSpec::Tolerance tol;
+  std::string_view num = text;
+  if (num.ends_with('%')) {
+    tol.relative = true;
+    num.remove_suffix(1);
+  } else if (num.starts_with("\u00b1")) {
+    num.remove_prefix(std::string_view("\u00b1").size());
+  } else if (num.starts_with("+-")) {
+    num.remove_prefix(2);
+  } else {
+    *why = fmt::format(
+        "\"{}\" is not a tolerance: a percentage (\"10%\") or an absolute count (\"\u00b1200\" "
+        "or \"+-200\")",
+        text);
+    return std::nullopt;
+  }
+  double v = 0;
+  const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+  if (num.empty() || ec != std::errc() || end != num.data() + num.size() || !std::isfinite(v) ||
+      num.front() == '-' || num.front() == '+') {
+    *why = fmt::format("\"{}\": \"{}\" is not a number", text, num);
+    return std::nullopt;
+  }
+  if (tol.relative && !(v >= 0 && v <= 1000)) {
+    *why = fmt::format("\"{}\": a relative tolerance is 0% to 1000%", text);
+    return std::nullopt;
+  }
+  tol.value = tol.relative ? v / 100 : v;
+  return tol;
+}
+
+// [validate]: the validate tool's settings, checked here, unused by the run.
+void read_validate(TableReader& r, Scenario& sc, Ctx& ctx) {
+  ValidateSpec& v = sc.validate;
+  v.present = true;
+  if (const toml::node* n = r.get("kernels")) {
+    const toml::array* a = n->as_array();
+    if (!a) {
+      r.error(n, "kernels",
+              fmt::format("expected an array of kernel versions, got {}", type_name(*n)));
+    } else {
+      if (a->empty()) r.error(n, "kernels", "must name at least one kernel (\"6.1\", \"6.12\")");
+      std::vector<std::string> kernels;
+      for (const auto& e : *a) {
+        if (!e.is_string()) {
+          r.error(&e, "kernels",
+                  fmt::format("expected a kernel version string (\"6.1\" or \"6.12\"), got {}",
+                              type_name(e)));
+          continue;
+        }
+        const std::string k = e.as_string()->get();
+        if (k != "6.1" && k != "6.12") {
+          r.error(&e, "kernels", fmt::format("unknown kernel \"{}\" (known: 6.1, 6.12)", k));
+        } else if (std::find(kernels.begin(), kernels.end(), k) != kernels.end()) {
+          r.error(&e, "kernels", fmt::format("kernel \"{}\" is listed twice", k));
+        } else {
+          kernels.push_back(k);
+        }
+      }
+      v.kernels = std::move(kernels);
+    }
+  }
+  if (auto n = r.integer("repeat", 1, 100)) v.repeat = static_cast<int>(*n);
+  if (const toml::table* t = r.table("tolerance")) {
+    // toml++ keeps keys sorted: put them back in file order (keys a --set
+    // added, which have no place in the file, after, in key order).
+    std::vector<std::pair<const toml::key*, const toml::node*>> entries;
+    for (auto&& [k, node] : *t) entries.emplace_back(&k, &node);
+    auto pos = [](const toml::key* k) {
+      const auto& b = k->source().begin;
+      return b.line ? std::pair<uint32_t, uint32_t>(b.line, b.column)
+                    : std::pair<uint32_t, uint32_t>(UINT32_MAX, UINT32_MAX);
+    };
+    std::stable_sort(entries.begin(), entries.end(),
+                     [&](const auto& a, const auto& b) { return pos(a.first) < pos(b.first); });
+    for (const auto& [k, node] : entries) {
+      const std::string name(k->str());
+      const std::string key = "validate.tolerance." + name;
+      if (!node->is_string()) {
+        ctx.error(node->source(), key,
+                  fmt::format("expected a string like \"10%\" or \"\u00b1200\", got {}",
+                              type_name(*node)));
+        continue;
+      }
+      std::string why;
+      auto tol = parse_tolerance(node->as_string()->get(), &why);
+      if (!tol) {
+        ctx.error(node->source(), key, why);
+        continue;
+      }
+      tol->counter = name;
+      const auto& at = k->source().begin.line ? k->source().begin : node->source().begin;
+      tol->line = at.line ? at.line : 1;
+      tol->col = at.column ? at.column : 1;
+      for (const auto& [okey, arg, col] : ctx.overridden) {
+        if (okey == Ctx::dotted(key)) {
+          tol->line = 1;
+          tol->col = col;
+        }
+      }
+      v.tolerances.push_back(std::move(*tol));
+    }
+  }
+  r.finish();
+}
+
 // Applies one --set: "a.b.c=value".
 void apply_override(toml::table& root, const std::string& arg, Ctx& ctx) {
   const toml::source_region where{
@@ -1109,6 +1265,10 @@ LoadResult parse_table(toml::table root, const std::string& file,
     }
     r.finish();
   }
+  if (const toml::table* t = top.table("validate")) {
+    TableReader r(*t, "validate", ctx);
+    read_validate(r, sc, ctx);
+  }
   if (seed) sc.seed = *seed;
   if (sc.name.empty()) {
     const auto slash = file.rfind('/');
@@ -1210,6 +1370,8 @@ LoadResult parse_table(toml::table root, const std::string& file,
         } else if (!a->get(i)->as_table()->get("size")) {
           r.missing("size");
         }
+        // fs = "tmpfs": a shmem file (under /dev/shm when run natively).
+        if (auto fs = r.choice("fs", {"disk", "tmpfs"})) f.tmpfs = *fs == "tmpfs";
         f.cached = r.boolean("cached").value_or(false);
         if (f.cached && !sc.host_machine) {
           const uint64_t machine_pages = uint64_t{sc.machine.sockets} *

@@ -58,6 +58,29 @@ void for_each_switch(const KernelConfig& k, F&& f) {
   for (const auto& s : memcg::memcg_switches()) f(s.info, s.get(k.memcg));
 }
 
+// [validate]: what `mmsim validate` (src/validate) does with the scenario.
+// The simulation ignores it; the loader checks its shape, the validate tool
+// the counter names.
+struct ValidateSpec {
+  bool present = false;  // the scenario (or a --set) has a [validate] table
+  // The kernels to boot, in the order given: each "6.1" or "6.12", no
+  // repeats. Default both.
+  std::vector<std::string> kernels = {"6.1", "6.12"};
+  int repeat = 3;  // runs per kernel, 1..100
+  // [validate.tolerance]: how far a counter of the real kernel may be from
+  // the simulation's. relative: value is a fraction ("10%" is 0.1; 0..10,
+  // i.e. 0..1000%); else an absolute count ("±200", "+-200": 200). The key is
+  // any string; line and col are where it is written (of the --set's value
+  // when it came from --set), for the validate tool's diagnostics.
+  struct Tolerance {
+    std::string counter;
+    bool relative = false;
+    double value = 0;
+    uint32_t line = 0, col = 0;
+  };
+  std::vector<Tolerance> tolerances;  // in file order (then --set's)
+};
+
 struct Scenario {
   std::string path;
   std::string name;
@@ -73,6 +96,7 @@ struct Scenario {
   std::vector<memcg::CgroupSpec> cgroups;  // [[cgroups]]
   std::vector<std::string> overrides;      // the --set arguments, as given
   workload::Limits limits;                 // [limits]
+  ValidateSpec validate;                   // [validate]: not used by the simulation
 };
 
 struct LoadResult {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
+#include <tuple>
 
 #include "sim/check.h"
 
@@ -25,7 +27,16 @@ RunQueues::RunQueues(const topo::Topology& topo)
       current_(topo.nr_cpus(), 0),
       slice_end_(topo.nr_cpus()) {}
 
-CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node) const {
+CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node,
+                                         const std::vector<CpuId>& allowed) const {
+  auto ok = [&](CpuId c) {
+    return allowed.empty() || std::binary_search(allowed.begin(), allowed.end(), c);
+  };
+  // A node is a candidate if the task may run on one of its CPUs; its load
+  // is that of all its CPUs (update_sg_wakeup_stats).
+  auto candidate = [&](const topo::Node& n) {
+    return std::any_of(n.cpus.begin(), n.cpus.end(), ok);
+  };
   // Load of a node: tasks per CPU, compared as cross products to stay exact.
   const topo::Node* best = nullptr;
   uint64_t best_tasks = 0;
@@ -36,17 +47,20 @@ CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node) const {
   };
   auto better = [&](uint64_t ta, size_t ca, uint64_t tb, size_t cb) { return ta * cb < tb * ca; };
   const topo::Node& parent = topo_.node(parent_node);
-  best = &parent;
-  best_tasks = node_tasks(parent);
+  if (candidate(parent)) {
+    best = &parent;
+    best_tasks = node_tasks(parent);
+  }
   for (const auto& n : topo_.nodes()) {
-    if (n.cpus.empty()) continue;
+    if (!candidate(n)) continue;
     const uint64_t t = node_tasks(n);
-    if (best->cpus.empty() || better(t, n.cpus.size(), best_tasks, best->cpus.size())) {
+    if (!best || better(t, n.cpus.size(), best_tasks, best->cpus.size())) {
       best = &n;
       best_tasks = t;
     }
   }
-  // In the node: prefer an idle CPU whose SMT siblings are idle too.
+  check(best != nullptr, "select_cpu_for_new_task: no allowed CPU");
+  // In the node: prefer an idle allowed CPU whose SMT siblings are idle too.
   auto core_busy = [&](const topo::Cpu& c) {
     for (CpuId o : best->cpus) {
       const topo::Cpu& oc = topo_.cpu(o);
@@ -55,13 +69,13 @@ CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node) const {
     return false;
   };
   for (CpuId c : best->cpus) {
-    if (nr_[c.v] == 0 && !core_busy(topo_.cpu(c))) return c;
+    if (ok(c) && nr_[c.v] == 0 && !core_busy(topo_.cpu(c))) return c;
   }
-  CpuId pick = best->cpus.front();
+  std::optional<CpuId> pick;
   for (CpuId c : best->cpus) {
-    if (nr_[c.v] < nr_[pick.v]) pick = c;
+    if (ok(c) && (!pick || nr_[c.v] < nr_[pick->v])) pick = c;
   }
-  return pick;
+  return *pick;
 }
 
 }  // namespace mmsim::sched
@@ -78,7 +92,7 @@ Scheduler::Scheduler(const topo::Topology& topo, double context_switch_ns, Execu
 }
 
 Task& Scheduler::new_task(uint32_t tgid, uint32_t ppid, std::string comm, mm::Mm& mm,
-                          NodeId parent_node, Tick at) {
+                          NodeId parent_node, Tick at, std::vector<CpuId> cpus_allowed) {
   auto owned = std::make_unique<Task>();
   Task& t = *owned;
   t.pid = static_cast<uint32_t>(tasks_.size());
@@ -87,7 +101,8 @@ Task& Scheduler::new_task(uint32_t tgid, uint32_t ppid, std::string comm, mm::Mm
   t.ppid = ppid;
   t.comm = std::move(comm);
   t.mm = &mm;
-  t.cpu = rq_.select_cpu_for_new_task(parent_node);
+  t.cpus_allowed = std::move(cpus_allowed);
+  t.cpu = rq_.select_cpu_for_new_task(parent_node, t.cpus_allowed);
   t.node = topo_.cpu_to_node(t.cpu);
   t.start_time = at;
   return t;
@@ -140,14 +155,17 @@ void Scheduler::leave_cpu(Task& t, TaskState state, Tick at) {
     ++t.nvcsw;
     rq_.remove(cpu);
   }
-  if (!rq_.queue(cpu).empty()) {
-    Task& next = task(rq_.queue(cpu).front());
-    rq_.queue(cpu).pop_front();
-    // The switch costs the incoming task system time.
-    start_running(next, at);
-    next.times.sys_ns += context_switch_ns_;
-    executor_.run_from(next, at + to_tick(context_switch_ns_));
-  }
+  run_next(cpu, at);
+}
+
+void Scheduler::run_next(CpuId cpu, Tick at) {
+  if (rq_.queue(cpu).empty()) return;
+  Task& next = task(rq_.queue(cpu).front());
+  rq_.queue(cpu).pop_front();
+  // The switch costs the incoming task system time.
+  start_running(next, at);
+  next.times.sys_ns += context_switch_ns_;
+  executor_.run_from(next, at + to_tick(context_switch_ns_));
 }
 
 void Scheduler::wake(Task& t, Tick at) {
@@ -204,6 +222,43 @@ void Scheduler::swap_cpus(Task& a, Task& b) {
     mm_cpumask_add(*x);
     ++x->nivcsw;
   }
+}
+
+bool Scheduler::set_cpus_allowed(Task& t, std::vector<CpuId> cpus, Tick at) {
+  check(!cpus.empty(), "set_cpus_allowed with no CPU");
+  t.cpus_allowed = std::move(cpus);
+  if (t.allowed(t.cpu)) return false;
+  check(t.state == TaskState::kRunning && rq_.current(t.cpu) == t.pid,
+        "set_cpus_allowed of a task not running on its CPU");
+  // The destination: fewest tasks, then nearest node, then lowest id.
+  const NodeId from = t.node;
+  CpuId dest = t.cpus_allowed.front();
+  auto key = [&](CpuId c) {
+    return std::tuple(rq_.nr_running(c), topo_.distance(from, topo_.cpu_to_node(c)), c.v);
+  };
+  for (CpuId c : t.cpus_allowed) {
+    if (key(c) < key(dest)) dest = c;
+  }
+  // The stopper preempts it on the old CPU (an involuntary switch); the next
+  // queued task runs there.
+  const CpuId old = t.cpu;
+  mm_cpumask_remove(t);
+  rq_.current(old) = 0;
+  rq_.remove(old);
+  ++t.nivcsw;
+  t.cpu = dest;
+  t.node = topo_.cpu_to_node(dest);
+  t.state = TaskState::kRunnable;
+  t.state_since = at;
+  rq_.add(dest);
+  if (rq_.current(dest) == 0) {
+    start_running(t, at);
+  } else {
+    rq_.queue(dest).push_back(t.pid);
+    executor_.preempt(task(rq_.current(dest)), rq_.slice_end(dest), at);
+  }
+  run_next(old, at);
+  return true;
 }
 
 }  // namespace mmsim::sched

@@ -3,6 +3,7 @@
 // queues with CFS-like time slices and fork-time placement across nodes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -49,7 +50,15 @@ struct Task {
   uint64_t maj_flt = 0;
   uint64_t nvcsw = 0;   // voluntary context switches
   uint64_t nivcsw = 0;  // involuntary (preemptions)
+  // task_struct->cpus_mask (sched_setaffinity): the CPUs the task may run on,
+  // ascending; empty: every CPU. fork and clone copy it.
+  std::vector<CpuId> cpus_allowed;
   double sum_exec_runtime_ns() const { return times.user_ns + times.sys_ns; }
+  // Whether the task may run on `cpu` (cpumask_test_cpu(cpu, p->cpus_ptr)).
+  bool allowed(CpuId cpu) const {
+    return cpus_allowed.empty() ||
+           std::binary_search(cpus_allowed.begin(), cpus_allowed.end(), cpu);
+  }
 };
 
 // kernel/sched/fair.c, before scaling by CPU count.
@@ -73,8 +82,11 @@ class RunQueues {
   explicit RunQueues(const topo::Topology& topo);
   // select_task_rq at fork/clone: the least-loaded node (ties: the parent's
   // node, then the lowest id), then in it an idle CPU on an idle core, an idle
-  // CPU, or the CPU with the fewest tasks (ties: lowest id).
-  CpuId select_cpu_for_new_task(NodeId parent_node) const;
+  // CPU, or the CPU with the fewest tasks (ties: lowest id). Only CPUs of
+  // `allowed` count (empty: every CPU), as find_idlest_group and
+  // find_idlest_group_cpu look only at the task's cpus_ptr.
+  // REQUIRES: `allowed` names CPUs of the machine.
+  CpuId select_cpu_for_new_task(NodeId parent_node, const std::vector<CpuId>& allowed = {}) const;
   // Accounting of tasks placed on each CPU (running or runnable).
   void add(CpuId cpu) { ++nr_[cpu.v]; }
   void remove(CpuId cpu) { --nr_[cpu.v]; }
@@ -121,8 +133,9 @@ class Scheduler {
 
   // A new task (fork/clone) of `mm`, given its pid (the next one) and placed
   // on a CPU by select_task_rq from the parent's node. tgid 0: its own pid.
+  // It inherits `cpus_allowed` (the parent's mask; empty: every CPU).
   Task& new_task(uint32_t tgid, uint32_t ppid, std::string comm, mm::Mm& mm, NodeId parent_node,
-                 Tick at);
+                 Tick at, std::vector<CpuId> cpus_allowed = {});
   // wake_up_new_task: the new task runs at once if its CPU is idle, else it
   // queues there.
   void wake_up_new_task(Task& t, Tick at);
@@ -154,8 +167,22 @@ class Scheduler {
   // Swaps the CPUs of two running tasks (migrate_swap).
   void swap_cpus(Task& a, Task& b);
 
+  // sched_setaffinity(0, mask) by the running task `t` at `at`: from now on it
+  // runs only on `cpus` (ascending, non-empty, CPUs of the machine). If its
+  // CPU is not among them it leaves it at once (the next queued task runs
+  // there) for the allowed CPU with the fewest tasks, ties broken by the
+  // nearest node (SLIT distance from its node), then the lowest id, where it
+  // runs at once if that CPU is idle, else queues (and may preempt).
+  // Returns whether the task moved (it is then no longer running here).
+  // SIMPLIFICATION: the kernel's __set_cpus_allowed_ptr picks any allowed
+  // CPU (cpumask_any_and_distribute) and leaves balance to the load
+  // balancer, which is not modelled; the least loaded CPU stands for both.
+  bool set_cpus_allowed(Task& t, std::vector<CpuId> cpus, Tick at);
+
  private:
   void start_running(Task& t, Tick at);
+  // The CPU's next queued task, if any, starts at `at` paying the switch.
+  void run_next(CpuId cpu, Tick at);
   void mm_cpumask_add(Task& t);
   void mm_cpumask_remove(Task& t);
 

@@ -25,6 +25,7 @@ enum class OpKind : uint8_t {
   kSleep,    // sleep for `duration`
   kCount,    // add `count` to a named per-task counter
   kCgroup,   // move this process to a memory cgroup (charges move per its settings)
+  kPin,      // sched_setaffinity(0, ...): run only on `cpus`, or the CPUs of `cpu_nodes`
 };
 
 struct Op {
@@ -55,6 +56,9 @@ struct Op {
   uint32_t counter = 0;
   // kCgroup: index into Workload::cgroups + 1 (0 is the root)
   uint32_t cgroup = 0;
+  // kPin: exactly one of the two is non-empty (ascending, no duplicates)
+  std::vector<CpuId> cpus;
+  std::vector<NodeId> cpu_nodes;  // numactl --cpunodebind: every CPU of these nodes
 };
 
 // Whether running the op advances the task's clock: every op but `count`,
@@ -86,6 +90,9 @@ struct FileSpec {
   uint64_t pages = 0;
   bool cached = false;  // in the page cache before the run starts
   uint16_t cached_node = 0;
+  // [[files]] fs = "tmpfs": a shmem file (swap-backed page cache, zero-filled
+  // where never written, no write-notify); else a file on disk.
+  bool tmpfs = false;
 };
 
 struct RegionSpec {

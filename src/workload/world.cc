@@ -95,7 +95,10 @@ uint32_t World::tasks_in_d() const {
 RunResult World::run() {
   // Files, and what of them the page cache holds before the run.
   for (const auto& f : workload_.files) {
-    mm::AddressSpace& as = mm_.create_file(f.name, f.pages, false);
+    // A cached tmpfs file was written before the run by its creator, outside
+    // the scenario's cgroups: preload charges it to the root, as a cached
+    // disk file's pages read in before the run.
+    mm::AddressSpace& as = mm_.create_file(f.name, f.pages, f.tmpfs);
     if (f.cached && !mm_.preload_file(as, NodeId(f.cached_node)))
       errors_.push_back("file " + f.name +
                         ": memory ran out while caching it; the rest stays on disk");
@@ -146,8 +149,11 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   const uint32_t pid = static_cast<uint32_t>(sched_.nr_tasks());
   if (new_mm) proc->tgid = pid;
   const NodeId parent_node = parent_pid ? sched_.task(parent_pid).node : NodeId(0);
+  // fork and clone copy the parent's affinity (dup_task_struct).
+  std::vector<CpuId> allowed =
+      parent_pid ? sched_.task(parent_pid).cpus_allowed : std::vector<CpuId>{};
   sched::Task& task = sched_.new_task(proc->tgid, parent_pid, workload_.programs[program].name, mm,
-                                      parent_node, at);
+                                      parent_node, at, std::move(allowed));
   check(task.pid == pid, "the scheduler and the executor number tasks alike");
   tasks_.push_back(std::make_unique<TaskExec>(task));
   TaskExec& t = *tasks_.back();
@@ -695,6 +701,8 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
       queue_.schedule(t.clock + to_tick(cost), this, kMoveEnd, t.task.pid, to, 0);
       return Step::kStopped;
     }
+    case OpKind::kPin:
+      return exec_pin(t, op);
     case OpKind::kSleep: {
       if (t.cursor == 1) return Step::kNext;
       t.cursor = 1;
@@ -706,6 +714,44 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
       break;
   }
   return exec_syscall(t, op);
+}
+
+World::Step World::exec_pin(TaskExec& t, const Op& op) {
+  // sched_setaffinity(0, ...): changes run queues, so only in time order.
+  if (t.clock > horizon()) return Step::kYield;
+  const topo::Topology& topo = mm_.topology();
+  std::vector<CpuId> cpus;
+  bool bad = false;  // a CPU or node the machine lacks (a host machine only)
+  for (const CpuId c : op.cpus) {
+    if (c.v < topo.nr_cpus()) {
+      cpus.push_back(c);
+    } else {
+      bad = true;
+    }
+  }
+  for (const NodeId n : op.cpu_nodes) {
+    if (n.v >= topo.nr_nodes()) {
+      bad = true;
+      continue;
+    }
+    const auto& nc = topo.node(n).cpus;
+    cpus.insert(cpus.end(), nc.begin(), nc.end());
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  charge_sys(t, mm::OpCost{.sys_ns = costs_.syscall_ns});
+  if (cpus.empty()) {
+    // The kernel refuses a mask with no online CPU (EINVAL) and keeps the old one.
+    record_error(t, "sched_setaffinity failed: EINVAL (no CPU of this machine in the mask)");
+    return Step::kNext;
+  }
+  if (bad) record_error(t, "sched_setaffinity: CPUs or nodes this machine lacks are ignored");
+  // Moved: it runs again when its new CPU takes it (run_from), at the next op.
+  if (!sched_.set_cpus_allowed(t.task, std::move(cpus), t.clock)) return Step::kNext;
+  ++t.stack.back().pc;
+  t.cursor = 0;
+  access_.drop_footprints(t.task.pid);
+  return Step::kStopped;
 }
 
 World::Step World::exec_syscall(TaskExec& t, const Op& op) {

@@ -168,6 +168,8 @@ class World final : public sim::EventHandler,
   Step exec_pages(TaskExec& t, const Op& op);
   Step exec_fork(TaskExec& t, const Op& op, bool thread);
   Step exec_syscall(TaskExec& t, const Op& op);
+  // The pin op: sched_setaffinity of the task itself.
+  Step exec_pin(TaskExec& t, const Op& op);
   bool try_fast_forward(TaskExec& t);
   // Runs the segment set up in t.seg: commits it at once when no other event
   // comes first, else schedules the task for its end. Returns whether the

@@ -2,8 +2,10 @@
 // this host, and what the report says of them; its sweep loops (sweep.h),
 // tested in-process. Cgroups are fake trees under a temp dir.
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -719,6 +722,165 @@ TEST(Exec, AFileThatAlreadyExistsInTheScratchDirectoryIsLeftAloneAndExits3) {
 }
 
 // --- the sweep loops -------------------------------------------------------
+
+// --- pin (sched_setaffinity) -----------------------------------------------
+
+Op pin_cpus(std::vector<uint32_t> cpus) {
+  Op op;
+  op.kind = OpKind::kPin;
+  op.cpus = std::move(cpus);
+  return op;
+}
+
+Op pin_nodes(std::vector<uint16_t> nodes) {
+  Op op;
+  op.kind = OpKind::kPin;
+  op.nodes = std::move(nodes);
+  return op;
+}
+
+// The Cpus_allowed_list of a task (/proc/<tid>/status), or "".
+std::string cpus_allowed(const std::string& tid) {
+  const std::string status = slurp("/proc/" + tid + "/status");
+  const std::string key = "Cpus_allowed_list:\t";
+  const size_t at = status.find(key);
+  if (at == std::string::npos) return "";
+  const size_t end = status.find('\n', at);
+  return status.substr(at + key.size(), end - at - key.size());
+}
+
+TEST(Exec, APinToCpuZeroHoldsForTheTaskAndTheThreadsAndChildrenItStartsAfter) {
+  TempDir t;
+  const std::string mine = cpus_allowed("self");
+  std::map<std::string, std::vector<std::string>> seen;  // program -> masks
+  const Exec r = run_plan(
+      t,
+      plan_of(
+          {Program{"mmsim-pin-main",
+                   {start(OpKind::kFork, 2, 1), pin_cpus({0}), start(OpKind::kThreads, 1, 1),
+                    start(OpKind::kFork, 1, 1), simple(OpKind::kSleep, 600 * kMs), count(0, 1)}},
+           Program{"mmsim-pin-kid", {simple(OpKind::kSleep, 600 * kMs), count(0, 1)}},
+           Program{"mmsim-pin-early", {simple(OpKind::kSleep, 600 * kMs)}}}),
+      {}, [&](pid_t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        for (const char* name : {"mmsim-pin-main", "mmsim-pin-kid", "mmsim-pin-early"}) {
+          for (const std::string& tid : tasks_named(name)) seen[name].push_back(cpus_allowed(tid));
+        }
+      });
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.report->tasks.size(), 4u);
+  for (const TaskResult& task : r.report->tasks) EXPECT_EQ(task.end, "exit") << task.program;
+  EXPECT_EQ(seen["mmsim-pin-main"], std::vector<std::string>{"0"});
+  EXPECT_EQ(seen["mmsim-pin-kid"], (std::vector<std::string>{"0", "0"}));
+  // Forked before the pin: the collector's mask, as this process's.
+  EXPECT_EQ(seen["mmsim-pin-early"], std::vector<std::string>{mine});
+  EXPECT_EQ(r.report->tasks[0].counters[0] + r.report->tasks[2].counters[0] +
+                r.report->tasks[3].counters[0],
+            3u);
+}
+
+TEST(Exec, APinToNodeZeroTakesTheCpusSysfsListsForIt) {
+  TempDir t;
+  std::string want = slurp("/sys/devices/system/node/node0/cpulist");
+  while (!want.empty() && want.back() == '\n') want.pop_back();
+  ASSERT_FALSE(want.empty());
+  std::vector<std::string> seen;
+  const Exec r =
+      run_plan(t,
+               plan_of({Program{"mmsim-pin-node",
+                                {pin_nodes({0}), simple(OpKind::kSleep, 500 * kMs), count(0, 5)}}}),
+               {}, [&](pid_t) {
+                 std::this_thread::sleep_for(std::chrono::milliseconds(250));
+                 for (const std::string& tid : tasks_named("mmsim-pin-node")) {
+                   seen.push_back(cpus_allowed(tid));
+                 }
+               });
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.report->tasks.size(), 1u);
+  EXPECT_EQ(r.report->tasks[0].end, "exit");
+  EXPECT_EQ(r.report->tasks[0].counters[0], 5u);
+  EXPECT_EQ(seen, std::vector<std::string>{want});
+}
+
+TEST(Exec, APinToACpuTheHostLacksEndsTheTaskWithEINVAL) {
+  TempDir t;
+  const Exec r = run_plan(t, plan_of({Program{"m", {pin_cpus({4000}), count(0, 1)}}}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.report->tasks[0].end, "error: sched_setaffinity: EINVAL");
+  EXPECT_EQ(r.report->tasks[0].counters[0], 0u);
+}
+
+TEST(Exec, APinToANodeTheHostLacksEndsTheTaskWithENOENT) {
+  TempDir t;
+  const Exec r = run_plan(t, plan_of({Program{"m", {pin_nodes({1000}), count(0, 1)}}}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.report->tasks[0].end, "error: node cpulist: ENOENT");
+}
+
+// --- tmpfs files -------------------------------------------------------------
+
+bool on_tmpfs(const std::string& path) {
+  struct statfs s {};
+  return ::statfs(path.c_str(), &s) == 0 && s.f_type == TMPFS_MAGIC;
+}
+
+TEST(Exec, ATmpfsFileIsCreatedOnATmpfsAndRemovedAfterTheRun) {
+  if (!on_tmpfs("/dev/shm")) GTEST_SKIP() << "/dev/shm is not a tmpfs here";
+  TempDir t;
+  const std::string name = "mmsim-exec-test-" + std::to_string(::getpid()) + ".shm";
+  Plan p = plan_of({Program{"m", {simple(OpKind::kSleep, 500 * kMs)}}});
+  p.files = {plan::File{"disk.dat", 4, true}, plan::File{name, 4, true, true}};
+  std::vector<std::string> found;
+  bool disk_on_scratch = false, shm_on_tmpfs = false;
+  const Exec r = run_plan(t, p, {}, [&](pid_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    std::error_code ec;
+    for (const auto& d : fs::directory_iterator("/dev/shm", ec)) {
+      if (fs::exists(d.path() / name)) found.push_back((d.path() / name).string());
+    }
+    shm_on_tmpfs = found.size() == 1 && on_tmpfs(found[0]);
+    disk_on_scratch = fs::exists(t.file("scratch") + "/disk.dat");
+  });
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_TRUE(shm_on_tmpfs);
+  EXPECT_EQ(found[0].rfind("/dev/shm/mmsim-exec-", 0), 0u) << found[0];
+  EXPECT_TRUE(disk_on_scratch);
+  EXPECT_FALSE(fs::exists(found[0]));
+  EXPECT_FALSE(fs::exists(fs::path(found[0]).parent_path()));
+  EXPECT_TRUE(fs::is_empty(t.file("scratch")));
+}
+
+TEST(Exec, WritingASharedMappingOfATmpfsFileMakesShmemPages) {
+  if (!on_tmpfs("/dev/shm")) GTEST_SKIP() << "/dev/shm is not a tmpfs here";
+  TempDir t;
+  const uint64_t pages = 2048;  // 8 MiB: well above the host's noise
+  Op map = map_file(0, 0, pages);
+  map.shared = true;
+  map.writable = true;
+  Plan p = plan_of({Program{"m", {map, pages_op(OpKind::kTouch, 0, true)}}});
+  p.files = {plan::File{"t.shm", pages, false, true}};
+  const Exec r = run_plan(t, p);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.report->tasks[0].end, "exit");
+  int64_t shmem = 0;
+  for (const auto& [name, delta] : r.report->vmstat)
+    if (name == "nr_shmem") shmem = delta;
+  EXPECT_GE(shmem, static_cast<int64_t>(pages) * 9 / 10);
+  EXPECT_EQ(r.report->tasks[0].majflt, 0u);
+}
+
+TEST(Exec, ATmpfsDirectoryThatIsNotATmpfsExits3) {
+  TempDir t;
+  fs::create_directories(t.file("notshm"));
+  if (on_tmpfs(t.file("notshm"))) GTEST_SKIP() << "the test's temp dir is a tmpfs";
+  Plan p = plan_of({Program{"m", {count(0, 1)}}});
+  p.files = {plan::File{"t.shm", 1, false, true}};
+  const Exec r = run_plan(t, p, {"--tmpfs", t.file("notshm")});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("is not a tmpfs"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(t.file("notshm")));
+}
 
 TEST(ExecSweep, AReadOfFourPagesLoadsEveryElementOnce) {
   constexpr size_t kBytes = 4 * 4096;

@@ -34,7 +34,7 @@ std::string diff_ops(const std::vector<Op>& a, const std::vector<Op>& b, const s
         x.first_page == y.first_page && x.nr_pages == y.nr_pages && x.write == y.write &&
         x.elem_size == y.elem_size &&
         std::bit_cast<uint64_t>(x.compute_ns) == std::bit_cast<uint64_t>(y.compute_ns) &&
-        x.counter == y.counter && x.cgroup == y.cgroup;
+        x.counter == y.counter && x.cgroup == y.cgroup && x.cpus == y.cpus;
     if (!same) return where + " (" + std::string(op_name(x.kind)) + ") differs";
     if (std::string d = diff_ops(x.body, y.body, where + ".body"); !d.empty()) return d;
   }
@@ -50,7 +50,7 @@ std::string diff(const Plan& a, const Plan& b) {
   if (a.files.size() != b.files.size()) return "files";
   for (size_t i = 0; i < a.files.size(); ++i) {
     if (a.files[i].name != b.files[i].name || a.files[i].pages != b.files[i].pages ||
-        a.files[i].cached != b.files[i].cached) {
+        a.files[i].cached != b.files[i].cached || a.files[i].tmpfs != b.files[i].tmpfs) {
       return "files[" + std::to_string(i) + "]";
     }
   }
@@ -99,7 +99,7 @@ void expect_round_trip(const Plan& p) {
 constexpr OpKind kAllKinds[] = {OpKind::kMap,     OpKind::kUnmap, OpKind::kFork,  OpKind::kThreads,
                                 OpKind::kWait,    OpKind::kLoop,  OpKind::kSweep, OpKind::kTouch,
                                 OpKind::kMadvise, OpKind::kMlock, OpKind::kSleep, OpKind::kCount,
-                                OpKind::kCgroup};
+                                OpKind::kCgroup,  OpKind::kPin};
 
 // An op of `kind` with every field set to something other than its default.
 Op full_op(OpKind kind) {
@@ -124,6 +124,8 @@ Op full_op(OpKind kind) {
   op.compute_ns = 0.1;
   op.counter = 1;
   op.cgroup = 2;
+  op.cpus = {0, 7, 4294967295u};
+  if (kind == OpKind::kPin) op.nodes.clear();  // a pin names CPUs or nodes
   return op;
 }
 
@@ -133,7 +135,7 @@ Plan full_plan() {
   p.scenario = "every op, every field: 100% ";
   p.page_size = 16384;
   p.time_limit_ns = 5'000'000'000;
-  p.files = {{"a.dat", 3, true}, {"b+c_d-e.f", 1ull << 30, false}};
+  p.files = {{"a.dat", 3, true}, {"b+c_d-e.f", 1ull << 30, false, true}};
   p.regions = {"heap", "shared map=1"};
   p.counters = {"iters", "bytes\tread"};
   p.cgroups = {"/bench", "/bench/a b"};
@@ -288,7 +290,7 @@ class RandomPlans {
     p.time_limit_ns = coin() ? 0 : static_cast<int64_t>(pick(0, uint64_t{1} << 62));
     for (uint64_t i = pick(0, 3); i > 0; --i) {
       p.files.push_back(File{"f" + std::to_string(p.files.size()) + ".x_+-",
-                             pick(0, (uint64_t{1} << 33) / p.page_size), coin()});
+                             pick(0, (uint64_t{1} << 33) / p.page_size), coin(), coin()});
     }
     for (uint64_t i = pick(0, 4); i > 0; --i) p.regions.push_back(name());
     for (uint64_t i = pick(0, 4); i > 0; --i) p.counters.push_back(name());
@@ -360,6 +362,19 @@ class RandomPlans {
     }
     if (coin() && !plan_->counters.empty()) o.counter = pick(0, plan_->counters.size() - 1);
     if (coin()) o.cgroup = static_cast<uint32_t>(pick(0, plan_->cgroups.size()));
+    for (uint64_t n = coin() ? pick(0, 4) : 0; n > 0; --n) {
+      o.cpus.push_back(static_cast<uint32_t>(pick(0, UINT32_MAX)));
+    }
+    if (o.kind == OpKind::kPin && o.cpus.empty() == o.nodes.empty()) {
+      // Exactly one of the two.
+      if (coin()) {
+        o.cpus = {static_cast<uint32_t>(pick(0, 8191))};
+        o.nodes.clear();
+      } else {
+        o.nodes = {static_cast<uint16_t>(pick(0, 1023))};
+        o.cpus.clear();
+      }
+    }
     if (o.kind == OpKind::kLoop) {
       for (uint64_t n = pick(0, 4); n > 0; --n) o.body.push_back(op(depth + 1));
     }
@@ -722,7 +737,54 @@ TEST(PlanText, OpNamesAreTheScenarioLanguagesNames) {
   std::string names;
   for (const OpKind k : kAllKinds) names += std::string(op_name(k)) + " ";
   EXPECT_EQ(names,
-            "map unmap fork threads wait loop sweep touch madvise mlock sleep count cgroup ");
+            "map unmap fork threads wait loop sweep touch madvise mlock sleep count cgroup pin ");
+}
+
+TEST(PlanText, APinOpCarriesItsCpusOrItsNodes) {
+  const std::string cpus = plan_text("op kind=pin nodes= cpus=0,3\n");
+  std::string error;
+  const auto p = read_plan(cpus, &error);
+  ASSERT_TRUE(p) << error;
+  const Op& op = p->programs[0].ops[0];
+  EXPECT_EQ(op.kind, OpKind::kPin);
+  EXPECT_EQ(op.cpus, (std::vector<uint32_t>{0, 3}));
+  EXPECT_TRUE(op.nodes.empty());
+  EXPECT_EQ(write_plan(*p), cpus);
+  const std::string nodes = plan_text("op kind=pin nodes=1 cpus=\n");
+  const auto q = read_plan(nodes, &error);
+  ASSERT_TRUE(q) << error;
+  EXPECT_EQ(q->programs[0].ops[0].nodes, std::vector<uint16_t>{1});
+  EXPECT_EQ(write_plan(*q), nodes);
+}
+
+TEST(PlanRead, RefusesAPinWithBothOrNeitherOfCpusAndNodes) {
+  EXPECT_EQ(error_of(plan_text("op kind=pin nodes=0 cpus=1\n")),
+            "line 7: a pin op names CPUs (cpus=) or nodes (nodes=): exactly one of the two");
+  EXPECT_EQ(error_of(plan_text("op kind=pin nodes= cpus=\n")),
+            "line 7: a pin op names CPUs (cpus=) or nodes (nodes=): exactly one of the two");
+  EXPECT_EQ(error_of(plan_text("op kind=pin cpus=1\n")), "line 7: missing key nodes");
+}
+
+TEST(PlanText, ATmpfsFileIsWrittenWithFsTmpfsAndADiskFileAsBefore) {
+  Plan p;
+  p.files = {File{"d", 2, true}, File{"t", 3, false, true}};
+  p.programs = {Program{"m", {}}};
+  const std::string text = write_plan(p);
+  EXPECT_NE(text.find("file name=d pages=2 cached=1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("file name=t pages=3 cached=0 fs=tmpfs\n"), std::string::npos) << text;
+  expect_round_trip(p);
+}
+
+TEST(PlanRead, ReadsFsDiskAndRefusesAnotherFs) {
+  std::string text = plan_text("");
+  const std::string disk = "file name=f pages=4 cached=0 fs=disk\n";
+  text.replace(text.find("file name=f pages=4 cached=0\n"), disk.size() - 8, disk);
+  std::string error;
+  const auto p = read_plan(text, &error);
+  ASSERT_TRUE(p) << error << "\n" << text;
+  EXPECT_FALSE(p->files[0].tmpfs);
+  text.replace(text.find("fs=disk"), 7, "fs=ext4");
+  EXPECT_EQ(error_of(text), "line 3: fs: \"ext4\" is not disk or tmpfs");
 }
 
 }  // namespace

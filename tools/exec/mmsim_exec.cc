@@ -2,26 +2,31 @@
 // programs on this host with real system calls, as the simulator's World runs
 // them in its model, then prints what every task did as a plan::RunReport.
 //
-//   mmsim-exec --plan FILE --scratch DIR [--cgroup-root DIR] [--out FILE]
+//   mmsim-exec --plan FILE --scratch DIR [--cgroup-root DIR] [--tmpfs DIR]
+//              [--out FILE] [--keep-files]
 //
 // The top-level process is only a collector: it creates the plan's files in
-// DIR, forks the first task, reads the tasks' results from a pipe while the
-// run goes on, reaps what is left, removes the files and writes the report (to
-// FILE, else stdout). It maps nothing of the workload and is in no cgroup of
-// the plan. Exit status: 0 the run took place (a task may still have failed:
-// see its `end`), 2 bad usage or a bad plan, 3 the host refused the setup
-// (scratch dir, cgroup, page size, output file), 128 + N interrupted by
-// signal N (SIGINT, SIGTERM, SIGHUP: the run's processes are killed, its
-// files removed, no report written), 1 an internal error.
+// DIR (its tmpfs files in a directory of their own under --tmpfs, /dev/shm
+// by default, which must be a tmpfs), forks the first task, reads the tasks' results from a pipe
+// while the run goes on, reaps what is left, removes the files (unless --keep-files: the caller
+// reads their page cache's charges first, then removes them) and writes the report (to FILE, else
+// stdout). It maps nothing of the workload and is in no cgroup of the plan. Exit status: 0 the run
+// took place (a task may still have failed: see its `end`), 2 bad usage or a bad plan, 3 the host
+// refused the setup (scratch dir, cgroup, page size, output file), 128 + N interrupted by signal N
+// (SIGINT, SIGTERM, SIGHUP: the run's processes are killed, its files removed, no report written),
+// 1 an internal error.
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/mempolicy.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,6 +106,30 @@ void sleep_until(int64_t when_ns) {
   ts.tv_nsec = when_ns % 1'000'000'000;
   while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
   }
+}
+
+// The CPUs of a cpulist ("0-3,8-11", as /sys/devices/system/node/nodeN/cpulist
+// holds them; empty for a node with no CPUs), or nullopt if it is not one.
+std::optional<std::vector<uint32_t>> parse_cpulist(std::string_view text) {
+  std::vector<uint32_t> cpus;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 1);
+    const size_t dash = item.find('-');
+    uint32_t lo = 0, hi = 0;
+    const std::string_view a = item.substr(0, dash);
+    const std::string_view b = dash == std::string_view::npos ? a : item.substr(dash + 1);
+    const auto ra = std::from_chars(a.data(), a.data() + a.size(), lo);
+    const auto rb = std::from_chars(b.data(), b.data() + b.size(), hi);
+    if (a.empty() || b.empty() || ra.ec != std::errc() || ra.ptr != a.data() + a.size() ||
+        rb.ec != std::errc() || rb.ptr != b.data() + b.size() || hi < lo || hi >= 65536) {
+      return std::nullopt;
+    }
+    for (uint32_t c = lo; c <= hi; ++c) cpus.push_back(c);
+  }
+  return cpus;
 }
 
 // What every task knows of the run: set before the first task starts, never
@@ -227,6 +256,8 @@ class Task {
       }
       case OpKind::kCgroup:
         return do_cgroup(op.cgroup);
+      case OpKind::kPin:
+        return do_pin(op);
     }
     return Flow::kGo;
   }
@@ -444,6 +475,39 @@ class Task {
     return r.in_region ? Flow::kGo : fail(call, ENOMEM);
   }
 
+  // sched_setaffinity(0, ...) of this thread: the op's CPUs, or those of its
+  // nodes as the host's sysfs lists them now (numactl --cpunodebind). Threads
+  // and processes it starts later inherit the mask.
+  Flow do_pin(const Op& op) {
+    std::vector<uint32_t> cpus = op.cpus;
+    for (const uint16_t n : op.nodes) {
+      const std::string path = "/sys/devices/system/node/node" + std::to_string(n) + "/cpulist";
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return fail("node cpulist", errno);
+      char buf[4096];
+      const ssize_t len = ::read(fd, buf, sizeof buf - 1);
+      const int err = errno;
+      ::close(fd);
+      if (len < 0) return fail("node cpulist", err);
+      const auto list = parse_cpulist(std::string_view(buf, static_cast<size_t>(len)));
+      if (!list) return fail("node cpulist", EINVAL);
+      cpus.insert(cpus.end(), list->begin(), list->end());
+    }
+    uint32_t top = 0;
+    for (const uint32_t c : cpus) top = std::max(top, c);
+    cpu_set_t* set = CPU_ALLOC(top + 1);
+    if (!set) return fail("sched_setaffinity", ENOMEM);
+    const size_t size = CPU_ALLOC_SIZE(top + 1);
+    CPU_ZERO_S(size, set);
+    for (const uint32_t c : cpus) CPU_SET_S(c, size, set);
+    // An empty set (nodes without CPUs) fails here with EINVAL, as it would
+    // for taskset.
+    const int rc = ::sched_setaffinity(0, size, set);
+    const int err = errno;
+    CPU_FREE(set);
+    return rc == 0 ? Flow::kGo : fail("sched_setaffinity", err);
+  }
+
   // Moves this process into cgroup `index` (0: the run's root).
   Flow do_cgroup(uint32_t index) {
     const std::string path =
@@ -650,6 +714,8 @@ class Collector {
 
 struct Args {
   std::string plan, scratch, cgroup_root, out;
+  std::string tmpfs = "/dev/shm";  // where the plan's tmpfs files go (in a directory of their own)
+  bool keep_files = false;         // leave the files (and their page cache) for the caller
 };
 
 [[noreturn]] void die(int code, const std::string& msg) {
@@ -660,7 +726,7 @@ struct Args {
 [[noreturn]] void usage(const std::string& msg) {
   die(kExitBadInput, msg +
                          " (usage: mmsim-exec --plan FILE --scratch DIR [--cgroup-root DIR] "
-                         "[--out FILE])");
+                         "[--tmpfs DIR] [--out FILE] [--keep-files])");
 }
 
 Args parse_args(int argc, char** argv) {
@@ -671,7 +737,12 @@ Args parse_args(int argc, char** argv) {
                         : flag == "--scratch"     ? &a.scratch
                         : flag == "--cgroup-root" ? &a.cgroup_root
                         : flag == "--out"         ? &a.out
+                        : flag == "--tmpfs"       ? &a.tmpfs
                                                   : nullptr;
+    if (flag == "--keep-files") {
+      a.keep_files = true;
+      continue;
+    }
     if (!dest) usage("unknown argument \"" + std::string(flag) + "\"");
     if (i + 1 >= argc) usage(std::string(flag) + " needs a value");
     *dest = argv[++i];
@@ -743,9 +814,14 @@ void set_interrupt_handlers(void (*handler)(int)) {
 // The --out file, once created; removed if no report is written to it.
 std::string g_out;
 
+// The directory made for the tmpfs files, once made; removed after them.
+std::string g_tmpfs_dir;
+
 void remove_files() {
   for (const std::string& p : g_created) ::unlink(p.c_str());
   g_created.clear();
+  if (!g_tmpfs_dir.empty()) ::rmdir(g_tmpfs_dir.c_str());
+  g_tmpfs_dir.clear();
 }
 
 [[noreturn]] void refuse(const std::string& msg) {
@@ -755,11 +831,19 @@ void remove_files() {
 }
 
 // Creates `path` with `bytes` of non-zero data on disk, not in the page cache
-// (or, when `cached`, read back into it).
-void create_file(const std::string& path, uint64_t bytes, bool cached) {
+// (or, when `cached`, read back into it). On a tmpfs (`tmpfs`): the data
+// written (in memory: shmem) when `cached`, else a file of holes, whose pages
+// the run's faults allocate.
+void create_file(const std::string& path, uint64_t bytes, bool cached, bool tmpfs) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) refuse("cannot create " + path + ": " + std::strerror(errno));
   g_created.push_back(path);
+  if (tmpfs && !cached) {
+    if (bytes > static_cast<uint64_t>(INT64_MAX) || ::ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+      refuse("cannot size " + path + ": " + std::strerror(errno));
+    ::close(fd);
+    return;
+  }
   std::vector<unsigned char> chunk(size_t{1} << 20);
   for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<unsigned char>(1 + i * 31 % 255);
   uint64_t done = 0;
@@ -769,6 +853,10 @@ void create_file(const std::string& path, uint64_t bytes, bool cached) {
       refuse("cannot write " + path + ": " + std::strerror(errno));
     }
     done += n;
+  }
+  if (tmpfs) {
+    ::close(fd);
+    return;
   }
   if (::fsync(fd) != 0) refuse("cannot fsync " + path + ": " + std::strerror(errno));
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -860,10 +948,26 @@ int run_main(int argc, char** argv) {
   // A task killed by a signal leaves no core file behind.
   const rlimit no_core{0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);
+  if (std::any_of(plan.files.begin(), plan.files.end(),
+                  [](const plan::File& f) { return f.tmpfs; })) {
+    struct statfs sfs {};
+    if (::statfs(args.tmpfs.c_str(), &sfs) != 0) {
+      refuse("tmpfs directory " + args.tmpfs + ": " + std::strerror(errno));
+    }
+    if (sfs.f_type != TMPFS_MAGIC) {
+      refuse("the plan has tmpfs files, but " + args.tmpfs +
+             " is not a tmpfs (give a tmpfs directory with --tmpfs)");
+    }
+    std::string tmpl = args.tmpfs + "/mmsim-exec-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) {
+      refuse("cannot create a directory in " + args.tmpfs + ": " + std::strerror(errno));
+    }
+    g_tmpfs_dir = tmpl;
+  }
   for (const plan::File& f : plan.files) {
-    const std::string path = args.scratch + "/" + f.name;
+    const std::string path = (f.tmpfs ? g_tmpfs_dir : args.scratch) + "/" + f.name;
     run.file_paths.push_back(path);
-    create_file(path, f.pages * plan.page_size, f.cached);
+    create_file(path, f.pages * plan.page_size, f.cached, f.tmpfs);
   }
 
   // The run: the first task in a child; orphans come back to the collector.
@@ -916,7 +1020,8 @@ int run_main(int argc, char** argv) {
     collector.reaped(pid, status);
   }
   const HostCounters after = read_host_counters();
-  remove_files();
+  // --keep-files: the caller reads the page cache's charges, then removes them.
+  if (!args.keep_files || g_interrupted) remove_files();
   if (g_interrupted) {
     // No report: the run did not end on its own.
     if (!g_out.empty()) ::unlink(g_out.c_str());
