@@ -24,6 +24,7 @@
 #include "report/report.h"
 #include "scenario/scenario.h"
 #include "topo/topology.h"
+#include "validate/validate.h"
 #include "workload/world.h"
 
 namespace mmsim::cli {
@@ -413,6 +414,36 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   native_cmd->add_option("--costs", predict_costs,
                          "--predict: the host cost profile (mmsim calibrate --out)");
 
+  validate::ValidateOptions vo;
+  auto* validate_cmd = app.add_subcommand(
+      "validate",
+      "Run scenarios on a real Linux kernel in QEMU (the scenario's machine) and judge the "
+      "kernel's counters against the simulation's");
+  validate_cmd->add_option("scenario", vo.scenarios, "Scenario TOML files")->required();
+  validate_cmd->add_option("--kernel", vo.kernels,
+                           "Kernel series, 6.1 or 6.12 (repeatable; default: each scenario's "
+                           "[validate] kernels)");
+  validate_cmd->add_option("--repeat", vo.repeat,
+                           "Runs in the guest and seeds simulated (default: the scenario's "
+                           "[validate] repeat, else 3)");
+  validate_cmd->add_option("--set", vo.sets,
+                           "Override a scenario key in both worlds: key.path=value (repeatable)");
+  validate_cmd
+      ->add_option("--accel", vo.accel, "QEMU accelerator: auto (KVM if it boots), kvm or tcg")
+      ->capture_default_str();
+  validate_cmd->add_option("--json", vo.json, "Write every result as JSON to this file");
+  validate_cmd->add_option("--markdown", vo.markdown,
+                           "Write a report of every result (docs/validation.md) to this file");
+  validate_cmd->add_option("--timeout", vo.timeout_s, "Seconds per guest, boot included")
+      ->capture_default_str();
+  validate_cmd->add_option("--exec", vo.exec_path,
+                           "The mmsim-exec executor (default: the build tree's)");
+  validate_cmd->add_option("--kernel-cache", vo.cache_dir,
+                           "Where kernels are fetched to (default $XDG_CACHE_HOME/mmsim/kernels)");
+  validate_cmd->add_option("--work-dir", vo.work_root,
+                           "Where the guest's initramfs and logs are made (default /var/tmp)");
+  validate_cmd->add_flag("--keep", vo.keep, "Keep the guest's initramfs and console log");
+
   CalibrateArgs ca;
   auto* calibrate =
       app.add_subcommand("calibrate", "Measure this host's costs and write a cost profile");
@@ -443,7 +474,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << "Run 'mmsim --help' or 'mmsim SUBCOMMAND --help'.\n";
     return 2;
   }
-  for (CLI::App* sub : {run, compare, native_cmd}) {
+  for (CLI::App* sub : {run, compare, native_cmd, validate_cmd}) {
     if (*sub && sub->count("--json") && sub->get_option("--json")->as<std::string>().empty()) {
       err << "mmsim: error: --json: an empty file name\n";
       return kExitBadInput;
@@ -455,6 +486,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*topology) return cmd_topology(machine, out, err);
     if (*costs) return cmd_costs(out);
     if (*switches) return cmd_switches(switches_version, switches_markdown, out, err);
+    if (*validate_cmd) {
+      for (const auto& f : {vo.json, vo.markdown}) {
+        if (f.empty()) continue;
+        if (const std::string why = output_problem(f, vo.scenarios); !why.empty()) {
+          err << "mmsim: error: " << f << ": " << why << "\n";
+          return kExitBadInput;
+        }
+      }
+      return validate::run_validate(vo, out, err);
+    }
     if (*calibrate) {
       if (const std::string why = output_problem(ca.out, {}); !why.empty()) {
         err << "mmsim: error: --out: " << why << "\n";

@@ -114,6 +114,7 @@ memcg::MemCgroup read_memcg(const std::string& dir, const std::string& path, boo
     g.pgpgin = st("pgpgin");
     g.pgpgout = st("pgpgout");
   }
+  g.shmem = spages("shmem");
   g.pgfault = st("pgfault");
   g.pgmajfault = st("pgmajfault");
   return g;
@@ -186,8 +187,22 @@ class Runner {
     if (const int e = write_text(plan_path, plan::write_plan(build_plan(sc_)), true, &step)) {
       return refuse(fmt::format("cannot write {}: {} {}", plan_path, step, errno_text(e)));
     }
+    // The files stay until the cgroups are read (their page cache still
+    // charged, as in the simulation, where files outlive the tasks): the
+    // executor keeps them, and the run's directories go with `changes`.
     LaunchSpec spec;
-    spec.argv = {exec_, "--plan", plan_path, "--scratch", files, "--out", report_path};
+    spec.argv = {exec_, "--plan", plan_path,   "--scratch",
+                 files, "--out",  report_path, "--keep-files"};
+    if (std::any_of(sc_.workload.files.begin(), sc_.workload.files.end(),
+                    [](const workload::FileSpec& f) { return f.tmpfs; })) {
+      std::string shm = o_.tmpfs_root + "/mmsim-native-XXXXXX";
+      if (!::mkdtemp(shm.data())) {
+        return refuse(fmt::format("cannot create a directory for the tmpfs files in {}: {}",
+                                  o_.tmpfs_root, errno_text(errno)));
+      }
+      changes.dir_created(shm);
+      spec.argv.insert(spec.argv.end(), {"--tmpfs", shm});
+    }
     if (!cgroup_root.empty()) {
       spec.argv.push_back("--cgroup-root");
       spec.argv.push_back(cgroup_root);
@@ -251,25 +266,6 @@ class Runner {
   const std::string exec_;
   std::ostream& err_;
 };
-
-// mmsim-exec, or "" with why.
-std::string find_exec(const ScenarioNativeOptions& o, std::string* why) {
-  std::vector<std::string> tried;
-  if (!o.exec_path.empty()) {
-    if (::access(o.exec_path.c_str(), X_OK) == 0) return fs::absolute(o.exec_path).string();
-    tried.push_back(o.exec_path);
-  } else {
-    for (const auto& p : build_tree_candidates(fs::path("tools") / "exec" / "mmsim-exec")) {
-      if (::access(p.c_str(), X_OK) == 0) return p.string();
-      tried.push_back(p.string());
-    }
-  }
-  *why = fmt::format(
-      "cannot find the native executor mmsim-exec (looked for {}); build it "
-      "(target mmsim-exec) or give --exec",
-      tried.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(tried, ", ")));
-  return "";
-}
 
 // Writes the settings; on a refusal says why and returns false (the caller
 // undoes what was written).
@@ -365,6 +361,24 @@ Stat stat_of(const std::vector<double>& v) {
 }
 
 }  // namespace
+
+std::string find_exec(const ScenarioNativeOptions& o, std::string* why) {
+  std::vector<std::string> tried;
+  if (!o.exec_path.empty()) {
+    if (::access(o.exec_path.c_str(), X_OK) == 0) return fs::absolute(o.exec_path).string();
+    tried.push_back(o.exec_path);
+  } else {
+    for (const auto& p : build_tree_candidates(fs::path("tools") / "exec" / "mmsim-exec")) {
+      if (::access(p.c_str(), X_OK) == 0) return p.string();
+      tried.push_back(p.string());
+    }
+  }
+  *why = fmt::format(
+      "cannot find the native executor mmsim-exec (looked for {}); build it "
+      "(target mmsim-exec) or give --exec",
+      tried.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(tried, ", ")));
+  return "";
+}
 
 HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
                     const ScenarioNativeOptions& o) {

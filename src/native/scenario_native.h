@@ -24,6 +24,8 @@ struct ScenarioNativeOptions {
   // Where the scenario's files are created (in a fresh directory, removed
   // afterwards); empty: /var/tmp (on disk, unlike a tmpfs /tmp).
   std::string scratch_root;
+  // Where its tmpfs files are made (in a fresh directory, removed afterwards).
+  std::string tmpfs_root = "/dev/shm";
   // Roots, replaceable so that tests can use fake trees.
   std::string sysctl_root = "/proc/sys";
   std::string debugfs_root = "/sys/kernel/debug";
@@ -47,6 +49,10 @@ struct HostFit {
 };
 HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
                     const ScenarioNativeOptions& options);
+
+// The mmsim-exec to run: options.exec_path, else the build tree's; "" with
+// why when there is none.
+std::string find_exec(const ScenarioNativeOptions& options, std::string* why);
 
 // Runs the scenario `options.repeat` times and reports: the summary on
 // `out`, the JSON in options.json and, when given, in *json. Returns the exit

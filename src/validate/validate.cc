@@ -1,0 +1,778 @@
+#include "validate/validate.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <stdlib.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "native/host.h"
+#include "native/scenario_native.h"
+#include "report/report.h"
+#include "scenario/simulation.h"
+#include "util/atomic_file.h"
+#include "validate/guest.h"
+#include "validate/initramfs.h"
+#include "validate/kernels.h"
+
+namespace mmsim::validate {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+double Series::mean() const {
+  if (values.empty()) return NAN;
+  double s = 0;
+  for (const double v : values) s += v;
+  return s / static_cast<double>(values.size());
+}
+double Series::min() const {
+  return values.empty() ? NAN : *std::min_element(values.begin(), values.end());
+}
+double Series::max() const {
+  return values.empty() ? NAN : *std::max_element(values.begin(), values.end());
+}
+
+std::map<std::string, double> flat_counters(const ordered_json& j) {
+  std::map<std::string, double> out;
+  auto put = [&](const std::string& k, const ordered_json& v) {
+    if (v.is_number()) out[k] = v.get<double>();
+  };
+  if (j.contains("vmstat")) {
+    for (const auto& [k, v] : j["vmstat"].items()) put(k, v);
+    // Zones are the kernel's (a small guest has only DMA32); the simulation
+    // has one: allocations are compared over all zones.
+    double pgalloc = 0;
+    bool any = false;
+    for (const auto& [k, v] : j["vmstat"].items()) {
+      if (k.rfind("pgalloc_", 0) == 0 && v.is_number()) {
+        pgalloc += v.get<double>();
+        any = true;
+      }
+    }
+    if (any) out["pgalloc"] = pgalloc;
+  }
+  if (j.contains("metrics")) {
+    for (const auto& [k, v] : j["metrics"].items()) put(fmt::format("metric:{}", k), v);
+  }
+  if (j.contains("memcg") && j["memcg"].contains("cgroups")) {
+    for (const auto& [g, files] : j["memcg"]["cgroups"].items()) {
+      for (const auto& [k, v] : files.items()) {
+        // The simulation's own diagnostics are no kernel file.
+        if (k == "move_lock_slowpath" || k == "reclaimed_pages") continue;
+        if (k == "memory.stat") {
+          for (const auto& [s, x] : v.items()) put(fmt::format("memcg:{}:{}", g, s), x);
+        } else {
+          put(fmt::format("memcg:{}:{}", g, k), v);
+        }
+      }
+    }
+  }
+  if (j.contains("tasks") && j["tasks"].is_array()) {
+    for (const char* k : {"minflt", "majflt"}) {
+      double sum = 0;
+      for (const auto& t : j["tasks"]) {
+        if (t.contains(k) && t[k].is_number()) sum += t[k].get<double>();
+      }
+      out[fmt::format("tasks:{}", k)] = sum;
+    }
+  }
+  return out;
+}
+
+bool is_gauge(const std::string& c) {
+  // The run's memory cgroups are made for it: their files are read after the
+  // run in both worlds, gauges and counts alike. vmstat's nr_* are the
+  // kernel's change over the run but the simulation's end value.
+  return c.rfind("nr_", 0) == 0 && c.rfind("nr_tlb_", 0) != 0;
+}
+
+std::string Tolerance::text() const {
+  return relative ? fmt::format("{:g}%", value * 100) : fmt::format("±{:g}", value);
+}
+
+Verdict judge(const std::string& counter, const Series& real, const Series& sim, bool modelled,
+              const std::optional<Tolerance>& tol) {
+  Verdict v{counter, real, sim, tol};
+  v.modelled = modelled;
+  const double r = real.mean(), s = sim.mean();
+  v.error = r != 0 ? (s - r) / r : (s == 0 ? 0.0 : INFINITY);
+  if (!modelled) {
+    v.pass = !tol;
+    v.note = "not modelled";
+    return v;
+  }
+  if (!tol) return v;
+  v.pass = tol->relative ? std::fabs(v.error) <= tol->value + 1e-12
+                         : std::fabs(s - r) <= tol->value + 1e-9;
+  return v;
+}
+
+namespace {
+
+constexpr int kExitHost = native::kExitHostSetup;
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+uint64_t host_mem_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size) : 0;
+}
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// The value of a "MMSIM-RUN i rc" block's runs in the data file, in order:
+// each run's exit code and its JSON (empty when it wrote none).
+struct GuestRun {
+  int rc = -1;
+  std::string json;
+};
+std::vector<GuestRun> parse_data(const std::string& text, bool* done) {
+  std::vector<GuestRun> runs;
+  std::istringstream in(text);
+  GuestRun* cur = nullptr;
+  *done = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind("MMSIM-RUN ", 0) == 0) {
+      runs.emplace_back();
+      cur = &runs.back();
+      std::istringstream w(line.substr(10));
+      int i = 0;
+      w >> i >> cur->rc;
+    } else if (line.rfind("MMSIM-END ", 0) == 0) {
+      cur = nullptr;
+    } else if (line == "MMSIM-DONE") {
+      *done = true;
+    } else if (cur) {
+      cur->json += line + "\n";
+    }
+  }
+  return runs;
+}
+
+std::string tail_lines(const std::string& text, size_t n) {
+  if (text.empty()) return text;
+  size_t pos = text.size();
+  for (size_t i = 0; i <= n && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) return text;
+  }
+  return text.substr(pos + 1);
+}
+
+// The guest's /init: mounts, the scenario's cgroup hierarchy, a disk for its
+// files, then `mmsim native` once per run, each run's JSON on ttyS1.
+std::string init_script(const std::string& hierarchy, uint64_t disk_kib,
+                        const std::vector<std::string>& modules,
+                        const std::vector<std::string>& native_args, int repeat) {
+  std::string s = R"(#!/bin/busybox sh
+/bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin
+/bin/busybox --install -s
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /tmp /dev/shm /var/tmp
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs shm /dev/shm
+mount -t debugfs debugfs /sys/kernel/debug
+)";
+  if (hierarchy == "v2") {
+    s += "mount -t cgroup2 cgroup2 /sys/fs/cgroup\n"
+         "echo +memory > /sys/fs/cgroup/cgroup.subtree_control\n";
+  } else {
+    s += "mount -t tmpfs cgroup /sys/fs/cgroup\nmkdir /sys/fs/cgroup/memory\n"
+         "mount -t cgroup -o memory memory /sys/fs/cgroup/memory\n";
+  }
+  if (disk_kib) {
+    // The scenario's disk files: ext2 (by the ext4 driver) on a RAM disk,
+    // page cache over a block device as on a real disk (the rootfs is shmem).
+    for (const auto& m : modules) {
+      s += fmt::format("insmod /lib/modules/{}{}\n", m,
+                       m == "brd.ko" ? fmt::format(" rd_nr=1 rd_size={}", disk_kib) : "");
+    }
+    s += "mke2fs -q /dev/ram0 >/dev/null && mount -t ext4 /dev/ram0 /var/tmp || "
+         "echo 'MMSIM-GUEST-ERROR no disk for the scenario files'\n";
+  }
+  s += "stty -F /dev/ttyS1 raw -echo 2>/dev/null\n";
+  s += "echo \"MMSIM-GUEST-UP $(uname -r)\"\n";
+  std::string args;
+  for (const auto& a : native_args) args += fmt::format(" {}", shell_quote(a));
+  s += fmt::format(R"(i=1
+while [ $i -le {} ]; do
+  rm -f /tmp/run.json
+  /bin/mmsim native /scenario.toml --exec /bin/mmsim-exec --json /tmp/run.json{}
+  rc=$?
+  {{ echo "MMSIM-RUN $i $rc"; [ -f /tmp/run.json ] && cat /tmp/run.json; echo "MMSIM-END $i"; }} > /dev/ttyS1
+  [ $rc = 0 ] || break
+  i=$((i+1))
+done
+echo MMSIM-DONE > /dev/ttyS1
+sync
+poweroff -f
+)",
+                   repeat, args);
+  return s;
+}
+
+struct Outcome {
+  int rc = 0;           // 0 validated (see verdicts), else an exit code
+  std::string skipped;  // why it did not run, when it did not
+  std::vector<Verdict> verdicts;
+  ordered_json json;
+};
+
+struct Context {
+  const ValidateOptions& o;
+  std::ostream& out;
+  std::ostream& err;
+  native::SignalScope& signals;
+  std::string cache;
+  std::string qemu;
+};
+
+Outcome validate_one(Context& cx, const std::string& path, const std::string& series) {
+  Outcome oc;
+  auto& err = cx.err;
+  // The scenario as the simulation sees it (its machine is the guest's).
+  scenario::PrepareResult pr = scenario::prepare({path, std::nullopt, cx.o.sets, std::nullopt, ""});
+  if (!pr.run) {
+    for (const auto& d : pr.diagnostics) err << d.str() << "\n";
+    oc.rc = 2;
+    return oc;
+  }
+  const scenario::Scenario& sc = pr.run->scenario;
+  if (sc.host_machine) {
+    err << "mmsim: error: " << path
+        << ": machine.preset = \"host\": validate boots the scenario's own machine; give one\n";
+    oc.rc = 2;
+    return oc;
+  }
+  const int repeat = cx.o.repeat > 0 ? cx.o.repeat : sc.validate.repeat;
+  const GuestMachine gm = guest_machine(pr.run->topology);
+  if (const std::string misfit = guest_misfit(gm, host_mem_bytes()); !misfit.empty()) {
+    err << "mmsim: error: " << path << ": the machine does not fit a guest on this host: " << misfit
+        << "\n";
+    oc.rc = 2;
+    return oc;
+  }
+
+  // The kernel, fetched on first use.
+  std::string why;
+  std::optional<KernelImage> k = cached_kernel(cx.cache, series);
+  if (!k) k = fetch_kernel(cx.cache, series, cx.signals, err, &why);
+  if (!k) {
+    err << "mmsim: error: kernel " << series << ": " << why << "\n";
+    oc.rc = kExitHost;
+    return oc;
+  }
+  std::vector<std::string> extra_sets = {fmt::format("kernel.version={}", series)};
+  std::string hierarchy = sc.kernel.memcg.hierarchy == memcg::Hierarchy::kV2 ? "v2" : "v1";
+  std::vector<std::string> notes;
+  const KernelVersion kv = *KernelVersion::parse(series);
+  if (hierarchy == "v1" && kv >= KernelVersion{6, 11} && k->config("MEMCG_V1") != "y") {
+    if (!sc.cgroups.empty()) {
+      oc.skipped = fmt::format(
+          "memcg.hierarchy = \"v1\", and {} is built without CONFIG_MEMCG_V1 (--set "
+          "memcg.hierarchy=v2 validates it under cgroup v2)",
+          k->release);
+      return oc;
+    }
+    hierarchy = "v2";
+    extra_sets.push_back("memcg.hierarchy=v2");
+    notes.push_back(k->release + " has no cgroup v1 memory controller: cgroup v2 in both worlds");
+  }
+  std::vector<std::string> sets = cx.o.sets;
+  sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
+
+  // The work directory: initramfs, console log, the guest's data.
+  std::error_code ec;
+  const std::string root = cx.o.work_root.empty() ? "/var/tmp" : cx.o.work_root;
+  std::string tmpl = root + "/mmsim-validate-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) {
+    err << "mmsim: error: cannot make a directory under " << root << ": "
+        << native::errno_text(errno) << "\n";
+    oc.rc = kExitHost;
+    return oc;
+  }
+  const std::string work = tmpl;
+  struct Cleanup {
+    std::string dir;
+    bool keep;
+    ~Cleanup() {
+      std::error_code e;
+      if (!keep) fs::remove_all(dir, e);
+    }
+  } cleanup{work, cx.o.keep};
+
+  // The initramfs: busybox, mmsim and its libraries, mmsim-exec, the scenario.
+  Initramfs ir;
+  for (const char* d : {"proc", "sys", "dev", "tmp", "var/tmp", "lib/modules", "etc"})
+    ir.add_dir(d);
+  auto add_program = [&](const std::string& host_path, const std::string& at) {
+    std::vector<std::string> libs;
+    if (!ir.add_host_file(at, host_path, 0755, &why) ||
+        !shared_libraries(host_path, cx.signals, &libs, &why)) {
+      return false;
+    }
+    for (const auto& l : libs) {
+      const std::string rel = l.substr(1);
+      if (!ir.has(rel) && !ir.add_host_file(rel, l, 0755, &why)) return false;
+    }
+    return true;
+  };
+  native::ScenarioNativeOptions no;
+  no.exec_path = cx.o.exec_path;
+  const std::string exec = native::find_exec(no, &why);
+  std::error_code sec;
+  const std::string self = fs::read_symlink("/proc/self/exe", sec).string();
+  if (exec.empty() || !add_program("/bin/busybox", "bin/busybox") ||
+      !add_program(self, "bin/mmsim") || !add_program(exec, "bin/mmsim-exec")) {
+    err << "mmsim: error: the guest's programs: " << why
+        << (why.find("busybox") != std::string::npos ? " (Debian package busybox-static)" : "")
+        << "\n";
+    oc.rc = kExitHost;
+    return oc;
+  }
+  {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    ir.add_file("scenario.toml", text.str());
+  }
+  // Disk files: a RAM disk sized for them, with the modules it needs.
+  uint64_t file_bytes = 0;
+  bool disk = false;
+  for (const auto& f : sc.workload.files) {
+    if (f.tmpfs) continue;
+    disk = true;
+    file_bytes += f.pages * 4096;
+  }
+  uint64_t disk_kib = 0;
+  std::vector<std::string> modules;
+  if (disk) {
+    disk_kib = (file_bytes + file_bytes / 8 + (32ull << 20)) >> 10;
+    for (const char* m : {"lib/crc16", "crypto/crc32c_generic", "fs/mbcache", "fs/jbd2/jbd2",
+                          "fs/ext4/ext4", "drivers/block/brd"}) {
+      const std::string base = fmt::format("{}/kernel/{}.ko", k->modules(), m);
+      const std::string name = fs::path(base).filename().string();
+      std::string data;
+      if (fs::exists(base)) {
+        std::ifstream in(base, std::ios::binary);
+        std::ostringstream t;
+        t << in.rdbuf();
+        data = t.str();
+      } else if (fs::exists(base + ".xz")) {
+        const CommandResult x = run_command(
+            {.argv = {"/bin/busybox", "xz", "-dc", base + ".xz"}, .timeout_s = 120}, cx.signals);
+        if (!x.ok()) {
+          err << "mmsim: error: cannot decompress " << base << ".xz: " << x.what() << "\n";
+          oc.rc = kExitHost;
+          return oc;
+        }
+        data = x.out;
+      } else {
+        continue;  // built in, or not needed by this kernel
+      }
+      ir.add_file(fmt::format("lib/modules/{}", name), std::move(data));
+      modules.push_back(name);
+    }
+  }
+  std::vector<std::string> native_args;
+  for (const auto& s : sets) native_args.insert(native_args.end(), {"--set", s});
+  ir.add_file("init", init_script(hierarchy, disk_kib, modules, native_args, repeat), 0755);
+  const std::string initrd = work + "/initramfs.cpio";
+  const std::string data = work + "/ttyS1.txt";
+  if (std::string werr; !util::write_file_atomically(initrd, ir.archive(), &werr)) {
+    err << "mmsim: error: " << werr << "\n";
+    oc.rc = kExitHost;
+    return oc;
+  }
+
+  // Boot and run.
+  BootSpec b;
+  b.vmlinuz = k->vmlinuz();
+  b.initrd = initrd;
+  b.data_path = data;
+  b.accel = cx.o.accel;
+  b.timeout_s = cx.o.timeout_s;
+  // 4 KiB pages: the simulation models no THP (yet); the guest's default
+  // would be Debian's "always".
+  b.cmdline = "quiet transparent_hugepage=never";
+  err << fmt::format("mmsim: validating {} on Linux {} ({} runs)\n", sc.name, k->release, repeat);
+  const BootResult br = boot_guest(gm, b, cx.signals, err);
+  std::ofstream(work + "/console.log") << br.qemu.out << br.qemu.err;
+  if (br.qemu.interrupted) {
+    oc.rc = 128 + br.qemu.interrupted;
+    err << "mmsim: interrupted: the guest was stopped\n";
+    return oc;
+  }
+  bool done = false;
+  std::string data_text;
+  {
+    std::ifstream in(data);
+    std::ostringstream t;
+    t << in.rdbuf();
+    data_text = t.str();
+  }
+  const std::vector<GuestRun> runs = parse_data(data_text, &done);
+  auto guest_failed = [&](const std::string& what) {
+    err << "mmsim: error: " << sc.name << " on Linux " << k->release << ": " << what
+        << "\nmmsim: the guest's console, last lines:\n"
+        << tail_lines(br.qemu.out, 25)
+        << (br.qemu.err.empty() ? std::string() : fmt::format("\n{}", br.qemu.err)) << "\n";
+    oc.rc = kExitHost;
+    return oc;
+  };
+  if (!br.came_up)
+    return guest_failed(fmt::format("the guest never came up (QEMU {})", br.qemu.what()));
+  std::vector<ordered_json> real;
+  for (const auto& r : runs) {
+    if (r.rc != 0) {
+      return guest_failed(fmt::format("mmsim native exited with status {} in the guest", r.rc));
+    }
+    try {
+      real.push_back(ordered_json::parse(r.json));
+    } catch (const std::exception& e) {
+      return guest_failed(fmt::format("the guest's report is not JSON: {}", e.what()));
+    }
+  }
+  if (static_cast<int>(real.size()) < repeat) {
+    return guest_failed(
+        fmt::format("{} of {} runs reported (QEMU {})", real.size(), repeat, br.qemu.what()));
+  }
+
+  // The simulation: the same scenario, the kernel's version, seeds S..S+N-1.
+  std::vector<ordered_json> simulated;
+  double sim_wall = 0;
+  for (int i = 0; i < repeat; ++i) {
+    scenario::PrepareResult sp =
+        scenario::prepare({path, std::nullopt, sets, sc.seed + static_cast<uint64_t>(i), ""});
+    if (!sp.run) {
+      for (const auto& d : sp.diagnostics) err << d.str() << "\n";
+      oc.rc = 2;
+      return oc;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const workload::RunResult r = scenario::simulate(*sp.run);
+    sim_wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report::RunInfo info{&sp.run->scenario, &sp.run->topology, &r, 0, false};
+    simulated.push_back(report::run_json(info));
+  }
+
+  // Counters side by side: the judged ones (the scenario's tolerances) first.
+  std::map<std::string, Series> rs, ss;
+  for (const auto& j : real) {
+    for (const auto& [c, v] : flat_counters(j)) rs[c].values.push_back(v);
+  }
+  std::set<std::string> modelled;
+  for (const auto& j : simulated) {
+    for (const auto& [c, v] : flat_counters(j)) {
+      ss[c].values.push_back(v);
+      modelled.insert(c);
+    }
+  }
+  // A vmstat counter no run changed is 0 on the kernel's side.
+  auto real_of = [&](const std::string& c) {
+    auto it = rs.find(c);
+    if (it != rs.end() && it->second.values.size() == real.size()) return it->second;
+    Series s;
+    for (const auto& j : real) {
+      const auto f = flat_counters(j);
+      const auto x = f.find(c);
+      s.values.push_back(x == f.end() ? 0.0 : x->second);
+    }
+    return s;
+  };
+  std::set<std::string> judged;
+  for (const auto& t : sc.validate.tolerances) {
+    if (is_gauge(t.counter)) {
+      err << fmt::format(
+          "{}:{}:{}: error: validate.tolerance.{}: a gauge (its change on the "
+          "kernel, its end value in the simulation): not comparable\n",
+          path, t.line, t.col, t.counter);
+      oc.rc = 2;
+      return oc;
+    }
+    if (!modelled.count(t.counter) && !rs.count(t.counter)) {
+      err << fmt::format(
+          "{}:{}:{}: error: validate.tolerance.{}: no such counter in either "
+          "report (vmstat names, metric:NAME, memcg:PATH:KEY, tasks:minflt)\n",
+          path, t.line, t.col, t.counter);
+      oc.rc = 2;
+      return oc;
+    }
+    judged.insert(t.counter);
+    oc.verdicts.push_back(judge(t.counter, real_of(t.counter), ss[t.counter],
+                                modelled.count(t.counter) > 0, Tolerance{t.relative, t.value}));
+  }
+  // Then what either side changed, unjudged: counters both have, not gauges,
+  // not per zone, and only those this kernel counts.
+  const bool tlb_counted = k->config("DEBUG_TLBFLUSH") == "y";
+  if (!tlb_counted) {
+    notes.push_back("nr_tlb_* are not counted by this kernel (CONFIG_DEBUG_TLBFLUSH is unset)");
+  }
+  for (const auto& [c, s] : ss) {
+    if (judged.count(c) || is_gauge(c) || c.rfind("metric:", 0) == 0) continue;
+    if (c.rfind("pgalloc_", 0) == 0 || (!tlb_counted && c.rfind("nr_tlb_", 0) == 0)) continue;
+    const Series r = real_of(c);
+    if (s.mean() == 0 && r.mean() == 0) continue;
+    oc.verdicts.push_back(judge(c, r, s, true, std::nullopt));
+  }
+
+  // The table.
+  auto& out = cx.out;
+  out << fmt::format("\nvalidate {} ({}) on Linux {}\n", sc.name, path, k->release);
+  out << fmt::format("kernel   {} {} (Debian)\n", k->package, k->version);
+  out << fmt::format("qemu     {}, {}{}\n", cx.qemu, br.accel == "kvm" ? "KVM" : "TCG",
+                     br.accel_note.empty() ? std::string() : fmt::format(" ({})", br.accel_note));
+  out << fmt::format(
+      "machine  {} nodes, {} CPUs, {} MiB per node; 4 KiB pages "
+      "(transparent_hugepage=never)\n",
+      gm.node_mem.size(), gm.nr_cpus(), gm.node_mem.empty() ? 0 : gm.node_mem[0] >> 20);
+  out << fmt::format(
+      "runs     {} in the guest ({:.1f} s of QEMU, boot {:.1f} s); simulated with "
+      "seeds {}..{} in {:.2f} s\n",
+      repeat, br.qemu.wall_s, br.up_s, sc.seed, sc.seed + repeat - 1, sim_wall);
+  for (const auto& n : notes) out << "note     " << n << "\n";
+  if (br.accel == "tcg") {
+    out << "note     under TCG guest time is not that of real hardware: counters are judged, "
+           "times are not\n";
+  }
+  auto range = [](const Series& s) {
+    if (s.values.size() < 2 || s.min() == s.max()) return fmt::format("{:.6g}", s.mean());
+    return fmt::format("{:.6g} ({:.6g}-{:.6g})", s.mean(), s.min(), s.max());
+  };
+  auto err_text = [](const Verdict& v) {
+    return std::isinf(v.error) ? std::string("n/a") : fmt::format("{:+.1f}%", v.error * 100);
+  };
+  out << fmt::format("\n{:<34} {:>26} {:>26} {:>9} {:>9}  {}\n", "counter", "real mean (range)",
+                     "simulated mean (range)", "error", "tolerance", "verdict");
+  int passed = 0, failed = 0;
+  for (const auto& v : oc.verdicts) {
+    if (v.tolerance) (v.pass ? passed : failed)++;
+    out << fmt::format(
+        "{:<34} {:>26} {:>26} {:>9} {:>9}  {}\n", v.counter, range(v.real),
+        v.modelled ? range(v.sim) : "-", err_text(v), v.tolerance ? v.tolerance->text() : "-",
+        !v.tolerance ? (v.modelled ? "" : "not modelled")
+                     : (v.pass ? "pass" : (v.modelled ? "FAIL" : "FAIL (not modelled)")));
+  }
+  out << fmt::format("{} of {} judged counters within tolerance\n", passed, passed + failed);
+  out.flush();
+
+  ordered_json counters = ordered_json::array();
+  for (const auto& v : oc.verdicts) {
+    ordered_json c = {{"counter", v.counter},
+                      {"real",
+                       {{"mean", v.real.mean()},
+                        {"min", v.real.min()},
+                        {"max", v.real.max()},
+                        {"values", v.real.values}}}};
+    if (v.modelled) {
+      c["simulated"] = {{"mean", v.sim.mean()},
+                        {"min", v.sim.min()},
+                        {"max", v.sim.max()},
+                        {"values", v.sim.values}};
+    }
+    c["error"] = std::isinf(v.error) ? ordered_json(nullptr) : ordered_json(v.error);
+    if (v.tolerance) {
+      c["tolerance"] = v.tolerance->text();
+      c["verdict"] = v.pass ? "pass" : "fail";
+    }
+    counters.push_back(c);
+  }
+  oc.json = {{"scenario", sc.name},
+             {"path", path},
+             {"kernel",
+              {{"series", series},
+               {"package", k->package},
+               {"version", k->version},
+               {"release", k->release}}},
+             {"qemu", cx.qemu},
+             {"accel", br.accel},
+             {"accel_note", br.accel_note},
+             {"machine",
+              {{"nodes", gm.node_mem.size()},
+               {"cpus", gm.nr_cpus()},
+               {"mem_per_node_bytes", gm.node_mem.empty() ? 0 : gm.node_mem[0]}}},
+             {"repeat", repeat},
+             {"qemu_wall_s", br.qemu.wall_s},
+             {"boot_s", br.up_s},
+             {"notes", notes},
+             {"passed", passed},
+             {"failed", failed},
+             {"counters", counters},
+             {"real_runs", real},
+             {"simulated_first", simulated.front()}};
+  return oc;
+}
+
+std::string markdown(const std::vector<ordered_json>& results,
+                     const std::vector<std::pair<std::string, std::string>>& skipped,
+                     const std::string& qemu) {
+  std::string md = "# Validation: mmsim against real Linux kernels\n\n";
+  md += fmt::format(
+      "Generated by `make validate` on {} (QEMU: {}). Each scenario of `validate/` runs in a "
+      "QEMU guest shaped as its machine, by `mmsim native` inside the guest, and is simulated "
+      "with the kernel's version; counters are the kernel's own (/proc/vmstat, memory.stat) "
+      "against the simulation's. Only counters with a tolerance (the scenario's "
+      "`[validate.tolerance]`) are judged. Guest time under TCG is not real hardware time: "
+      "no time is judged.\n\n",
+      today(), qemu);
+  md += "## Summary\n\n| scenario | kernel | judged | passed | failed |\n|---|---|---|---|---|\n";
+  for (const auto& r : results) {
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", r["scenario"].get<std::string>(),
+                      r["kernel"]["release"].get<std::string>(),
+                      r["passed"].get<int>() + r["failed"].get<int>(), r["passed"].get<int>(),
+                      r["failed"].get<int>());
+  }
+  for (const auto& [what, why] : skipped)
+    md += fmt::format("| {} | skipped: {} | | | |\n", what, why);
+  for (const auto& r : results) {
+    md += fmt::format(
+        "\n## {} on {}\n\n`{}`; kernel package {} {}; {}; {} runs; {} nodes, {} "
+        "CPUs.\n\n",
+        r["scenario"].get<std::string>(), r["kernel"]["release"].get<std::string>(),
+        r["path"].get<std::string>(), r["kernel"]["package"].get<std::string>(),
+        r["kernel"]["version"].get<std::string>(),
+        r["accel"].get<std::string>() == "kvm" ? "KVM" : "TCG", r["repeat"].get<int>(),
+        r["machine"]["nodes"].get<int>(), r["machine"]["cpus"].get<int>());
+    for (const auto& n : r["notes"]) md += fmt::format("Note: {}\n\n", n.get<std::string>());
+    md +=
+        "| counter | real mean (min-max) | simulated mean | error | tolerance | verdict |\n"
+        "|---|---|---|---|---|---|\n";
+    for (const auto& c : r["counters"]) {
+      const auto& re = c["real"];
+      const std::string real = re["min"] == re["max"]
+                                   ? fmt::format("{:.6g}", re["mean"].get<double>())
+                                   : fmt::format("{:.6g} ({:.6g}-{:.6g})", re["mean"].get<double>(),
+                                                 re["min"].get<double>(), re["max"].get<double>());
+      const std::string sim = c.contains("simulated")
+                                  ? fmt::format("{:.6g}", c["simulated"]["mean"].get<double>())
+                                  : "not modelled";
+      const std::string e =
+          c["error"].is_null() ? "n/a" : fmt::format("{:+.1f}%", c["error"].get<double>() * 100);
+      md +=
+          fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", c["counter"].get<std::string>(), real,
+                      sim, e, c.value("tolerance", "-"),
+                      c.contains("verdict") ? (c["verdict"] == "pass" ? "pass" : "**FAIL**") : "");
+    }
+  }
+  return md;
+}
+
+}  // namespace
+
+int run_validate(const ValidateOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.scenarios.empty()) {
+    err << "mmsim: error: validate: no scenario given\n";
+    return 2;
+  }
+  for (const auto& k : o.kernels) {
+    if (!KernelVersion::parse(k) || k.find('.') == std::string::npos) {
+      err << fmt::format(
+          "mmsim: error: --kernel: expected a series such as 6.1 or 6.12, got "
+          "\"{}\"\n",
+          k);
+      return 2;
+    }
+  }
+  if (o.accel != "auto" && o.accel != "kvm" && o.accel != "tcg") {
+    err << fmt::format("mmsim: error: --accel: expected auto, kvm or tcg, got \"{}\"\n", o.accel);
+    return 2;
+  }
+  if (o.repeat < 0 || o.repeat > 100) {
+    err << fmt::format("mmsim: error: --repeat: expected 1 to 100, got {}\n", o.repeat);
+    return 2;
+  }
+  if (!(o.timeout_s > 0)) {
+    err << "mmsim: error: --timeout: expected a positive number of seconds\n";
+    return 2;
+  }
+  native::SignalScope signals;
+  Context cx{o, out, err, signals, o.cache_dir.empty() ? kernel_cache_dir() : o.cache_dir, ""};
+  cx.qemu = qemu_version(signals);
+  if (cx.qemu.empty()) {
+    err << "mmsim: error: cannot run qemu-system-x86_64 (Debian package qemu-system-x86)\n";
+    return native::kExitHostSetup;
+  }
+  std::vector<ordered_json> results;
+  std::vector<std::pair<std::string, std::string>> skipped;
+  int worst = 0;
+  for (const auto& path : o.scenarios) {
+    std::vector<std::string> kernels = o.kernels;
+    if (kernels.empty()) {
+      scenario::PrepareResult pr =
+          scenario::prepare({path, std::nullopt, o.sets, std::nullopt, ""});
+      if (!pr.run) {
+        for (const auto& d : pr.diagnostics) err << d.str() << "\n";
+        return 2;
+      }
+      kernels = pr.run->scenario.validate.kernels;
+    }
+    for (const auto& series : kernels) {
+      Outcome oc = validate_one(cx, path, series);
+      if (oc.rc > 128) return oc.rc;
+      if (oc.rc == 2) return 2;
+      if (!oc.skipped.empty()) {
+        err << fmt::format("mmsim: skipped {} on {}: {}\n", path, series, oc.skipped);
+        skipped.emplace_back(fmt::format("{} ({})", path, series), oc.skipped);
+        continue;
+      }
+      if (oc.rc) {
+        worst = std::max(worst, oc.rc);
+        skipped.emplace_back(fmt::format("{} ({})", path, series), "the guest run failed");
+        continue;
+      }
+      if (oc.json["failed"].get<int>() > 0) worst = std::max(worst, kExitOutOfTolerance);
+      results.push_back(std::move(oc.json));
+    }
+  }
+  std::string werr;
+  if (!o.json.empty()) {
+    ordered_json all = {{"date", today()}, {"qemu", cx.qemu}, {"results", results}};
+    if (!util::write_file_atomically(o.json, all.dump(2) + "\n", &werr)) {
+      err << "mmsim: error: " << werr << "\n";
+      return native::kExitHostSetup;
+    }
+  }
+  if (!o.markdown.empty() &&
+      !util::write_file_atomically(o.markdown, markdown(results, skipped, cx.qemu), &werr)) {
+    err << "mmsim: error: " << werr << "\n";
+    return native::kExitHostSetup;
+  }
+  if (worst == kExitOutOfTolerance) {
+    err << "mmsim: some judged counters are outside their tolerance (exit 4)\n";
+  }
+  return worst;
+}
+
+}  // namespace mmsim::validate

@@ -1,0 +1,78 @@
+// mmsim validate: a scenario run for real on a real Linux kernel booted in
+// QEMU with the scenario's machine (guest.h), its programs performed by
+// `mmsim native` inside the guest, and the kernel's own counters set beside
+// the simulation of the same scenario with the matching kernel.version, each
+// judged against the tolerance the scenario's [validate] table gives it.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mmsim::validate {
+
+// Exit code of a validation that ran and found a judged counter outside its
+// tolerance (0: all within; 2 bad input; 3 the host or the guest refused).
+inline constexpr int kExitOutOfTolerance = 4;
+
+struct ValidateOptions {
+  std::vector<std::string> scenarios;
+  std::vector<std::string> sets;     // --set, applied in the guest and in the simulation
+  std::vector<std::string> kernels;  // "6.1", "6.12"; empty: each scenario's [validate] kernels
+  int repeat = 0;                    // 0: the scenario's [validate] repeat
+  std::string accel = "auto";        // kvm, tcg or auto
+  std::string json;                  // every result, as JSON
+  std::string markdown;              // a report (docs/validation.md)
+  std::string cache_dir;             // "": kernel_cache_dir()
+  std::string exec_path;             // mmsim-exec; "": the build tree's
+  std::string work_root;             // where the guest's files are made ("": /var/tmp)
+  double timeout_s = 1800;           // per guest, boot included
+  bool keep = false;                 // keep the work directory (initramfs, console log)
+};
+
+// A counter's values over runs.
+struct Series {
+  std::vector<double> values;
+  double mean() const;
+  double min() const;
+  double max() const;
+};
+
+// The counters of a report (`mmsim run --json` or `mmsim native --json`),
+// flat: vmstat counters by name, "metric:NAME" for metrics (the scenario's
+// count ops among them), "memcg:PATH:KEY" for a memory cgroup's memory.stat
+// entry or file, "tasks:KEY" for a per-task value summed over tasks.
+std::map<std::string, double> flat_counters(const nlohmann::ordered_json& report);
+
+// Whether a counter is a gauge (vmstat nr_*, a cgroup's usage): the kernel
+// side reports its change over the run, the simulation its end value, so the
+// two cannot be compared.
+bool is_gauge(const std::string& counter);
+
+struct Tolerance {
+  bool relative = true;
+  double value = 0.1;  // relative: 0.1 is 10%; absolute: counts
+  std::string text() const;
+};
+
+// One counter judged: real (the kernel) against simulated.
+struct Verdict {
+  std::string counter;
+  Series real, sim;
+  std::optional<Tolerance> tolerance;  // not judged without one
+  double error = 0;                    // relative error of the means (sim - real) / real
+  bool modelled = true;                // the simulation reports it
+  bool pass = true;
+  std::string note;
+};
+Verdict judge(const std::string& counter, const Series& real, const Series& sim, bool modelled,
+              const std::optional<Tolerance>& tol);
+
+// Runs every scenario on every kernel; the tables on `out`, progress and
+// problems on `err`. Returns the exit code.
+int run_validate(const ValidateOptions& o, std::ostream& out, std::ostream& err);
+
+}  // namespace mmsim::validate

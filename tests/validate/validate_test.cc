@@ -1,0 +1,294 @@
+// mmsim validate's pieces that need no guest: the initramfs format, the
+// kernel cache, the QEMU machine, counters flattened and judged, running a
+// host command. (The guest itself is exercised by .ci/run's short
+// validation and by `make validate`.)
+#include "validate/validate.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "native/host.h"
+#include "topo/topology.h"
+#include "validate/command.h"
+#include "validate/guest.h"
+#include "validate/initramfs.h"
+#include "validate/kernels.h"
+
+namespace mmsim::validate {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CpioEntry {
+  std::string name;
+  uint32_t mode;
+  std::string data;
+};
+
+// A reader of the newc format, independent of the writer's code.
+std::vector<CpioEntry> read_newc(const std::string& a) {
+  std::vector<CpioEntry> out;
+  size_t p = 0;
+  auto field = [&](int i) {
+    return static_cast<uint32_t>(std::stoul(a.substr(p + 6 + 8 * i, 8), nullptr, 16));
+  };
+  while (p + 110 <= a.size()) {
+    EXPECT_EQ(a.substr(p, 6), "070701");
+    const uint32_t mode = field(1), size = field(6), namesize = field(11);
+    std::string name = a.substr(p + 110, namesize - 1);
+    size_t data = (p + 110 + namesize + 3) / 4 * 4;
+    if (name == "TRAILER!!!") break;
+    out.push_back({name, mode, a.substr(data, size)});
+    p = (data + size + 3) / 4 * 4;
+  }
+  return out;
+}
+
+TEST(Initramfs, IsANewcArchiveWithParentsFirstAndATrailer) {
+  Initramfs ir;
+  ir.add_file("bin/tool", "#!/bin/sh\n", 0755);
+  ir.add_symlink("bin/sh", "busybox");
+  ir.add_dir("proc");
+  const std::string a = ir.archive();
+  EXPECT_EQ(a.size() % 4, 0u);
+  EXPECT_NE(a.find("TRAILER!!!"), std::string::npos);
+  const auto e = read_newc(a);
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_EQ(e[0].name, "bin");
+  EXPECT_EQ(e[0].mode, 040755u);
+  EXPECT_EQ(e[1].name, "bin/tool");
+  EXPECT_EQ(e[1].mode, 0100755u);
+  EXPECT_EQ(e[1].data, "#!/bin/sh\n");
+  EXPECT_EQ(e[2].name, "bin/sh");
+  EXPECT_EQ(e[2].mode, 0120777u);
+  EXPECT_EQ(e[2].data, "busybox");
+  EXPECT_EQ(e[3].name, "proc");
+}
+
+TEST(Initramfs, BusyboxCpioListsWhatWasAdded) {
+  if (::access("/bin/busybox", X_OK) != 0) GTEST_SKIP() << "no /bin/busybox";
+  Initramfs ir;
+  ir.add_file("etc/a", "x");
+  ir.add_file("b", std::string(5, 'y'));
+  const fs::path f = fs::temp_directory_path() / ("mmsim-cpio-" + std::to_string(::getpid()));
+  std::ofstream(f, std::ios::binary) << ir.archive();
+  native::SignalScope signals;
+  const CommandResult r = run_command(
+      {.argv = {"/bin/sh", "-c", "/bin/busybox cpio -t < " + f.string()}, .timeout_s = 30},
+      signals);
+  fs::remove(f);
+  EXPECT_TRUE(r.ok()) << r.what() << r.err;
+  EXPECT_EQ(r.out, "etc\netc/a\nb\n");
+}
+
+TEST(Initramfs, SharedLibrariesOfAStaticProgramAreNone) {
+  native::SignalScope signals;
+  std::vector<std::string> libs;
+  std::string why;
+  ASSERT_TRUE(shared_libraries(MMSIM_EXEC_PATH, signals, &libs, &why)) << why;
+  EXPECT_TRUE(libs.empty());
+}
+
+TEST(Initramfs, SharedLibrariesOfADynamicProgramIncludeTheLoader) {
+  native::SignalScope signals;
+  std::vector<std::string> libs;
+  std::string why;
+  ASSERT_TRUE(shared_libraries("/bin/sh", signals, &libs, &why)) << why;
+  bool loader = false, libc = false;
+  for (const auto& l : libs) {
+    loader |= l.find("ld-linux") != std::string::npos;
+    libc |= l.find("libc.so") != std::string::npos;
+  }
+  EXPECT_TRUE(loader);
+  EXPECT_TRUE(libc);
+}
+
+TEST(Kernels, SeriesPackagesAreTheGenericImagesNewestFirst) {
+  const std::vector<std::string> names = {"linux-image-6.1.0-9-amd64-unsigned",
+                                          "linux-image-6.1.0-50-amd64-unsigned",
+                                          "linux-image-6.1.0-50-cloud-amd64-unsigned",
+                                          "linux-image-6.1.0-50-rt-amd64-unsigned",
+                                          "linux-image-6.1.0-50-amd64",
+                                          "linux-image-6.12.107+deb12-amd64-unsigned",
+                                          "linux-image-6.12.9+deb12-amd64-unsigned",
+                                          "linux-image-6.1.0-50-amd64-dbg"};
+  EXPECT_EQ(series_packages(names, "6.1"),
+            (std::vector<std::string>{"linux-image-6.1.0-50-amd64-unsigned",
+                                      "linux-image-6.1.0-9-amd64-unsigned"}));
+  EXPECT_EQ(series_packages(names, "6.12"),
+            (std::vector<std::string>{"linux-image-6.12.107+deb12-amd64-unsigned",
+                                      "linux-image-6.12.9+deb12-amd64-unsigned"}));
+  EXPECT_TRUE(series_packages(names, "5.10").empty());
+}
+
+TEST(Kernels, TheCacheHoldsWhatAFetchRecordedAndItsConfig) {
+  const fs::path cache = fs::temp_directory_path() / ("mmsim-kcache-" + std::to_string(::getpid()));
+  fs::create_directories(cache / "6.12" / "boot");
+  std::ofstream(cache / "6.12" / "boot" / "vmlinuz-6.12.9+deb12-amd64") << "kernel";
+  std::ofstream(cache / "6.12" / "boot" / "config-6.12.9+deb12-amd64")
+      << "CONFIG_MEMCG=y\n# CONFIG_MEMCG_V1 is not set\nCONFIG_BRD=m\n";
+  EXPECT_FALSE(cached_kernel(cache.string(), "6.12")) << "no record yet";
+  std::ofstream(cache / "6.12" / "mmsim-kernel.txt")
+      << "package=linux-image-6.12.9+deb12-amd64-unsigned\nversion=6.12.9-1\n"
+         "release=6.12.9+deb12-amd64\n";
+  const auto k = cached_kernel(cache.string(), "6.12");
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->version, "6.12.9-1");
+  EXPECT_EQ(k->vmlinuz(), (cache / "6.12" / "boot" / "vmlinuz-6.12.9+deb12-amd64").string());
+  EXPECT_EQ(k->config("MEMCG"), "y");
+  EXPECT_EQ(k->config("BRD"), "m");
+  EXPECT_EQ(k->config("MEMCG_V1"), "");
+  EXPECT_FALSE(cached_kernel(cache.string(), "6.1"));
+  fs::remove_all(cache);
+}
+
+topo::MachineSpec two_by_two(uint64_t mem) {
+  topo::MachineSpec s;
+  s.name = "t";
+  s.sockets = 2;
+  s.cores_per_socket = 2;
+  s.mem_per_node = mem;
+  s.llc_per_socket = 8 << 20;
+  s.distance = {{10, 21}, {21, 10}};
+  return s;
+}
+
+TEST(Guest, TheQemuMachineHasTheScenariosNodesCpusMemoryAndDistances) {
+  const topo::Topology t(two_by_two(1ull << 30));
+  const GuestMachine g = guest_machine(t);
+  EXPECT_EQ(g.nr_cpus(), 4u);
+  EXPECT_EQ(g.total_mem(), 2ull << 30);
+  BootSpec b;
+  b.vmlinuz = "/k";
+  b.initrd = "/i";
+  b.data_path = "/d";
+  b.cmdline = "quiet";
+  const auto a = qemu_argv(g, b, "tcg");
+  auto has = [&](const std::string& x) { return std::find(a.begin(), a.end(), x) != a.end(); };
+  EXPECT_TRUE(has("memory-backend-ram,id=mem1,size=1024M"));
+  EXPECT_TRUE(has("node,nodeid=0,memdev=mem0,cpus=0-1"));
+  EXPECT_TRUE(has("node,nodeid=1,memdev=mem1,cpus=2-3"));
+  EXPECT_TRUE(has("dist,src=0,dst=1,val=21"));
+  EXPECT_TRUE(has("dist,src=1,dst=0,val=21"));
+  EXPECT_TRUE(has("2048M"));
+  EXPECT_TRUE(has("console=ttyS0 panic=-1 quiet"));
+  EXPECT_TRUE(has("file:/d"));
+  EXPECT_TRUE(has("tcg"));
+}
+
+TEST(Guest, AMachineTooBigForThisHostSaysWhichSetWouldFit) {
+  const topo::Topology t(two_by_two(16ull << 30));
+  const std::string why = guest_misfit(guest_machine(t), 8ull << 30);
+  EXPECT_NE(why.find("more than half of this host's"), std::string::npos) << why;
+  EXPECT_NE(why.find("--set machine.mem_per_node=2048MiB"), std::string::npos) << why;
+  EXPECT_EQ(guest_misfit(guest_machine(topo::Topology(two_by_two(1ull << 30))), 8ull << 30), "");
+  EXPECT_NE(guest_misfit(guest_machine(topo::Topology(two_by_two(64ull << 20))), 8ull << 30)
+                .find("at least 256MiB"),
+            std::string::npos);
+}
+
+TEST(Counters, AReportIsFlattenedToVmstatMetricsMemcgAndTaskSums) {
+  const auto j = nlohmann::ordered_json::parse(R"({
+    "metrics": {"passes": 3},
+    "vmstat": {"pgfault": 10, "pgalloc_dma32": 5, "pgalloc_normal": 2},
+    "tasks": [{"minflt": 4, "majflt": 1}, {"minflt": 6, "majflt": 0}],
+    "memcg": {"cgroups": {"/a": {"memory.failcnt": 7, "reclaimed_pages": 9,
+                                 "memory.stat": {"rss": 4096}}}}})");
+  const auto f = flat_counters(j);
+  EXPECT_EQ(f.at("pgfault"), 10);
+  EXPECT_EQ(f.at("pgalloc"), 7) << "allocations over all zones";
+  EXPECT_EQ(f.at("metric:passes"), 3);
+  EXPECT_EQ(f.at("tasks:minflt"), 10);
+  EXPECT_EQ(f.at("tasks:majflt"), 1);
+  EXPECT_EQ(f.at("memcg:/a:memory.failcnt"), 7);
+  EXPECT_EQ(f.at("memcg:/a:rss"), 4096);
+  EXPECT_EQ(f.count("memcg:/a:reclaimed_pages"), 0u) << "the simulation's own, no kernel file";
+}
+
+TEST(Counters, VmstatGaugesAreNotComparedButCgroupFilesAre) {
+  EXPECT_TRUE(is_gauge("nr_anon_pages"));
+  EXPECT_FALSE(is_gauge("nr_tlb_remote_flush"));
+  EXPECT_FALSE(is_gauge("pgfault"));
+  EXPECT_FALSE(is_gauge("memcg:/a:cache"));
+}
+
+Series of(std::vector<double> v) { return Series{std::move(v)}; }
+
+TEST(Judge, ARelativeToleranceBoundsTheErrorOfTheMeans) {
+  const Verdict in = judge("c", of({100, 110}), of({110}), true, Tolerance{true, 0.1});
+  EXPECT_TRUE(in.pass);
+  EXPECT_NEAR(in.error, 110.0 / 105 - 1, 1e-12);
+  EXPECT_FALSE(judge("c", of({100}), of({111}), true, Tolerance{true, 0.1}).pass);
+  EXPECT_TRUE(judge("c", of({100}), of({90}), true, Tolerance{true, 0.1}).pass);
+}
+
+TEST(Judge, AnAbsoluteToleranceBoundsTheDifference) {
+  EXPECT_TRUE(judge("c", of({0}), of({40}), true, Tolerance{false, 50}).pass);
+  EXPECT_FALSE(judge("c", of({0}), of({60}), true, Tolerance{false, 50}).pass);
+}
+
+TEST(Judge, ACounterTheSimulationLacksFailsOnlyWhenJudged) {
+  EXPECT_FALSE(judge("c", of({5}), of({}), false, Tolerance{true, 0.1}).pass);
+  EXPECT_TRUE(judge("c", of({5}), of({}), false, std::nullopt).pass);
+}
+
+TEST(Judge, ZeroOnBothSidesIsNoError) {
+  const Verdict v = judge("c", of({0, 0}), of({0}), true, Tolerance{true, 0.1});
+  EXPECT_TRUE(v.pass);
+  EXPECT_EQ(v.error, 0);
+}
+
+TEST(Command, CapturesOutputAndExitStatus) {
+  native::SignalScope signals;
+  const CommandResult r =
+      run_command({.argv = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}}, signals);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_EQ(r.exit_status, 3);
+  EXPECT_EQ(r.what(), "exited with status 3");
+}
+
+TEST(Command, ADeadlineKillsTheProgramAndItsGroup) {
+  native::SignalScope signals;
+  const CommandResult r =
+      run_command({.argv = {"/bin/sh", "-c", "sleep 30 & sleep 30"}, .timeout_s = 0.3}, signals);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.wall_s, 10);
+}
+
+TEST(Command, KeepGoingSeesTheOutputAndCanStopIt) {
+  native::SignalScope signals;
+  Command c{.argv = {"/bin/sh", "-c", "echo UP; sleep 30"}};
+  c.keep_going = [](const std::string& out) { return out.find("UP") == std::string::npos; };
+  const CommandResult r = run_command(c, signals);
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.out, "UP\n");
+}
+
+TEST(Command, AMissingProgramIsReportedNotRun) {
+  native::SignalScope signals;
+  const CommandResult r = run_command({.argv = {"mmsim-no-such-program"}}, signals);
+  EXPECT_NE(r.spawn_errno, 0);
+  EXPECT_NE(r.what().find("could not be started"), std::string::npos);
+}
+
+TEST(Validate, BadOptionsAreRejectedBeforeAnythingRuns) {
+  std::ostringstream out, err;
+  ValidateOptions o;
+  o.scenarios = {"x.toml"};
+  o.kernels = {"6"};
+  EXPECT_EQ(run_validate(o, out, err), 2);
+  EXPECT_NE(err.str().find("--kernel: expected a series such as 6.1"), std::string::npos);
+  o.kernels = {"6.1"};
+  o.accel = "hvf";
+  err.str("");
+  EXPECT_EQ(run_validate(o, out, err), 2);
+  EXPECT_NE(err.str().find("--accel: expected auto, kvm or tcg"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmsim::validate
