@@ -206,7 +206,10 @@ void World::wake(TaskExec& t, Tick at) {
 void World::on_event(sim::EventQueue&, const sim::Event& e) {
   TaskExec& t = exec(static_cast<uint32_t>(e.arg0));
   if (e.kind == kMoveEnd) {
+    // A task killed during its move finished the move as it exited.
+    if (!t.moving) return;
     // The charge move is over: accounts move, moving_account drops.
+    t.moving = false;
     memcg_.finish_move(*t.proc->mm, static_cast<uint32_t>(e.arg1));
     t.task.times.sys_ns += static_cast<double>((e.time - t.clock).ns);
     t.clock = e.time;
@@ -695,6 +698,8 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
         return Step::kNext;
       }
       const double cost = costs_.syscall_ns + memcg_.begin_move(*t.proc->mm, to);
+      t.moving = true;
+      t.moving_to = to;
       ++t.stack.back().pc;
       t.cursor = 0;
       ++t.gen;
@@ -983,6 +988,13 @@ void World::kill_task(TaskExec& t, const std::string& why) {
 void World::exit_task(TaskExec& t) {
   if (t.seg.active) apply_segment(t, t.clock);
   mm::Mm& mm = *t.proc->mm;
+  if (t.moving) {
+    // Killed (its thread group was) while moving its charges: the move,
+    // which a signal does not interrupt (mem_cgroup_move_task), completes
+    // first; its kMoveEnd event is then stale.
+    t.moving = false;
+    memcg_.finish_move(mm, t.moving_to);
+  }
   t.task.times.sys_ns += costs_.exit_base_ns;
   t.clock += to_tick(costs_.exit_base_ns);
   if (--mm.users == 0) {
