@@ -42,7 +42,7 @@ else
 endif
 
 .PHONY: all deps configure build demo test bench clean asan-test format format-check tidy \
-        scenarios-check lint fuzz validate validate-quick kernel-source
+        scenarios-check lint fuzz validate validate-quick kernel-source apt-lists
 
 all: build
 
@@ -137,11 +137,15 @@ lint: tidy
 clean:
 	rm -rf build
 
+# apt's package lists, which a fresh machine may lack (validate fetches kernels with apt-get).
+apt-lists:
+	@apt-cache pkgnames linux-image-6.1 | grep -q . || { [ "$$(id -u)" = 0 ] && apt-get update -qq; } || true
+
 # The validation suite: each validate/*.toml in a QEMU guest shaped as its
 # machine, on each of its kernels (Debian's, fetched into $(MMSIM_CACHE)/kernels),
 # beside its simulation; writes docs/validation.md. Exit 4 from mmsim (a judged
 # counter outside its tolerance) is a finding, reported there, not a failure.
-validate: build
+validate: build apt-lists
 	@$(MMSIM) validate validate/*.toml $(foreach k,$(VALIDATE_KERNELS),--kernel $(k)) \
 	  --json $(BUILD)/validation.json --markdown docs/validation.md; \
 	rc=$$?; if [ $$rc = 4 ]; then echo "validate: some counters are outside their tolerance (docs/validation.md)"; \
@@ -149,7 +153,7 @@ validate: build
 
 # One short scenario on 6.1, boot included: the path from a scenario to a real
 # kernel and back, kept working by CI (a counter outside tolerance fails it).
-validate-quick: build
+validate-quick: build apt-lists
 	$(MMSIM) validate validate/fork-cow-faults.toml --kernel 6.1 --repeat 1 --accel tcg
 
 # Debian's sources of the kernels validate boots, unpacked under

@@ -4,7 +4,8 @@
 // scenario as TOML text: a tiny machine given by its shape (now and then the
 // 2s-16c preset), a kernel version and some switches, 0-2 memory cgroups,
 // 1-2 files, and 1-3 programs made of the README's ops (map, unmap, fork,
-// threads, wait, loop, sweep, touch, madvise, mlock, sleep, count, cgroup),
+// threads, wait, loop, sweep, touch, madvise, mlock, sleep, count, cgroup,
+// pin; files on disk or tmpfs),
 // with small sizes and counts, a 50 ms time limit and at most 100,000 ops. The text goes through
 // scenario::prepare like a file would, and runs with the checker on
 // (RunOptions::check_invariants, with a stride: kCheckStride).
@@ -174,6 +175,7 @@ class Generator {
     if (chance(8)) {
       out += "preset = \"2s-16c\"\n";
       nodes_ = 2;
+      cpus_ = 16;
       machine_pages_ = 2 * (uint64_t{16} << 30) / kPage;
       return out;
     }
@@ -183,6 +185,7 @@ class Generator {
     const int nps = cores % 2 == 0 && chance(2) ? 2 : 1;
     const uint64_t mem_kib = pick<uint64_t>({128, 1024, 4096, 16384});
     nodes_ = sockets * nps;
+    cpus_ = static_cast<size_t>(sockets * cores * threads);
     machine_pages_ = nodes_ * mem_kib * 1024 / kPage;
     out += "sockets = " + std::to_string(sockets) + "\n";
     out += "cores_per_socket = " + std::to_string(cores) + "\n";
@@ -353,6 +356,7 @@ class Generator {
         cached_pages_ += pages;
         out += "cached = true\n";
       }
+      if (chance(3)) out += "fs = " + quoted(pick({"tmpfs", "disk"})) + "\n";
       if (chance(3)) out += "node = " + std::to_string(index(nodes_)) + "\n";
     }
     return out;
@@ -504,6 +508,7 @@ class Generator {
       kSleep,
       kCount,
       kCgroup,
+      kPin,
       kKinds
     };
     int k = in_.ConsumeIntegralInRange<int>(0, kKinds + 3);
@@ -589,6 +594,17 @@ class Generator {
         o.set("path", quoted(i == cgroup_paths_.size() ? "/" : cgroup_paths_[i]));
         return o;
       }
+      case kPin: {
+        // sched_setaffinity to 1-3 CPUs or nodes of the machine.
+        o.kind = "pin";
+        const bool by_node = chance(2);
+        const size_t n = by_node ? nodes_ : cpus_;
+        const int k = in_.ConsumeIntegralInRange<int>(1, 3);
+        std::string list = "[";
+        for (int i = 0; i < k; ++i) list += (i ? ", " : "") + std::to_string(index(n));
+        o.set(by_node ? "nodes" : "cpus", list + "]");
+        return o;
+      }
       default:
         break;
     }
@@ -619,6 +635,7 @@ class Generator {
   std::map<std::string, SetSwitch> set_;
   bool memcg_v2_ = false;
   size_t nodes_ = 1;
+  size_t cpus_ = 1;
   uint64_t machine_pages_ = 0;
   uint64_t cached_pages_ = 0;
   std::vector<std::string> cgroup_paths_;

@@ -299,12 +299,16 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   std::vector<std::string> notes;
   const KernelVersion kv = *KernelVersion::parse(series);
   if (hierarchy == "v1" && kv >= KernelVersion{6, 11} && k->config("MEMCG_V1") != "y") {
-    if (!sc.cgroups.empty()) {
-      oc.skipped = fmt::format(
-          "memcg.hierarchy = \"v1\", and {} is built without CONFIG_MEMCG_V1 (--set "
-          "memcg.hierarchy=v2 validates it under cgroup v2)",
-          k->release);
-      return oc;
+    // Without v1's memory controller the scenario runs under v2 in both
+    // worlds, unless it needs what only v1 has: charges that move.
+    for (const auto& cg : sc.cgroups) {
+      if (cg.move_charge_at_immigrate) {
+        oc.skipped = fmt::format(
+            "cgroup {} moves charges (move_charge_at_immigrate, cgroup v1 only), and {} is "
+            "built without CONFIG_MEMCG_V1",
+            cg.path, k->release);
+        return oc;
+      }
     }
     hierarchy = "v2";
     extra_sets.push_back("memcg.hierarchy=v2");
