@@ -143,13 +143,15 @@ apt-lists:
 
 # The validation suite: each validate/*.toml in a QEMU guest shaped as its
 # machine, on each of its kernels (Debian's, fetched into $(MMSIM_CACHE)/kernels),
-# beside its simulation; writes docs/validation.md. Exit 4 from mmsim (a judged
-# counter outside its tolerance) is a finding, reported there, not a failure.
+# beside its simulation; writes docs/validation.md (the tables, then
+# validate/NOTES.md: what each disagreement comes from). Exit 4 from mmsim (a
+# judged counter outside its tolerance) is a finding, reported there, not a failure.
 validate: build apt-lists
 	@$(MMSIM) validate validate/*.toml $(foreach k,$(VALIDATE_KERNELS),--kernel $(k)) \
-	  --json $(BUILD)/validation.json --markdown docs/validation.md; \
-	rc=$$?; if [ $$rc = 4 ]; then echo "validate: some counters are outside their tolerance (docs/validation.md)"; \
-	elif [ $$rc != 0 ]; then exit $$rc; fi
+	  --json $(BUILD)/validation.json --markdown $(BUILD)/validation-tables.md; \
+	rc=$$?; if [ $$rc != 0 ] && [ $$rc != 4 ]; then exit $$rc; fi; \
+	cat $(BUILD)/validation-tables.md validate/NOTES.md > docs/validation.md; \
+	if [ $$rc = 4 ]; then echo "validate: some counters are outside their tolerance (docs/validation.md)"; fi
 
 # One short scenario on 6.1, boot included: the path from a scenario to a real
 # kernel and back, kept working by CI (a counter outside tolerance fails it).

@@ -54,13 +54,30 @@ std::span<const Switch<MemcgConfig>> memcg_switches() {
       {{.section = "memcg",
         .key = "charge_batch",
         .kind = SwitchKind::kInt,
-        .doc = "CHARGE_BATCH: pages charged at once into a per-CPU stock (mm/memcontrol.c)",
+        .doc = "CHARGE_BATCH: pages charged at once into a per-CPU stock (mm/memcontrol.c "
+               "MEMCG_CHARGE_BATCH)",
         .default_value = kChargeBatch,
+        .presets = {{.from = {6, 1}, .value = 64}},
         .lo = 1,
         .hi = 1024,
         .unit = "pages"},
        [](const C& c) { return c.charge_batch; },
        [](C& c, int64_t v) { c.charge_batch = v; }},
+      {{.section = "memcg",
+        .key = "migrate_charge",
+        .kind = SwitchKind::kChoice,
+        .doc = "page migration's charge: transfer it to the new folio, or recharge (the new "
+               "folio force-charged with a pgpgin, the old one uncharged when freed with a "
+               "pgpgout) (mm/memcontrol.c mem_cgroup_migrate)",
+        .default_value = static_cast<int64_t>(MigrateCharge::kTransfer),
+        .presets = {{.until = {3, 16}, .value = static_cast<int64_t>(MigrateCharge::kRecharge)},
+                    {.from = {4, 5},
+                     .until = {6, 6},
+                     .value = static_cast<int64_t>(MigrateCharge::kRecharge)}},
+        .words = {{"transfer", static_cast<int64_t>(MigrateCharge::kTransfer)},
+                  {"recharge", static_cast<int64_t>(MigrateCharge::kRecharge)}}},
+       [](const C& c) { return static_cast<int64_t>(c.migrate_charge); },
+       [](C& c, int64_t v) { c.migrate_charge = static_cast<MigrateCharge>(v); }},
   };
   return table;
 }

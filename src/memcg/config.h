@@ -9,8 +9,11 @@
 
 namespace mmsim::memcg {
 
-inline constexpr int64_t kChargeBatch = 32;         // CHARGE_BATCH: pages a per-CPU stock holds
-inline constexpr int kMemCgroupReclaimRetries = 5;  // MEM_CGROUP_RECLAIM_RETRIES
+// CHARGE_BATCH (MEMCG_CHARGE_BATCH): pages a per-CPU stock holds; 32 until
+// 6.0, 64 from 6.1 (the charge_batch switch's presets).
+inline constexpr int64_t kChargeBatch = 32;
+inline constexpr int kMaxReclaimRetries = 5;     // MEM_CGROUP_RECLAIM_RETRIES (3.x)
+inline constexpr uint64_t kSwapClusterMax = 32;  // SWAP_CLUSTER_MAX: reclaim's least target
 
 // How FILE_MAPPED is kept up to date around file rmap changes.
 enum class StatProtocol : int64_t {
@@ -25,10 +28,18 @@ enum class Hierarchy : int64_t {
   kV2,  // memory.current, memory.max, memory.events; charges never move
 };
 
+// What page migration does to the folio's charge (mem_cgroup_migrate).
+enum class MigrateCharge : int64_t {
+  kTransfer,  // 3.17-4.4, 6.7+: the charge moves to the new folio; no counter moves
+  kRecharge,  // up to 3.16, 4.5-6.6: the new folio is charged (pgpgin, usage +1 over
+              // the limit) and the old one uncharged when freed (pgpgout)
+};
+
 struct MemcgConfig {
   StatProtocol stat_protocol = StatProtocol::kBeginEnd;
   Hierarchy hierarchy = Hierarchy::kV1;
   int64_t charge_batch = kChargeBatch;
+  MigrateCharge migrate_charge = MigrateCharge::kTransfer;
 
   bool enabled() const { return stat_protocol != StatProtocol::kNone; }
 };

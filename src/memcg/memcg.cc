@@ -47,21 +47,24 @@ bool Controller::is_ancestor(uint32_t ancestor, uint32_t memcg) const {
   return found;
 }
 
-// res_counter: charge every level up to the root; fail if any level is full.
-bool Controller::res_charge(uint32_t memcg, uint64_t pages) {
+// res_counter / page_counter_try_charge: charge each level from memcg up to
+// the root; the first level that would go over its limit counts a failure
+// (failcnt), the levels below it are given back, and the charge fails. Returns
+// the level that failed, or -1.
+int Controller::res_charge(uint32_t memcg, uint64_t pages) {
   MemCgroup* full = nullptr;
   for_each_ancestor(memcg, [&](MemCgroup& g) {
     if (!full && g.limit_pages != UINT64_MAX && g.usage + pages > g.limit_pages) full = &g;
   });
   if (full) {
     ++full->failcnt;
-    return false;
+    return static_cast<int>(full->id);
   }
   for_each_ancestor(memcg, [&](MemCgroup& g) {
     g.usage += pages;
     g.max_usage = std::max(g.max_usage, g.usage);
   });
-  return true;
+  return -1;
 }
 
 void Controller::res_uncharge(uint32_t memcg, uint64_t pages) {
@@ -77,33 +80,67 @@ void Controller::drain_stock(CpuId cpu) {
 mm::ChargeResult Controller::try_charge(uint32_t memcg, CpuId cpu) {
   mm::ChargeResult r;
   Stock& s = stock_[cpu.v];
-  // consume_stock: a page from this CPU's precharge.
-  if (s.memcg == memcg && s.pages > 0) {
-    --s.pages;
-    r.ns += costs_.memcg_percpu_add_ns;
-    return r;
-  }
-  // Charge a batch, refilling the stock with the rest; under pressure retry
-  // with one page, then reclaim (up to MEM_CGROUP_RECLAIM_RETRIES times).
   uint64_t levels = 0;
   for_each_ancestor(memcg, [&](const MemCgroup&) { ++levels; });
-  const uint64_t batch = static_cast<uint64_t>(cfg_.charge_batch);
-  for (int attempt = 0; attempt <= kMemCgroupReclaimRetries; ++attempt) {
-    r.ns += static_cast<double>(levels) * costs_.lock_ns;  // res_counter spinlock per level
-    if (res_charge(memcg, batch)) {
-      drain_stock(cpu);
-      s.memcg = memcg;
-      s.pages = static_cast<uint32_t>(batch - 1);
+  // try_charge_memcg (mem_cgroup_do_charge in 3.x): a page from this CPU's
+  // stock; else a batch, refilling the stock with the rest; when that fails,
+  // exactly the one page, from then on. Every failed attempt counts in the
+  // failing level's failcnt, so at the limit almost every page charged
+  // counts once (the batch) and every SWAP_CLUSTER_MAX-th once more before
+  // it reclaims.
+  uint64_t batch = static_cast<uint64_t>(cfg_.charge_batch);
+  bool drained = false;
+  int retries = kMaxReclaimRetries;
+  for (;;) {
+    // consume_stock: a page from this CPU's precharge.
+    if (s.memcg == memcg && s.pages > 0) {
+      --s.pages;
+      r.ns += costs_.memcg_percpu_add_ns;
       return r;
     }
-    if (res_charge(memcg, 1)) return r;
-    if (attempt == kMemCgroupReclaimRetries) break;
-    const Reclaimed rc = reclaim(memcg, batch, cpu);
+    r.ns += static_cast<double>(levels) * costs_.lock_ns;  // a counter update per level
+    const int over = res_charge(memcg, batch);
+    if (over < 0) {
+      if (batch > 1) {  // refill_stock
+        drain_stock(cpu);
+        s.memcg = memcg;
+        s.pages = static_cast<uint32_t>(batch - 1);
+      }
+      return r;
+    }
+    if (batch > 1) {  // never reclaim for the optional batch
+      batch = 1;
+      continue;
+    }
+    // try_to_free_mem_cgroup_pages on the level over its limit: at least
+    // SWAP_CLUSTER_MAX pages.
+    const Reclaimed rc = reclaim(static_cast<uint32_t>(over), kSwapClusterMax, cpu);
     r.ns += rc.ns;
-    if (rc.pages == 0) break;
+    if (margin(static_cast<uint32_t>(over)) >= 1) continue;
+    if (!drained) {  // drain_all_stock: the precharges of every CPU go back
+      for (size_t c = 0; c < stock_.size(); ++c) {
+        if (stock_[c].pages && is_ancestor(static_cast<uint32_t>(over), stock_[c].memcg))
+          drain_stock(CpuId(static_cast<uint16_t>(c)));
+      }
+      drained = true;
+      continue;
+    }
+    // Reclaim that made progress retries at once; else up to
+    // MAX_RECLAIM_RETRIES more times, then the charge fails (memcg OOM).
+    if (rc.pages == 0 && retries-- == 0) break;
   }
   r.ok = false;
   return r;
+}
+
+uint64_t Controller::margin(uint32_t memcg) const {
+  // mem_cgroup_margin: room left under the limit of memcg and its ancestors.
+  uint64_t room = UINT64_MAX;
+  for_each_ancestor(memcg, [&](const MemCgroup& g) {
+    if (g.limit_pages == UINT64_MAX) return;
+    room = std::min(room, g.usage >= g.limit_pages ? 0 : g.limit_pages - g.usage);
+  });
+  return room;
 }
 
 Controller::Reclaimed Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId cpu) {
@@ -125,12 +162,16 @@ Controller::Reclaimed Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId 
         continue;  // a stale entry: no folio of ours was scanned
       }
       ++scanned;
-      mm_.vmstat().add(mm::Vm::pgscan_direct);
+      // Limit reclaim is cgroup reclaim: pgscan_direct/pgsteal_direct count
+      // only global reclaim (cgroup_reclaim()); the per-type counters count
+      // it (SIMPLIFICATION: one FIFO list, so only folios that cannot go now
+      // are scanned without being stolen; no referenced/active aging).
+      mm_.vmstat().add(mm::Vm::pgscan_file);
       if (const auto ns = mm_.evict_folio(Pfn(e.pfn), cpu)) {
         out.ns += *ns;
         ++freed;
         ++g.reclaimed;
-        mm_.vmstat().add(mm::Vm::pgsteal_direct);
+        mm_.vmstat().add(mm::Vm::pgsteal_file);
       } else {
         g.lru.push_back(e);  // rotate what cannot go now
       }
@@ -180,9 +221,23 @@ void Controller::count_fault(uint32_t memcg, bool major) {
 }
 
 void Controller::migrate(Pfn, Pfn to, mm::Folio& folio) {
+  if (!enabled()) return;
+  if (cfg_.migrate_charge == MigrateCharge::kRecharge) {
+    // The new folio is force-charged (over the limit if need be) and counted
+    // as a page-in; the old one, freed as the migration ends, is uncharged
+    // and counted as a page-out.
+    MemCgroup& g = groups_[folio.memcg];
+    for_each_ancestor(folio.memcg, [](MemCgroup& a) {
+      a.usage += 1;
+      a.max_usage = std::max(a.max_usage, a.usage);
+    });
+    ++g.pgpgin;
+    res_uncharge(folio.memcg, 1);
+    ++g.pgpgout;
+  }
   // The charge went with the folio's copy, which is put back on the LRU as
   // new; the old folio's entry goes stale.
-  if (!enabled() || folio.test(mm::Folio::kAnon)) return;
+  if (folio.test(mm::Folio::kAnon)) return;
   lru_add(groups_[folio.memcg], to, folio);
 }
 

@@ -92,7 +92,10 @@ class Controller final : public mm::MemcgHooks {
   }
   bool is_ancestor(uint32_t ancestor, uint32_t memcg) const;
   mm::ChargeResult try_charge(uint32_t memcg, CpuId cpu);
-  bool res_charge(uint32_t memcg, uint64_t pages);
+  // The level that went over its limit (its failcnt counted), or -1.
+  int res_charge(uint32_t memcg, uint64_t pages);
+  // mem_cgroup_margin: pages memcg and its ancestors can still take.
+  uint64_t margin(uint32_t memcg) const;
   void res_uncharge(uint32_t memcg, uint64_t pages);
   // Reclaims up to `pages` from memcg and below; the pages freed and the time.
   struct Reclaimed {

@@ -46,6 +46,43 @@ std::span<const Switch<MmConfig>> mm_switches() {
         .unit = "KiB"},
        [](const MmConfig& c) { return c.pagecache_folio_kb; },
        [](MmConfig& c, int64_t v) { c.pagecache_folio_kb = v; }},
+      {{.section = "kernel",
+        .key = "workingset_refault_stat",
+        .kind = SwitchKind::kChoice,
+        .doc = "/proc/vmstat's count of refaulted page-cache pages: none (no shadow entries), "
+               "workingset_refault (3.15), or workingset_refault_anon and _file (5.9) "
+               "(mm/workingset.c workingset_refault, mm/vmstat.c)",
+        .default_value = static_cast<int64_t>(RefaultStat::kSplit),
+        .presets = {{.until = {3, 14}, .value = static_cast<int64_t>(RefaultStat::kNone)},
+                    {.from = {3, 15},
+                     .until = {5, 8},
+                     .value = static_cast<int64_t>(RefaultStat::kCombined)}},
+        .words = {{"none", static_cast<int64_t>(RefaultStat::kNone)},
+                  {"combined", static_cast<int64_t>(RefaultStat::kCombined)},
+                  {"split", static_cast<int64_t>(RefaultStat::kSplit)}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.workingset_refault_stat); },
+       [](MmConfig& c, int64_t v) { c.workingset_refault_stat = static_cast<RefaultStat>(v); }},
+      {{.section = "kernel",
+        .key = "reclaim_lru_type_stats",
+        .kind = SwitchKind::kBool,
+        .doc = "/proc/vmstat has pgscan_anon/_file and pgsteal_anon/_file, counted by every "
+               "reclaim, memcg limit reclaim included (mm/vmscan.c shrink_inactive_list)",
+        .default_value = 1,
+        .presets = {{.until = {5, 7}, .value = 0}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.reclaim_lru_type_stats); },
+       [](MmConfig& c, int64_t v) { c.reclaim_lru_type_stats = v != 0; }},
+      {{.section = "kernel",
+        .key = "retried_fault_is_major",
+        .kind = SwitchKind::kBool,
+        .doc = "a fault retried after the mmap lock was dropped for I/O (a readahead mark, a "
+               "page under I/O) counts in the task's maj_flt, not in vmstat pgmajfault "
+               "(mm/memory.c mm_account_fault, 5.9); from 6.7 file faults start under the "
+               "per-VMA lock and their retry under the mmap lock is not FAULT_FLAG_TRIED "
+               "(measured: Debian 6.12.117 counts 1 maj_flt where 6.1.192 counts 257)",
+        .default_value = 0,
+        .presets = {{.from = {5, 9}, .until = {6, 6}, .value = 1}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.retried_fault_is_major); },
+       [](MmConfig& c, int64_t v) { c.retried_fault_is_major = v != 0; }},
   };
   return table;
 }

@@ -17,6 +17,14 @@ inline constexpr uint64_t kTlbSinglePageFlushCeiling = 33;
 // pagecache_folio_kb's special value: folios as large as readahead makes them.
 inline constexpr int64_t kFolioFollowsReadahead = -1;
 
+// How /proc/vmstat counts refaults of evicted page-cache pages
+// (mm/workingset.c workingset_refault).
+enum class RefaultStat : int64_t {
+  kNone,      // before 3.15: no shadow entries, no counter
+  kCombined,  // 3.15-5.8: workingset_refault
+  kSplit,     // 5.9+: workingset_refault_anon and workingset_refault_file
+};
+
 struct MmConfig {
   // fault_around_bytes / 1024: cached pages mapped around a read fault on a
   // file (do_fault_around); 0 before 3.15.
@@ -26,6 +34,15 @@ struct MmConfig {
   // Page-cache folios a read fault maps whole (large folios, 6.16 on ext4);
   // 0: base pages; kFolioFollowsReadahead: read_ahead_kb.
   int64_t pagecache_folio_kb = 0;
+  RefaultStat workingset_refault_stat = RefaultStat::kSplit;
+  // pgscan_anon/pgscan_file/pgsteal_anon/pgsteal_file: reclaim counted by
+  // LRU type, whoever reclaims (5.8+).
+  bool reclaim_lru_type_stats = true;
+  // A fault retried after dropping the mmap lock for I/O (FAULT_FLAG_TRIED)
+  // is a major fault for the task (maj_flt), though not in vmstat (5.9+:
+  // mm_account_fault). Before, only a fault some attempt of which read from
+  // storage (VM_FAULT_MAJOR) was.
+  bool retried_fault_is_major = true;
 
   int64_t folio_kb() const {
     return pagecache_folio_kb == kFolioFollowsReadahead ? read_ahead_kb : pagecache_folio_kb;

@@ -17,13 +17,14 @@ namespace mmsim::mm {
 struct Folio {
   enum : uint16_t {
     kAnon = 1,
-    kLocked = 2,     // PG_locked
-    kDirty = 4,      // PG_dirty
-    kLru = 8,        // on an LRU list
-    kMlocked = 16,   // PG_mlocked
-    kUptodate = 32,  // PG_uptodate
-    kShmem = 64,     // page cache of a shmem inode (MAP_SHARED|MAP_ANONYMOUS)
-    kInUse = 128,    // allocated (not on the free list)
+    kLocked = 2,       // PG_locked
+    kDirty = 4,        // PG_dirty
+    kLru = 8,          // on an LRU list
+    kMlocked = 16,     // PG_mlocked
+    kUptodate = 32,    // PG_uptodate
+    kShmem = 64,       // page cache of a shmem inode (MAP_SHARED|MAP_ANONYMOUS)
+    kInUse = 128,      // allocated (not on the free list)
+    kReadahead = 256,  // PG_readahead: a fault on it starts the next readahead window
   };
   NodeId node;
   uint16_t flags = 0;

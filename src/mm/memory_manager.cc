@@ -18,7 +18,29 @@ double copy_page_ns(const cost::CostProfile& costs, const topo::Topology& topo, 
 
 MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile& costs,
                              MmConfig config)
-    : topo_(topo), costs_(costs), config_(config), folios_(topo, vmstat_) {}
+    : topo_(topo), costs_(costs), config_(config), folios_(topo, vmstat_) {
+  // The counters this kernel's /proc/vmstat has.
+  const RefaultStat refault = config_.workingset_refault_stat;
+  vmstat_.set_shown(Vm::workingset_refault, refault == RefaultStat::kCombined);
+  vmstat_.set_shown(Vm::workingset_refault_anon, refault == RefaultStat::kSplit);
+  vmstat_.set_shown(Vm::workingset_refault_file, refault == RefaultStat::kSplit);
+  for (Vm v : {Vm::pgscan_anon, Vm::pgscan_file, Vm::pgsteal_anon, Vm::pgsteal_file})
+    vmstat_.set_shown(v, config_.reclaim_lru_type_stats);
+}
+
+void MemoryManager::count_refault() {
+  // workingset_refault: a page read back whose shadow entry its eviction left.
+  switch (config_.workingset_refault_stat) {
+    case RefaultStat::kNone:
+      return;
+    case RefaultStat::kCombined:
+      vmstat_.add(Vm::workingset_refault);
+      return;
+    case RefaultStat::kSplit:
+      vmstat_.add(Vm::workingset_refault_file);  // only page cache is evicted here
+      return;
+  }
+}
 
 AddressSpace& MemoryManager::create_file(std::string name, uint64_t size_pages, bool shmem) {
   auto f = std::make_unique<AddressSpace>();
@@ -80,12 +102,12 @@ double MemoryManager::flush_tlb_range(Mm& mm, CpuId cpu, uint64_t pages) {
   return costs_.tlb_flush_local_ns + static_cast<double>(remote) * costs_.tlb_flush_ipi_ns;
 }
 
-void MemoryManager::account_fault(FaultCtx& ctx, bool major) {
+void MemoryManager::account_fault(FaultCtx& ctx, bool major, bool retried) {
   ++page_events_;
   if (memcg_) memcg_->count_fault(ctx.memcg, major);
   vmstat_.add(Vm::pgfault);
-  if (major) {
-    vmstat_.add(Vm::pgmajfault);
+  if (major) vmstat_.add(Vm::pgmajfault);
+  if (major || (retried && config_.retried_fault_is_major)) {
     if (ctx.maj_flt) ++*ctx.maj_flt;
   } else if (ctx.min_flt) {
     ++*ctx.min_flt;
@@ -199,27 +221,15 @@ MemoryManager::Zapped MemoryManager::zap_range(Mm& mm, Vma& vma, Vpn start, Vpn 
   return z;
 }
 
-MemoryManager::FilemapGet MemoryManager::filemap_get(AddressSpace& file, uint64_t index,
-                                                     const Vma& vma, FaultCtx& ctx) {
-  FilemapGet g;
-  OpCost& cost = g.cost;
-  cost.sys_ns += costs_.pagecache_lookup_ns;
-  const uint32_t cached = file.lookup(index);
-  if (cached != AddressSpace::kNone) {
-    g.pfn = cached;
-    return g;
-  }
-  // Not cached: shmem creates a zeroed page; a file reads a readahead window
-  // of pages that are not cached yet, as one storage request.
-  const uint64_t window = file.shmem ? 1 : std::max<uint32_t>(1, config_.read_ahead_pages());
-  const uint64_t first = file.shmem ? index : index - index % window;
-  const uint64_t last = std::min(file.size_pages, first + window);
-  uint64_t read = 0;
+MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_t first,
+                                                     uint64_t last, uint64_t index, uint64_t mark,
+                                                     const Vma& vma, FaultCtx& ctx, OpCost& cost) {
+  ReadWindow w;
   for (uint64_t i = first; i < last; ++i) {
     if (file.lookup(i) != AddressSpace::kNone) continue;
     auto pfn = folios_.alloc(vma.policy, ctx.node, i);
     if (!pfn) {
-      if (i == index) return g;
+      w.index_failed |= i == index;
       continue;
     }
     Folio& f = folios_.folio(*pfn);
@@ -232,26 +242,66 @@ MemoryManager::FilemapGet MemoryManager::filemap_get(AddressSpace& file, uint64_
       if (!c.ok) {
         f.flags = Folio::kInUse;
         folios_.free(*pfn);
-        if (i == index) return g;
+        w.index_failed |= i == index;
         continue;
       }
     }
+    if (i == mark && !file.shmem) f.flags |= Folio::kReadahead;
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);
-    if (file.shadows.erase(i)) vmstat_.add(Vm::workingset_refault);
+    if (file.shadows.erase(i)) count_refault();
     cost.sys_ns += costs_.page_alloc_ns;
     if (file.shmem) {
       vmstat_.add(Vm::nr_shmem);
       cost.sys_ns += costs_.page_zero_ns * topo_.distance_factor(ctx.node, f.node);
     } else {
-      ++read;
+      ++w.read;
     }
   }
-  if (read) {
-    g.major = true;
-    vmstat_.add(Vm::pgpgin, static_cast<int64_t>(read * (kPageSize / 1024)));
+  if (w.read) {
+    vmstat_.add(Vm::pgpgin, static_cast<int64_t>(w.read * (kPageSize / 1024)));
     cost.io_ns += costs_.storage_read_ns;
   }
+  return w;
+}
+
+MemoryManager::FilemapGet MemoryManager::filemap_get(AddressSpace& file, uint64_t index,
+                                                     const Vma& vma, FaultCtx& ctx) {
+  FilemapGet g;
+  OpCost& cost = g.cost;
+  cost.sys_ns += costs_.pagecache_lookup_ns;
+  // Readahead windows are aligned (SIMPLIFICATION: the kernel's mmap
+  // read-around centres its first window on the fault).
+  const uint64_t window = file.shmem ? 1 : std::max<uint32_t>(1, config_.read_ahead_pages());
+  const uint32_t cached = file.lookup(index);
+  if (cached != AddressSpace::kNone) {
+    Folio& f = folios_.folio(Pfn(cached));
+    if (f.test(Folio::kReadahead)) {
+      // do_async_mmap_readahead: the mark starts the next window's read
+      // (its first page marked: async_size = size), and the fault drops the
+      // mmap lock for it and is retried. SIMPLIFICATION: the reader catches
+      // up with that read, so this fault waits for it (the kernel's waits
+      // on the next window's first page, still under I/O).
+      f.flags &= static_cast<uint16_t>(~Folio::kReadahead);
+      g.retried = true;
+      const uint64_t first = index - index % window + window;
+      const uint64_t last = std::min(file.size_pages, first + window);
+      if (first < last) read_window(file, first, last, index, first, vma, ctx, cost);
+    }
+    g.pfn = cached;
+    return g;
+  }
+  // Not cached (filemap_fault's miss: pgmajfault): shmem creates a zeroed
+  // page; a file reads a readahead window of pages that are not cached yet,
+  // as one storage request, marking the page async_size (a quarter of the
+  // window) before its end, and the fault is retried once the lock dropped
+  // for the read is taken again.
+  const uint64_t first = file.shmem ? index : index - index % window;
+  const uint64_t last = std::min(file.size_pages, first + window);
+  const uint64_t mark = window >= 4 ? first + window - window / 4 : UINT64_MAX;
+  const ReadWindow w = read_window(file, first, last, index, mark, vma, ctx, cost);
+  if (w.index_failed) return g;
+  if (w.read) g.major = g.retried = true;
   const uint32_t pfn = file.lookup(index);
   if (pfn != AddressSpace::kNone) g.pfn = pfn;
   return g;
@@ -275,7 +325,9 @@ MemoryManager::Mapped MemoryManager::fault_around(Mm& mm, Vma& vma, Vpn vpn) {
     const uint32_t pfn = vma.file->lookup(index);
     if (pfn == AddressSpace::kNone) continue;
     const Folio& f = folios_.folio(Pfn(pfn));
-    if (!f.test(Folio::kUptodate) || f.test(Folio::kLocked)) continue;
+    // filemap_map_pages leaves locked, not uptodate and readahead-marked
+    // folios to a real fault.
+    if (!f.test(Folio::kUptodate) || f.test(Folio::kLocked) || f.test(Folio::kReadahead)) continue;
     m.memcg_ns += map_folio(mm, vma, Vpn(v), pfn, false);
     m.ns += costs_.pte_set_ns;
   }
@@ -428,7 +480,7 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     memcg_ns += map_folio(mm, *vma, vpn, *g.pfn, write);
     cost.sys_ns += costs_.pte_set_ns;
   }
-  account_fault(ctx, g.major);
+  account_fault(ctx, g.major, g.retried);
   return out;
 }
 

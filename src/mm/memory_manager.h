@@ -260,8 +260,22 @@ class MemoryManager {
   struct FilemapGet {
     std::optional<uint32_t> pfn;  // nullopt: memory or the charge failed
     OpCost cost;
-    bool major = false;  // it read from storage
+    // filemap_fault did not find the page: a synchronous read (vmstat and
+    // memcg pgmajfault, VM_FAULT_MAJOR).
+    bool major = false;
+    // It dropped the mmap lock for I/O and the fault was retried
+    // (FAULT_FLAG_TRIED): after a synchronous read, or at a readahead mark.
+    bool retried = false;
   };
+  // Reads the file's pages [first, last) that are not cached, as one
+  // request, and sets PG_readahead on `mark` if it read it. Returns the
+  // pages read; nullopt if the page at `index` could not be had.
+  struct ReadWindow {
+    uint64_t read = 0;
+    bool index_failed = false;
+  };
+  ReadWindow read_window(AddressSpace& file, uint64_t first, uint64_t last, uint64_t index,
+                         uint64_t mark, const Vma& vma, FaultCtx& ctx, OpCost& cost);
   FilemapGet filemap_get(AddressSpace& file, uint64_t index, const Vma& vma, FaultCtx& ctx);
   // Maps the cached pages around vpn; returns the time, memcg's apart.
   struct Mapped {
@@ -277,7 +291,12 @@ class MemoryManager {
   };
   Fault do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx);
   Fault do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx);
-  void account_fault(FaultCtx& ctx, bool major);
+  // A completed fault: pgfault; vmstat (and memcg) pgmajfault when `major`;
+  // the task's maj_flt when `major`, or when `retried` and the kernel counts
+  // retried faults as major.
+  void account_fault(FaultCtx& ctx, bool major, bool retried = false);
+  // A page-cache page read back after its eviction, in this kernel's counter.
+  void count_refault();
 
   const topo::Topology& topo_;
   const cost::CostProfile& costs_;

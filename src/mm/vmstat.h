@@ -1,5 +1,7 @@
 // Machine-wide counters named as in /proc/vmstat. Event counters only grow;
-// nr_* entries are gauges (current values).
+// nr_* entries are gauges (current values). Which counters a kernel has
+// depends on its version (kernel switches): a counter it lacks is hidden, so
+// reports list only the names that kernel's /proc/vmstat has.
 #pragma once
 
 #include <array>
@@ -43,7 +45,13 @@ enum class Vm : uint8_t {
   pgmigrate_fail,
   pgscan_direct,
   pgsteal_direct,
+  pgscan_anon,
+  pgscan_file,
+  pgsteal_anon,
+  pgsteal_file,
   workingset_refault,
+  workingset_refault_anon,
+  workingset_refault_file,
   kCount
 };
 
@@ -80,7 +88,13 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(Vm::kCount)> k
     "pgmigrate_fail",
     "pgscan_direct",
     "pgsteal_direct",
+    "pgscan_anon",
+    "pgscan_file",
+    "pgsteal_anon",
+    "pgsteal_file",
     "workingset_refault",
+    "workingset_refault_anon",
+    "workingset_refault_file",
 };
 
 class VmStat {
@@ -91,9 +105,13 @@ class VmStat {
   static constexpr size_t size() { return static_cast<size_t>(Vm::kCount); }
   static std::string_view name(size_t i) { return kVmNames[i]; }
   int64_t at(size_t i) const { return values_[i]; }
+  // Whether this kernel's /proc/vmstat has the counter (all do by default).
+  bool shown(size_t i) const { return !hidden_[i]; }
+  void set_shown(Vm v, bool shown) { hidden_[static_cast<size_t>(v)] = !shown; }
 
  private:
   std::array<int64_t, static_cast<size_t>(Vm::kCount)> values_{};
+  std::array<bool, static_cast<size_t>(Vm::kCount)> hidden_{};
 };
 
 }  // namespace mmsim::mm

@@ -431,7 +431,8 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   // 4 KiB pages: the simulation models no THP (yet); the guest's default
   // would be Debian's "always".
   b.cmdline = "quiet transparent_hugepage=never";
-  err << fmt::format("mmsim: validating {} on Linux {} ({} runs)\n", sc.name, k->release, repeat);
+  err << fmt::format("mmsim: validating {} on Linux {} ({} run{})\n", sc.name, k->release, repeat,
+                     repeat == 1 ? "" : "s");
   const BootResult br = boot_guest(gm, b, cx.signals, err);
   std::ofstream(work + "/console.log") << br.qemu.out << br.qemu.err;
   if (br.qemu.interrupted) {

@@ -28,6 +28,7 @@ std::vector<std::pair<std::string, int64_t>> vmstat_delta(const mm::VmStat& befo
                                                           const mm::VmStat& after) {
   std::vector<std::pair<std::string, int64_t>> out;
   for (size_t i = 0; i < mm::VmStat::size(); ++i) {
+    if (!after.shown(i)) continue;  // not in this kernel's /proc/vmstat
     out.emplace_back(std::string(mm::VmStat::name(i)), after.at(i) - before.at(i));
   }
   return out;

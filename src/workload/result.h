@@ -79,7 +79,8 @@ struct RunResult {
   std::vector<memcg::MemCgroup> memcg;  // final state of every memcg (empty: off)
 };
 
-// The vmstat counters' changes between two snapshots, by name.
+// The vmstat counters' changes between two snapshots, by name: those the
+// kernel modelled has (VmStat::shown).
 std::vector<std::pair<std::string, int64_t>> vmstat_delta(const mm::VmStat& before,
                                                           const mm::VmStat& after);
 

@@ -235,9 +235,11 @@ body = [ { op = "touch", region = "m" } ]
   const auto& g = group(ran, "/g");
   EXPECT_LE(g.max_usage, 256u);
   EXPECT_GT(g.failcnt, 0u);
-  EXPECT_GT(ran.vm("pgsteal_direct"), 0);
-  EXPECT_EQ(ran.vm("pgscan_direct") >= ran.vm("pgsteal_direct"), true);
-  EXPECT_GT(ran.vm("workingset_refault"), 0);
+  EXPECT_GT(g.reclaimed, 0u);
+  // 3.4: limit reclaim is not global reclaim (pgscan_direct counts only
+  // that), and there are no shadow entries yet: every re-read is a read.
+  EXPECT_EQ(ran.vm("pgsteal_direct"), 0);
+  EXPECT_GT(ran.vm("pgpgin"), 2 * 4096);
   EXPECT_TRUE(ran.result.errors.empty());
 }
 
@@ -299,7 +301,7 @@ count = 20
 body = [ { op = "sweep", region = "f" } ]
 )");
   EXPECT_GT(ran.vm("numa_pages_migrated"), 0);
-  EXPECT_EQ(ran.vm("workingset_refault"), 128);
+  EXPECT_EQ(ran.vm("workingset_refault_file"), 128);
   EXPECT_TRUE(ran.result.errors.empty());
 }
 

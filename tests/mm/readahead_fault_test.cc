@@ -1,0 +1,100 @@
+// Readahead marks and major faults (mm/filemap.c filemap_fault,
+// do_sync_mmap_readahead, do_async_mmap_readahead; mm/memory.c
+// mm_account_fault): vmstat counts a miss, the task also a retried fault.
+#include <gtest/gtest.h>
+
+#include "mm/memory_manager.h"
+#include "support/mm_fixture.h"
+
+namespace mmsim::mm {
+namespace {
+
+using testing::kR;
+using testing::MmWorld;
+
+// A 64-page file, not cached, mapped shared and read-only; 128 KiB (32-page)
+// readahead windows.
+struct Uncached {
+  explicit Uncached(MmConfig cfg) : w(cfg) {
+    file = &w.mgr.create_file("data", 64, false);
+    mm = w.mgr.mm_alloc();
+    a = w.map(*mm, 64, kR | Vma::kShared, file);
+  }
+  ~Uncached() { w.teardown(*mm); }
+  MmWorld w;
+  AddressSpace* file = nullptr;
+  std::shared_ptr<Mm> mm;
+  Vpn a{};
+};
+
+MmConfig no_fault_around(bool retried_is_major) {
+  MmConfig c = testing::test_mm_config();
+  c.fault_around_kb = 0;
+  c.retried_fault_is_major = retried_is_major;
+  return c;
+}
+
+TEST(FileReadahead, AMissReadsAWindowAndMarksItsLastQuarterAsync) {
+  Uncached u(no_fault_around(true));
+  u.w.fault(*u.mm, u.a, false);
+  EXPECT_EQ(u.w.mgr.vmstat()[Vm::pgmajfault], 1);
+  EXPECT_EQ(u.w.majflt, 1u);
+  EXPECT_EQ(u.file->nrpages, 32u);
+  EXPECT_TRUE(u.w.mgr.folios().folio(Pfn(u.file->lookup(24))).test(Folio::kReadahead));
+  EXPECT_FALSE(u.w.mgr.folios().folio(Pfn(u.file->lookup(23))).test(Folio::kReadahead));
+  u.w.expect_consistent();
+}
+
+TEST(FileReadahead, AFaultOnTheMarkReadsTheNextWindowAndIsMajorOnlyForTheTask) {
+  Uncached u(no_fault_around(true));
+  u.w.fault(*u.mm, u.a, false);
+  auto c = u.w.ctx();
+  const FaultResult r = u.w.mgr.handle_mm_fault(*u.mm, Vpn(u.a.v + 24), false, c);
+  EXPECT_GT(r.cost.io_ns, 0);
+  EXPECT_EQ(u.file->nrpages, 64u);
+  EXPECT_EQ(u.w.mgr.vmstat()[Vm::pgpgin], 64 * 4);
+  EXPECT_EQ(u.w.mgr.vmstat()[Vm::pgmajfault], 1);  // no miss
+  EXPECT_EQ(u.w.majflt, 2u);                       // retried: FAULT_FLAG_TRIED
+  EXPECT_FALSE(u.w.mgr.folios().folio(Pfn(u.file->lookup(24))).test(Folio::kReadahead));
+  // The next window is marked at its first page (async_size = size).
+  EXPECT_TRUE(u.w.mgr.folios().folio(Pfn(u.file->lookup(32))).test(Folio::kReadahead));
+  u.w.expect_consistent();
+}
+
+TEST(FileReadahead, BeforeFiveNineTheFaultRetriedAtAMarkIsAMinorFault) {
+  Uncached u(no_fault_around(false));
+  u.w.fault(*u.mm, u.a, false);
+  u.w.fault(*u.mm, Vpn(u.a.v + 24), false);
+  EXPECT_EQ(u.file->nrpages, 64u);
+  EXPECT_EQ(u.w.majflt, 1u);  // only the miss returned VM_FAULT_MAJOR
+  EXPECT_EQ(u.w.minflt, 1u);
+}
+
+TEST(FileReadahead, FaultAroundLeavesAMarkedPageToARealFault) {
+  Uncached u(testing::test_mm_config());  // 64 KiB fault-around
+  u.w.fault(*u.mm, u.a, false);
+  u.w.fault(*u.mm, Vpn(u.a.v + 16), false);
+  EXPECT_FALSE(u.mm->pgtable().get(Vpn(u.a.v + 23)).none());
+  EXPECT_TRUE(u.mm->pgtable().get(Vpn(u.a.v + 24)).none());
+  EXPECT_FALSE(u.mm->pgtable().get(Vpn(u.a.v + 25)).none());
+  EXPECT_EQ(u.file->nrpages, 32u);  // nothing read ahead yet
+}
+
+TEST(FileReadahead, RetriedFaultsAreMajorFrom5_9To6_6) {
+  const auto& table = mm_switches();
+  for (const auto& s : table) {
+    if (s.info.key != "retried_fault_is_major") continue;
+    EXPECT_EQ(s.info.value_for({5, 8}), 0);
+    EXPECT_EQ(s.info.value_for({5, 9}), 1);
+    EXPECT_EQ(s.info.value_for({6, 6}), 1);
+    // The per-VMA-lock attempt's retry is not FAULT_FLAG_TRIED (measured on
+    // Debian's 6.12: 1 maj_flt where 6.1 counts 257).
+    EXPECT_EQ(s.info.value_for({6, 7}), 0);
+    EXPECT_EQ(s.info.value_for({6, 12}), 0);
+    return;
+  }
+  ADD_FAILURE() << "no kernel.retried_fault_is_major switch";
+}
+
+}  // namespace
+}  // namespace mmsim::mm
