@@ -151,7 +151,7 @@ class World final : public sim::EventHandler,
     // A charge move in progress (kCgroup until kMoveEnd): its target memcg.
     bool moving = false;
     uint32_t moving_to = 0;
-    Vpn escape{UINT64_MAX};   // a page it read between two migration passes
+    Vpn escape{UINT64_MAX};                          // a page it read between two migration passes
     std::vector<std::pair<uint32_t, Tick>> reaches;  // (migration, when) for run-ahead
     // The hinting fault whose migration the task is in (migrate::Executor::finished).
     numa::HintDecision pending_hint;
