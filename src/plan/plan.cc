@@ -832,9 +832,12 @@ class PlanReader {
         return r_.get_bool(line, key, &op->write);
       case kElemSize:
         if (!r_.get_int(line, key, &op->elem_size)) return false;
-        if (op->elem_size == 1 || op->elem_size == 2 || op->elem_size == 4 || op->elem_size == 8)
+        // A power of two from 1 to a page (the scenario's rule: it divides 4096).
+        if (op->elem_size >= 1 && op->elem_size <= 4096 &&
+            (op->elem_size & (op->elem_size - 1)) == 0)
           return true;
-        return r_.fail("elem_size " + number(op->elem_size) + " is not 1, 2, 4 or 8");
+        return r_.fail("elem_size " + number(op->elem_size) +
+                       " is not a power of two from 1 to 4096");
       case kComputeNs:
         return r_.get_double(line, key, &op->compute_ns);
       case kCounter:

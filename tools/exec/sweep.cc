@@ -24,6 +24,24 @@ template <typename T>
   return c;
 }
 
+// Elements wider than a word (a struct of `stride` bytes): one 8-byte load or
+// store at the start of each.
+[[gnu::noinline]] SweepCount read_strided(const unsigned char* p, uint64_t n, uint64_t stride) {
+  SweepCount c;
+  for (uint64_t i = 0; i < n; ++i) {
+    c.sum += *reinterpret_cast<const volatile uint64_t*>(p + i * stride);
+  }
+  c.elements = n;
+  return c;
+}
+
+[[gnu::noinline]] SweepCount write_strided(unsigned char* p, uint64_t n, uint64_t stride) {
+  for (uint64_t i = 0; i < n; ++i) *reinterpret_cast<volatile uint64_t*>(p + i * stride) = i + 1;
+  SweepCount c;
+  c.elements = n;
+  return c;
+}
+
 }  // namespace
 
 SweepCount sweep_read(const unsigned char* p, uint64_t bytes, uint32_t elem_size) {
@@ -37,7 +55,7 @@ SweepCount sweep_read(const unsigned char* p, uint64_t bytes, uint32_t elem_size
     case 8:
       return read_elems<uint64_t>(p, bytes / 8);
     default:
-      return {};
+      return elem_size > 8 ? read_strided(p, bytes / elem_size, elem_size) : SweepCount{};
   }
 }
 
@@ -52,7 +70,7 @@ SweepCount sweep_write(unsigned char* p, uint64_t bytes, uint32_t elem_size) {
     case 8:
       return write_elems<uint64_t>(p, bytes / 8);
     default:
-      return {};
+      return elem_size > 8 ? write_strided(p, bytes / elem_size, elem_size) : SweepCount{};
   }
 }
 

@@ -14,8 +14,9 @@ struct SweepCount {
 };
 
 // Reads every elem_size-byte element of [p, p + bytes), one load each, in
-// address order. REQUIRES: elem_size is 1, 2, 4 or 8; p is aligned to it;
-// bytes is a multiple of it.
+// address order: the element itself (1, 2, 4 or 8 bytes), or the first 8
+// bytes of a wider one (16 to 4096 bytes, a power of two). REQUIRES: p is
+// aligned to the element; bytes is a multiple of it.
 SweepCount sweep_read(const unsigned char* p, uint64_t bytes, uint32_t elem_size);
 
 // Writes every element of [p, p + bytes) once, in address order: element i
