@@ -6,14 +6,13 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
+#include <unistd.h>  // environ (_GNU_SOURCE)
 
 #include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 
-extern char** environ;
 
 namespace mmsim::validate {
 
