@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstring>
 
-
 namespace mmsim::validate {
 
 std::string CommandResult::what() const {
