@@ -565,6 +565,7 @@ class Generator {
         range(o, r);
         if (chance(2)) o.set("elem_size", pick({"1", "2", "4", "8", "64", "512", "4096"}));
         if (chance(2)) o.set("compute_ns", pick({"0", "0.5", "1", "10", "1000"}));
+        if (chance(3)) o.set("build", quoted(pick({"O0", "O2"})));
         return o;
       }
       case kTouch:

@@ -2,11 +2,17 @@
 // array (the data section, shared copy-on-write after fork) for T seconds.
 // The real-host counterpart of scenarios/seed-a-numa-shared-cow.toml.
 //
-//   mmsim-numa-shared-cow [--seconds T] [--procs N]
+//   mmsim-numa-shared-cow [--seconds T] [--procs N] [--loop O0|O2]
+//
+// --loop picks the build of the summing loop (numa_shared_cow.h): O0 (the
+// default, as the seed write-up's program was built) or O2.
 //
 // Prints one JSON line: {"iterations": total passes, "procs": N, "seconds": T,
-// "elements": array length, "children": [{"pid", "iterations", "user_s", "sys_s", "minflt",
-// "majflt", "nvcsw", "nivcsw"}, ...]}. Exit status 0 ok, 1 a system call failed, 2 bad arguments.
+// "elements": array length, "loop": "O0" or "O2", "children": [{"pid", "iterations", "user_s",
+// "sys_s", "minflt", "majflt", "nvcsw", "nivcsw"}, ...]}. Exit status 0 ok, 1 a system call failed,
+// 2 bad arguments.
+#include "numa_shared_cow.h"
+
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -25,13 +31,11 @@
 
 #include "util/units.h"
 
-constexpr size_t kElements = 1'000'000;
-
 // A nonzero initialiser keeps the array in .data (a private, writable file
 // mapping), not .bss, so every child maps the same page-cache pages
-// copy-on-write. External linkage on purpose: an array with internal linkage
-// that is never written may be promoted to .rodata, which is not COW.
-extern int g_data[kElements];
+// copy-on-write. External linkage on purpose (numa_shared_cow.h): an array
+// with internal linkage that is never written may be promoted to .rodata,
+// which is not COW.
 int g_data[kElements] = {1};
 
 namespace {
@@ -40,9 +44,10 @@ namespace {
 volatile long g_sink;
 
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(
-      stderr, "mmsim-numa-shared-cow: %s\nusage: mmsim-numa-shared-cow [--seconds T] [--procs N]\n",
-      msg.c_str());
+  std::fprintf(stderr,
+               "mmsim-numa-shared-cow: %s\nusage: mmsim-numa-shared-cow [--seconds T] [--procs N] "
+               "[--loop O0|O2]\n",
+               msg.c_str());
   std::exit(2);
 }
 
@@ -61,16 +66,14 @@ double parse_number(std::string_view flag, const char* text) {
   return v;
 }
 
-// Sums the array until `seconds` have passed, checking the clock once per
-// pass; stores the pass count in *count after every pass.
-void child_loop(double seconds, volatile uint64_t* count) {
+// Sums the array with `pass` until `seconds` have passed, checking the clock
+// once per pass; stores the pass count in *count after every pass.
+void child_loop(double seconds, int (*pass)(), volatile uint64_t* count) {
   using Clock = std::chrono::steady_clock;
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
   uint64_t passes = 0;
   do {
-    long sum = 0;
-    for (size_t i = 0; i < kElements; ++i) sum += g_data[i];
-    g_sink = sum;
+    g_sink = pass();
     *count = ++passes;
   } while (Clock::now() < end);
 }
@@ -82,9 +85,10 @@ double tv_seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + t
 int main(int argc, char** argv) {
   double seconds = 10;
   long procs = 2;
+  std::string loop = "O0";
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if ((a == "--seconds" || a == "--procs") && i + 1 >= argc)
+    if ((a == "--seconds" || a == "--procs" || a == "--loop") && i + 1 >= argc)
       usage_error(std::string(a) + ": missing value");
     if (a == "--seconds") {
       seconds = parse_number(a, argv[++i]);
@@ -95,6 +99,10 @@ int main(int argc, char** argv) {
       if (p != static_cast<long>(p) || p > 4096)
         usage_error("--procs: expected a whole number from 1 to 4096");
       procs = static_cast<long>(p);
+    } else if (a == "--loop") {
+      loop = argv[++i];
+      if (loop != "O0" && loop != "O2")
+        usage_error("--loop: expected O0 or O2, got \"" + loop + "\"");
     } else {
       usage_error("unknown argument \"" + std::string(a) + "\"");
     }
@@ -117,7 +125,7 @@ int main(int argc, char** argv) {
       sys_error("fork");
     }
     if (pid == 0) {
-      child_loop(seconds, &counts[i]);
+      child_loop(seconds, loop == "O0" ? sum_pass_O0 : sum_pass_O2, &counts[i]);
       _exit(0);
     }
     pids.push_back(pid);
@@ -144,10 +152,10 @@ int main(int argc, char** argv) {
 
   uint64_t total = 0;
   for (long i = 0; i < procs; ++i) total += counts[i];
-  std::string line = "{\"iterations\": " + std::to_string(total) +
-                     ", \"procs\": " + std::to_string(procs) +
-                     ", \"seconds\": " + std::to_string(seconds) +
-                     ", \"elements\": " + std::to_string(kElements) + ", \"children\": [";
+  std::string line =
+      "{\"iterations\": " + std::to_string(total) + ", \"procs\": " + std::to_string(procs) +
+      ", \"seconds\": " + std::to_string(seconds) + ", \"elements\": " + std::to_string(kElements) +
+      ", \"loop\": \"" + loop + "\", \"children\": [";
   for (size_t i = 0; i < results.size(); ++i) {
     const rusage& ru = results[i].ru;
     char buf[512];

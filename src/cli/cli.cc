@@ -195,16 +195,33 @@ int cmd_switches(const std::string& version, bool markdown, std::ostream& out, s
   return 0;
 }
 
-int cmd_costs(std::ostream& out) {
+// mmsim costs [--machine NAME]: a machine preset's cost profile, every value
+// with its source.
+int cmd_costs(const std::string& machine, std::ostream& out, std::ostream& err) {
+  const cost::MachineCosts* m = cost::find_machine_costs(machine);
+  if (!m) {
+    std::string known;
+    for (const auto& p : cost::machine_profiles())
+      known += (known.empty() ? "" : ", ") + std::string(p.machine);
+    err << fmt::format(
+        "mmsim: error: --machine: \"{}\" has no cost profile of its own (known: {}; the host's "
+        "comes from `mmsim calibrate`)\n",
+        machine, known);
+    return 2;
+  }
+  out << fmt::format("# {}: {}\n", m->machine, m->hardware);
   for (const auto& p : cost::cost_params()) {
-    out << fmt::format("{:<22} {:>12g} {:<3} {}\n", p.name, p.default_value, p.unit, p.source);
+    for (const auto& v : m->values) {
+      if (v.name == p.name)
+        out << fmt::format("{:<22} {:>12g} {:<3} {}\n", p.name, v.value, p.unit, v.source);
+    }
   }
   return 0;
 }
 
 // mmsim native BENCH --predict: the run, its simulation, and the two side by side.
-int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::ostream& out,
-                       std::ostream& err) {
+int cmd_native_predict(native::NativeOptions no, const std::string& costs, bool default_costs,
+                       std::ostream& out, std::ostream& err) {
   if (!costs.empty()) {
     if (const std::string why = costs_problem(costs); !why.empty()) {
       err << fmt::format("mmsim: error: --costs: {} (make one with mmsim calibrate --out FILE)\n",
@@ -212,11 +229,9 @@ int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::
       return kExitBadInput;
     }
   }
-  if (costs.empty()) {
-    err << "mmsim: warning: no --costs: the simulation uses the default profile (a 2015-2018 "
-           "Xeon), "
-           "not this host's; make one with mmsim calibrate --out FILE\n";
-  }
+  int chosen_rc = 0;
+  const auto chosen = host_predict_costs(costs, default_costs, out, err, &chosen_rc);
+  if (!chosen) return chosen_rc;
   const std::string json_path = no.json;
   no.json.clear();
   const native::NativeOutcome o = native::measure_native(no, err);
@@ -226,10 +241,11 @@ int cmd_native_predict(native::NativeOptions no, const std::string& costs, std::
   p.bench = no.bench;
   p.seconds = no.seconds.value_or(10);
   p.procs = static_cast<uint32_t>(no.procs.value_or(2));
+  p.loop = no.loop.value_or("O0");
   p.size_bytes = no.size.value_or(256ull << 20);
   p.loops = static_cast<uint32_t>(no.loops.value_or(10));
   p.numa_balancing = o.result->numa_balancing;
-  p.costs = costs;
+  p.costs = chosen->path;
   nlohmann::ordered_json both;
   const int rc = predict(p, native::native_json(no, *o.result), out, err, &both);
   if (rc) return rc;
@@ -246,7 +262,7 @@ struct NativeScenarioArgs {
 
 // mmsim native SCENARIO [--predict]: the scenario on this host.
 int cmd_native_scenario(const NativeScenarioArgs& a, bool predict_flag, const std::string& costs,
-                        std::ostream& out, std::ostream& err) {
+                        bool default_costs, std::ostream& out, std::ostream& err) {
   if (!a.options.json.empty()) {
     if (const std::string why = output_problem(a.options.json, {a.scenario, costs}); !why.empty()) {
       err << "mmsim: error: --json: " << why << "\n";
@@ -266,7 +282,11 @@ int cmd_native_scenario(const NativeScenarioArgs& a, bool predict_flag, const st
     return kExitBadInput;
   }
   if (!predict_flag) return native::run_scenario_native(pr.run->scenario, a.options, out, err);
-  return native_scenario_predict(a.scenario, a.sets, costs, pr.run->scenario, a.options, out, err);
+  int chosen_rc = 0;
+  const auto chosen = host_predict_costs(costs, default_costs, out, err, &chosen_rc);
+  if (!chosen) return chosen_rc;
+  return native_scenario_predict(a.scenario, a.sets, chosen->path, pr.run->scenario, a.options, out,
+                                 err);
 }
 
 }  // namespace
@@ -353,7 +373,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   auto* topology = app.add_subcommand("topology", "Print a machine as numactl --hardware does");
   topology->add_option("--machine", machine, "Preset name or host")->capture_default_str();
 
-  auto* costs = app.add_subcommand("costs", "List the cost profile's defaults and their sources");
+  std::string costs_machine(cost::kDefaultCostMachine);
+  auto* costs = app.add_subcommand(
+      "costs", "List a machine preset's cost profile: every value with its source");
+  costs->add_option("--machine", costs_machine, "Machine preset")->capture_default_str();
 
   std::string switches_version;
   bool switches_markdown = false;
@@ -387,6 +410,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   native_cmd->add_option("--seconds", no.seconds,
                          "numa-shared-cow: seconds each process sums (default 10)");
   native_cmd->add_option("--procs", no.procs, "numa-shared-cow: processes forked (default 2)");
+  native_cmd->add_option("--loop", no.loop,
+                         "numa-shared-cow: the summing loop's build, O0 (default: as the seed "
+                         "write-up's program was built) or O2");
   native_cmd->add_option("--size", native_size,
                          "mmap-fault-drop: file size, bytes or 256M (default 256M)");
   native_cmd->add_option("--loops", no.loops,
@@ -412,7 +438,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       "--predict", predict_flag,
       "Also simulate the run on the host machine and print both with the relative errors");
   native_cmd->add_option("--costs", predict_costs,
-                         "--predict: the host cost profile (mmsim calibrate --out)");
+                         "--predict: a cost profile (default: this host's, calibrated once and "
+                         "cached in $XDG_CACHE_HOME/mmsim/host-profile.toml)");
+  bool default_costs = false;
+  native_cmd->add_flag("--default-costs", default_costs,
+                       "--predict: use the built-in default profile (a 2015-2018 Xeon), not "
+                       "this host's");
 
   validate::ValidateOptions vo;
   auto* validate_cmd = app.add_subcommand(
@@ -448,7 +479,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   auto* calibrate =
       app.add_subcommand("calibrate", "Measure this host's costs and write a cost profile");
   calibrate->add_option("--out", ca.out, "The profile to write")->capture_default_str();
-  calibrate->add_option("--runs", ca.runs, "Runs per measurement (default: the calibrators')");
+  calibrate->add_option("--runs", ca.runs, "Runs per measurement; the median is kept")
+      ->capture_default_str();
+  calibrate
+      ->add_option("--max-spread", ca.max_spread,
+                   "Refuse the host when a measurement's (max - min) / median is above this")
+      ->capture_default_str();
+  calibrate->add_flag("--force", ca.force, "Write the profile even when the host is unstable");
+  calibrate->add_option(
+      "--check", ca.check,
+      "Predict the calibrators' workloads with this profile and print the errors");
   calibrate->add_option("--tools-dir", ca.tools_dir, "Where the mmsim-calibrate-* programs are");
   calibrate->add_option("--bench-dir", ca.bench_dir, "Where the mmsim-* benchmark programs are");
 
@@ -484,7 +524,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*run) return cmd_run(ra, out, err);
     if (*compare) return cmd_compare(co, compare_seed, compare_json, out, err);
     if (*topology) return cmd_topology(machine, out, err);
-    if (*costs) return cmd_costs(out);
+    if (*costs) return cmd_costs(costs_machine, out, err);
     if (*switches) return cmd_switches(switches_version, switches_markdown, out, err);
     if (*validate_cmd) {
       for (const auto& f : {vo.json, vo.markdown}) {
@@ -497,7 +537,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return validate::run_validate(vo, out, err);
     }
     if (*calibrate) {
-      if (const std::string why = output_problem(ca.out, {}); !why.empty()) {
+      const std::string why = ca.check.empty() ? output_problem(ca.out, {}) : "";
+      if (!why.empty()) {
         err << "mmsim: error: --out: " << why << "\n";
         return kExitBadInput;
       }
@@ -516,8 +557,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ns.options.json = no.json;
       ns.options.sysctl_root = no.sysctl_root;
       ns.options.cgroup_root = no.cgroup_root;
-      for (const char* bench_only : {"--seconds", "--procs", "--size", "--loops", "--file",
-                                     "--numa-balancing", "--cgroup", "--bench-dir"}) {
+      for (const char* bench_only : {"--seconds", "--procs", "--loop", "--size", "--loops",
+                                     "--file", "--numa-balancing", "--cgroup", "--bench-dir"}) {
         if (native_cmd->count(bench_only)) {
           err << fmt::format(
               "mmsim: error: {}: only for a benchmark program; a scenario sets it in its file "
@@ -526,7 +567,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
           return kExitBadInput;
         }
       }
-      return cmd_native_scenario(ns, predict_flag, predict_costs, out, err);
+      return cmd_native_scenario(ns, predict_flag, predict_costs, default_costs, out, err);
     }
     if (*native_cmd) {
       for (const char* scenario_only : {"--set", "--repeat", "--tasks", "--exec", "--scratch"}) {
@@ -552,7 +593,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         }
       }
       if (!predict_flag) return native::run_native(no, out, err);
-      return cmd_native_predict(no, predict_costs, out, err);
+      return cmd_native_predict(no, predict_costs, default_costs, out, err);
     }
   } catch (const std::bad_alloc&) {
     err << "mmsim: error: the host ran out of memory (see the README's limits)\n";

@@ -1,15 +1,20 @@
 #include "cli/predict.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <toml++/toml.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "cli/calibrate_cmd.h"
+#include "cli/cli.h"
 #include "native/native.h"
 #include "native/scenario_native.h"
 #include "report/compare.h"
@@ -20,17 +25,6 @@
 namespace mmsim::cli {
 
 namespace {
-
-// "6.18.44-fc" -> "6.18", clamped to the versions the presets know.
-std::string kernel_version(const std::string& release) {
-  int major = 6, minor = 6;
-  std::sscanf(release.c_str(), "%d.%d", &major, &minor);
-  if (major > 6 || (major == 6 && minor > 19)) {
-    major = 6;
-    minor = 19;
-  }
-  return fmt::format("{}.{}", major, minor);
-}
 
 // The pages a read fault mapped on the host, from the profile's [measured].
 std::optional<double> measured_fault_pages(const std::string& costs) {
@@ -45,13 +39,25 @@ std::optional<double> measured_fault_pages(const std::string& costs) {
 
 }  // namespace
 
-std::string predict_scenario(const PredictParams& p, const std::string& kernel_release) {
+std::string host_kernel_version(const std::string& release) {
+  int major = 6, minor = 6;
+  std::sscanf(release.c_str(), "%d.%d", &major, &minor);
+  if (major > 6 || (major == 6 && minor > 19)) {
+    major = 6;
+    minor = 19;
+  }
+  return fmt::format("{}.{}", major, minor);
+}
+
+std::string host_scenario_head(const std::string& name, const std::string& costs,
+                               const std::string& kernel_release,
+                               std::optional<int> numa_balancing) {
   std::string s = fmt::format(
-      "[scenario]\nname = \"native-{}\"\nseed = 1\n\n[machine]\npreset = "
+      "[scenario]\nname = \"{}\"\nseed = 1\n\n[machine]\npreset = "
       "\"host\"\n\n[kernel]\nversion = \"{}\"\n",
-      p.bench, kernel_version(kernel_release));
-  if (p.numa_balancing) s += fmt::format("numa_balancing = {}\n", *p.numa_balancing);
-  if (auto pages = measured_fault_pages(p.costs)) {
+      name, host_kernel_version(kernel_release));
+  if (numa_balancing) s += fmt::format("numa_balancing = {}\n", *numa_balancing);
+  if (auto pages = measured_fault_pages(costs)) {
     // A read fault on this host maps this many pages on average: whole large
     // folios. Folios are naturally aligned powers of two, so the model maps
     // the nearest power of two (at most a PMD, 2 MiB).
@@ -59,9 +65,15 @@ std::string predict_scenario(const PredictParams& p, const std::string& kernel_r
     const uint64_t kb = (uint64_t{1} << static_cast<int>(std::min(order, 9.0))) * 4;
     s += fmt::format("pagecache_folio_kb = {}\n", kb);
   }
-  if (!p.costs.empty()) {
-    s += fmt::format("\n[costs]\nprofile = \"{}\"\n", std::filesystem::absolute(p.costs).string());
+  if (!costs.empty()) {
+    s += fmt::format("\n[costs]\nprofile = \"{}\"\n", std::filesystem::absolute(costs).string());
   }
+  return s;
+}
+
+std::string predict_scenario(const PredictParams& p, const std::string& kernel_release) {
+  std::string s =
+      host_scenario_head("native-" + p.bench, p.costs, kernel_release, p.numa_balancing);
   if (p.bench == "mmap-fault-drop") {
     const uint64_t pages = (p.size_bytes + 4095) / 4096;
     s += fmt::format(R"(
@@ -145,7 +157,7 @@ op = "wait"
 op = "loop"
 duration = "{}s"
 body = [
-  {{ op = "sweep", region = "rw", offset = 4096, size = 4000000 }},
+  {{ op = "sweep", region = "rw", offset = 4096, size = 4000000, build = "{}" }},
   {{ op = "count", counter = "iterations" }},
 ]
 
@@ -154,7 +166,7 @@ op = "touch"
 region = "counts"
 mode = "write"
 )",
-                     p.procs, p.seconds);
+                     p.procs, p.seconds, p.loop);
   }
   return s;
 }
@@ -216,6 +228,9 @@ int predict(const PredictParams& p, const nlohmann::ordered_json& native, std::o
                         "pgmigrate_success", "nr_tlb_remote_flush"}) {
     rows.push_back({k, std::string("/vmstat/") + k});
   }
+  out << fmt::format("\nsimulated with {}\n",
+                     p.costs.empty() ? "the BUILT-IN DEFAULT cost profile (not this host's)"
+                                     : "cost profile " + profile_label(p.costs));
   const nlohmann::ordered_json rel = side_by_side(native, sim, rows, out);
   if (result) *result = {{"native", native}, {"simulated", sim}, {"relative_error", rel}};
   return 0;
@@ -244,10 +259,6 @@ int native_scenario_predict(const std::string& path, const std::vector<std::stri
                             const std::string& costs, const scenario::Scenario& sc,
                             const native::ScenarioNativeOptions& options, std::ostream& out,
                             std::ostream& err) {
-  if (costs.empty()) {
-    err << "mmsim: warning: no --costs: the simulation uses the default profile (a 2015-2018 "
-           "Xeon), not this host's; make one with mmsim calibrate --out FILE\n";
-  }
   // The same scenario on this host's machine and kernel version.
   utsname u{};
   ::uname(&u);
@@ -256,7 +267,7 @@ int native_scenario_predict(const std::string& path, const std::vector<std::stri
     toml::table t = toml::parse_file(path);
     t.insert_or_assign("machine", toml::table{{"preset", "host"}});
     if (!t["kernel"].is_table()) t.insert_or_assign("kernel", toml::table{});
-    t["kernel"].as_table()->insert_or_assign("version", kernel_version(u.release));
+    t["kernel"].as_table()->insert_or_assign("version", host_kernel_version(u.release));
     std::ostringstream s;
     s << t;
     text = s.str();
@@ -282,8 +293,9 @@ int native_scenario_predict(const std::string& path, const std::vector<std::stri
   const size_t nodes = pr.run->topology.nr_nodes(), cpus = pr.run->topology.nr_cpus();
   out << fmt::format(
       "\nsimulated: {} on this host's machine ({} node{}, {} CPU{}), kernel {}, {}\n", sc.name,
-      nodes, nodes == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", kernel_version(u.release),
-      costs.empty() ? "the default cost profile" : "cost profile " + costs);
+      nodes, nodes == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", host_kernel_version(u.release),
+      costs.empty() ? "the BUILT-IN DEFAULT cost profile (not this host's)"
+                    : "cost profile " + profile_label(costs));
   out << "(native vmstat counts the whole host's activity over the run; the simulation, the "
          "scenario's)\n";
 
@@ -309,6 +321,113 @@ int native_scenario_predict(const std::string& path, const std::vector<std::stri
     }
   }
   return 0;
+}
+
+std::string host_profile_cache_path(const char* xdg_cache_home, const char* home) {
+  namespace fs = std::filesystem;
+  if (xdg_cache_home && *xdg_cache_home && fs::path(xdg_cache_home).is_absolute())
+    return (fs::path(xdg_cache_home) / "mmsim" / "host-profile.toml").string();
+  if (home && *home) return (fs::path(home) / ".cache" / "mmsim" / "host-profile.toml").string();
+  return "";
+}
+
+std::string profile_label(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, first, date;
+  while (std::getline(in, line) && line.starts_with("#")) {
+    if (first.empty()) first = line;
+    if (line.starts_with("# date: ")) {
+      date = line.substr(8);
+      break;
+    }
+  }
+  if (date.empty()) {
+    // An older profile: "# Host cost profile made by ... on ..., 2026-01-31."
+    const auto comma = first.rfind(", ");
+    if (comma != std::string::npos) date = first.substr(comma + 2);
+    while (!date.empty() && (date.back() == '.' || date.back() == ' ')) date.pop_back();
+    if (date.size() != 10 || date[4] != '-' || date[7] != '-') date.clear();
+  }
+  if (date.empty()) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      char buf[32];
+      std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&st.st_mtime));
+      date = std::string(buf) + ", file date";
+    }
+  }
+  return fmt::format("{} (made {})", path, date.empty() ? "on an unknown date" : date);
+}
+
+std::optional<PredictCosts> choose_predict_costs(const std::string& explicit_costs,
+                                                 bool default_costs, const std::string& cache_path,
+                                                 const CalibrateFn& calibrate, std::ostream& out,
+                                                 std::ostream& err, int* exit_code) {
+  *exit_code = 0;
+  if (!explicit_costs.empty()) {
+    out << fmt::format("prediction: cost profile {} (--costs)\n", profile_label(explicit_costs));
+    return PredictCosts{explicit_costs};
+  }
+  if (default_costs) {
+    err << "mmsim: warning: --default-costs: the prediction uses the BUILT-IN DEFAULT cost "
+           "profile (a 2015-2018 Xeon), NOT THIS HOST'S; its times say nothing about this "
+           "host\n";
+    out << "prediction: the BUILT-IN DEFAULT cost profile (--default-costs), not this host's\n";
+    return PredictCosts{};
+  }
+  if (cache_path.empty()) {
+    err << "mmsim: error: --predict: no place to cache this host's cost profile (neither "
+           "XDG_CACHE_HOME nor HOME is set); give one with --costs FILE (mmsim calibrate --out "
+           "FILE makes it)\n";
+    *exit_code = 2;
+    return std::nullopt;
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(cache_path, ec)) {
+    out << fmt::format(
+        "prediction: this host's cost profile {} (cached; delete it to "
+        "calibrate again)\n",
+        profile_label(cache_path));
+    return PredictCosts{cache_path, true};
+  }
+  out << fmt::format(
+      "prediction: no cost profile of this host yet: calibrating once (a minute or two), caching "
+      "it at {}\n",
+      cache_path);
+  out.flush();
+  std::filesystem::create_directories(std::filesystem::path(cache_path).parent_path(), ec);
+  if (ec) {
+    err << fmt::format("mmsim: error: cannot create {}: {}\n",
+                       std::filesystem::path(cache_path).parent_path().string(), ec.message());
+    *exit_code = kExitHostRefused;
+    return std::nullopt;
+  }
+  const int rc = calibrate(cache_path);
+  if (rc != 0 || !std::filesystem::exists(cache_path, ec)) {
+    err << fmt::format(
+        "mmsim: error: --predict: the calibration of this host failed (exit {}), so there is no "
+        "host profile to predict with; nothing was predicted. Fix what it says, give a profile "
+        "with --costs FILE, or ask for the built-in defaults with --default-costs\n",
+        rc);
+    *exit_code = rc != 0 ? rc : kExitHostRefused;
+    return std::nullopt;
+  }
+  out << fmt::format("prediction: this host's cost profile {} (just calibrated)\n",
+                     profile_label(cache_path));
+  return PredictCosts{cache_path, true, true};
+}
+
+std::optional<PredictCosts> host_predict_costs(const std::string& explicit_costs,
+                                               bool default_costs, std::ostream& out,
+                                               std::ostream& err, int* exit_code) {
+  const std::string cache =
+      host_profile_cache_path(std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+  auto calibrate = [&](const std::string& path) {
+    CalibrateArgs a;
+    a.out = path;
+    return cmd_calibrate(a, out, err);
+  };
+  return choose_predict_costs(explicit_costs, default_costs, cache, calibrate, out, err, exit_code);
 }
 
 }  // namespace mmsim::cli

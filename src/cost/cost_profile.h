@@ -1,6 +1,7 @@
-// The time each modelled operation takes. A profile is data: every field has a
-// default with its source (see cost_profile.cc), and a TOML file or --set can
-// override any of them by name.
+// The time each modelled operation takes, and the hardware it runs on. A
+// profile is data: each machine preset has its own values, every one with its
+// source (cost_profile.cc; `mmsim costs --machine NAME` lists them), and a
+// TOML file or --set can override any of them by name.
 #pragma once
 
 #include <optional>
@@ -12,13 +13,35 @@
 namespace mmsim::cost {
 
 struct CostProfile {
-  // Compute per element of a summing sweep over cache-resident data.
-  double sweep_elem_ns = 0;
-  // Extra time per 64-byte line streamed from local DRAM (beyond cache-resident);
-  // a remote node costs this times SLIT distance / 10.
-  double dram_line_ns = 0;
-  // Load-to-use latency of one uncached access (touch of a page), local node.
+  // The core: its clock, and what the memory hierarchy (cost::CacheModel)
+  // needs. Sizes are per core; the LLC's size is the machine's
+  // (llc_per_socket). Latencies are load-to-use, idle, for a dependent load.
+  double core_ghz = 0;
+  double l1d_bytes = 0;
+  double l2_bytes = 0;
+  double l1_ns = 0;
+  double l2_ns = 0;
+  double llc_ns = 0;
+  // DRAM: local, one interconnect hop and two hops away.
   double mem_latency_ns = 0;
+  double mem_latency_1hop_ns = 0;
+  double mem_latency_2hop_ns = 0;
+  // Memory-level parallelism: L1 misses one core can have outstanding (line
+  // fill buffers), and requests its L2 streamer keeps in flight to memory.
+  double lfb_entries = 1;
+  double l2_outstanding = 1;
+  // 1: the LLC's replacement keeps part of a working set larger than itself
+  // (adaptive insertion); 0: LRU-like, a cyclic overflow misses every time.
+  double llc_adaptive = 0;
+  // How much slower one thread runs when its SMT sibling is busy, for code
+  // bound by latency (dependency chains) and by throughput (issue, ports).
+  double smt_latency_factor = 1;
+  double smt_throughput_factor = 1;
+  // Compute per element of a summing sweep over cache-resident data: the
+  // optimised loop (-O2, vectorised), and the loop built without
+  // optimisation (-O0: i and s live in memory, a store-forwarding chain).
+  double sweep_elem_ns = 0;
+  double sweep_elem_O0_ns = 0;
   // Exception entry and exit plus handle_mm_fault's walk, per fault.
   double fault_entry_ns = 0;
   // Finding a folio in the page cache (xarray walk, reference).
@@ -71,17 +94,39 @@ struct CostProfile {
   double synchronize_rcu_ns = 0;
 };
 
+// One parameter: its name (as a TOML key), its field, its unit.
 struct CostParam {
   std::string_view name;
   double CostProfile::*field;
-  double default_value;
   std::string_view unit;
+};
+
+// One machine's value of a parameter, and where the value comes from.
+struct CostValue {
+  std::string_view name;
+  double value;
   std::string_view source;
 };
 
-// Every parameter with its default and source, in a fixed order.
+// The cost profile of a machine preset: a value with a source for every
+// parameter.
+struct MachineCosts {
+  std::string_view machine;   // the preset's name
+  std::string_view hardware;  // what it models, in a line
+  std::span<const CostValue> values;
+};
+
+// Every parameter, in a fixed order.
 std::span<const CostParam> cost_params();
 const CostParam* find_cost_param(std::string_view name);
-CostProfile default_costs();
+// The preset machines that carry their own profile.
+std::span<const MachineCosts> machine_profiles();
+// nullptr when `machine` has no profile of its own.
+const MachineCosts* find_machine_costs(std::string_view machine);
+// The machine a scenario's costs come from when its machine has no profile
+// of its own (a custom machine); the report names it.
+inline constexpr std::string_view kDefaultCostMachine = "xeon-8s-144c";
+// The profile of `machine`, or of kDefaultCostMachine.
+CostProfile default_costs(std::string_view machine = kDefaultCostMachine);
 
 }  // namespace mmsim::cost

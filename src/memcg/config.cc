@@ -21,8 +21,9 @@ const char* protocol_name(StatProtocol p) {
 uint32_t page_cgroup_bytes(StatProtocol p, KernelVersion v) {
   if (p == StatProtocol::kNone) return 0;   // cgroup_disable=memory: no page_cgroup
   if (v >= KernelVersion{3, 19}) return 8;  // page->mem_cgroup in struct page's padding
-  if (v >= KernelVersion{3, 3}) return 16;  // {flags, mem_cgroup}
-  return 40;                                // + page back-pointer and an LRU list_head
+  if (v >= KernelVersion{3, 3}) return 16;  // {flags, mem_cgroup}: the LRU list_head went in 3.3
+  if (v >= KernelVersion{3, 0}) return 32;  // the page back-pointer went in 2.6.39
+  return 40;                                // {flags, mem_cgroup, page, lru}
 }
 
 std::span<const Switch<MemcgConfig>> memcg_switches() {

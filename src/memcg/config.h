@@ -46,7 +46,10 @@ struct MemcgConfig {
 
 const char* protocol_name(StatProtocol p);
 // Bytes of struct page_cgroup (or its successor) per 4 KiB page under this
-// protocol on this kernel: 40 up to 3.2, 16 in 3.3-3.18, 8 from 3.19, 0 off.
+// protocol on this kernel: 40 in 2.6 (32 from 2.6.39, which the version's
+// two numbers cannot tell apart), 32 in 3.0-3.2, 16 in 3.3-3.18, 8 from 3.19
+// (a pointer in struct page), 0 off (J. Weiner's 2.6.39 and 3.3 page_cgroup
+// patches and 3.19's 'mm: embed the memcg pointer directly into struct page').
 uint32_t page_cgroup_bytes(StatProtocol p, KernelVersion v);
 
 std::span<const Switch<MemcgConfig>> memcg_switches();

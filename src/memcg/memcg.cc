@@ -185,7 +185,7 @@ mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, C
   mm::ChargeResult r = try_charge(memcg, cpu);
   if (!r.ok) return r;
   // commit_charge: lock pc, set mem_cgroup and USED, count, unlock.
-  r.ns += costs_.memcg_bitlock_ns + costs_.memcg_pc_lookup_ns + 2 * costs_.memcg_percpu_add_ns;
+  r.ns += costs_.memcg_bitlock_ns + pc_lookup_ns(pfn, folio) + 2 * costs_.memcg_percpu_add_ns;
   folio.memcg = memcg;
   MemCgroup& g = groups_[memcg];
   if (folio.test(mm::Folio::kAnon)) {
@@ -246,19 +246,29 @@ void Controller::lru_add(MemCgroup& g, Pfn pfn, mm::Folio& folio) {
   g.lru.push_back(MemCgroup::LruEntry{pfn.v, folio.lru_ticket});
 }
 
-double Controller::file_rmap(mm::Folio& folio, bool add, bool transition) {
+double Controller::pc_lookup_ns(Pfn pfn, const mm::Folio& folio) {
+  cost::CacheModel& cache = mm_.cache();
+  const uint32_t bytes = cache.page_cgroup_bytes();
+  const double miss =
+      bytes == 0 ? cache.meta_miss_ns(cost::Meta::kStructPage, 0, pfn.v, cost::kStructPageBytes,
+                                      folio.node)
+                 : cache.meta_miss_ns(cost::Meta::kPageCgroup, 0, pfn.v, bytes, folio.node);
+  return costs_.memcg_pc_lookup_ns + miss;
+}
+
+double Controller::file_rmap(Pfn pfn, mm::Folio& folio, bool add, bool transition) {
   MemCgroup& g = groups_[folio.memcg];
   double cost_ns = 0;
   const double rcu = costs_.memcg_rcu_ns;
   // The FILE_MAPPED update itself: pc lookup, then the per-CPU counter.
   auto stat_update = [&]() {
-    cost_ns += costs_.memcg_pc_lookup_ns + costs_.memcg_percpu_add_ns;
+    cost_ns += pc_lookup_ns(pfn, folio) + costs_.memcg_percpu_add_ns;
     g.mapped_file += add ? 1 : -1;
   };
   // The slow path of the 3.4 bracket: pc->mem_cgroup, then move_lock if its
   // memcg is being moved from.
   auto slow = [&]() {
-    cost_ns += costs_.memcg_pc_lookup_ns + costs_.memcg_atomic_read_ns;
+    cost_ns += pc_lookup_ns(pfn, folio) + costs_.memcg_atomic_read_ns;
     if (g.moving_account > 0) {
       cost_ns += costs_.memcg_spinlock_ns;
       ++g.move_lock_slowpath;
@@ -270,7 +280,7 @@ double Controller::file_rmap(mm::Folio& folio, bool add, bool transition) {
     case StatProtocol::kPcgFlags:
       // 3.3: nothing unless the page becomes mapped or unmapped.
       if (!transition) return cost_ns;
-      cost_ns += rcu + costs_.memcg_pc_lookup_ns;
+      cost_ns += rcu + pc_lookup_ns(pfn, folio);
       if (g.moving_account > 0) {  // per-CPU ON_MOVE: take the page's MOVE_LOCK bit
         cost_ns += costs_.memcg_bitlock_ns;
         ++g.move_lock_slowpath;

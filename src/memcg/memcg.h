@@ -64,7 +64,7 @@ class Controller final : public mm::MemcgHooks {
   // MemcgHooks
   mm::ChargeResult charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu) override;
   void uncharge(Pfn pfn, mm::Folio& folio) override;
-  double file_rmap(mm::Folio& folio, bool add, bool transition) override;
+  double file_rmap(Pfn pfn, mm::Folio& folio, bool add, bool transition) override;
   void count_fault(uint32_t memcg, bool major) override;
   void migrate(Pfn from, Pfn to, mm::Folio& folio) override;
 
@@ -108,6 +108,10 @@ class Controller final : public mm::MemcgHooks {
 
   MemcgConfig cfg_;
   const cost::CostProfile& costs_;
+  // lookup_page_cgroup: the lookup's own work and, by the cache model, a miss
+  // on the entry's line (in struct page from 3.19, whose line the rmap has
+  // just touched).
+  double pc_lookup_ns(Pfn pfn, const mm::Folio& folio);
   mm::MemoryManager& mm_;
   std::vector<MemCgroup> groups_;
   struct Stock {

@@ -66,7 +66,7 @@ void Migrator::check_pass(Migration& m) {
       m.success = true;
       m.new_folio = *fresh;
       const NodeId src = mm_.folios().folio(m.folio).node;
-      end += to_tick(mm::copy_page_ns(costs_, topo_, m.cpu_node, src, m.target));
+      end += to_tick(mm_.cache().page_copy_ns(m.cpu_node, src, m.target));
     }
   }
   queue_.schedule(end, this, kEnd, m.id, static_cast<uint64_t>(pinned), 0);

@@ -10,15 +10,9 @@
 
 namespace mmsim::mm {
 
-double copy_page_ns(const cost::CostProfile& costs, const topo::Topology& topo, NodeId cpu_node,
-                    NodeId src, NodeId dst) {
-  return costs.page_copy_ns *
-         (topo.distance_factor(cpu_node, src) + topo.distance_factor(cpu_node, dst)) / 2;
-}
-
 MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile& costs,
                              MmConfig config)
-    : topo_(topo), costs_(costs), config_(config), folios_(topo, vmstat_) {
+    : topo_(topo), costs_(costs), config_(config), folios_(topo, vmstat_), cache_(topo, costs) {
   // The counters this kernel's /proc/vmstat has.
   const RefaultStat refault = config_.workingset_refault_stat;
   vmstat_.set_shown(Vm::workingset_refault, refault == RefaultStat::kCombined);
@@ -131,13 +125,15 @@ double MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool wr
   pte.flags = Pte::kPresent | Pte::kYoung | (write ? (Pte::kWrite | Pte::kDirty) : 0);
   if (pfn != kZeroPfn && vma.maps_writable_on_read()) pte.flags |= Pte::kWrite;
   mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), pte);
-  if (pfn == kZeroPfn) return 0;
+  // The PTE's line, then (but for the zero page) the folio's struct page.
+  double memcg_ns = cache_.meta_miss_ns(cost::Meta::kPte, mm.id(), vpn.v, sizeof(uint64_t));
+  if (pfn == kZeroPfn) return memcg_ns;
   Folio& f = folios_.folio(Pfn(pfn));
+  memcg_ns += cache_.meta_miss_ns(cost::Meta::kStructPage, 0, pfn, cost::kStructPageBytes, f.node);
   const bool first = f.mapcount++ == 0;
-  double memcg_ns = 0;
   if (!f.test(Folio::kAnon)) {
     if (first) vmstat_.add(Vm::nr_mapped);
-    if (memcg_) memcg_ns = memcg_->file_rmap(f, true, first);
+    if (memcg_) memcg_ns += memcg_->file_rmap(Pfn(pfn), f, true, first);
   }
   if (f.test(Folio::kAnon)) {
     ++mm.rss_anon;
@@ -167,13 +163,17 @@ void MemoryManager::mlock_folio(Folio& f) {
   }
 }
 
-double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i) {
+double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
+  const auto i = static_cast<uint32_t>(vpn.v & (kPtesPerTable - 1));
   ++page_events_;
   const Pte pte = t.get(i);
   t.set(i, Pte{});
-  if (!pte.maps_folio()) return 0;
+  double memcg_ns = cache_.meta_miss_ns(cost::Meta::kPte, mm.id(), vpn.v, sizeof(uint64_t));
+  if (!pte.maps_folio()) return memcg_ns;
   const Pfn pfn(pte.pfn);
   Folio& f = folios_.folio(pfn);
+  memcg_ns +=
+      cache_.meta_miss_ns(cost::Meta::kStructPage, 0, pfn.v, cost::kStructPageBytes, f.node);
   if (vma.flags & Vma::kLocked) {
     if (--f.mlock_count == 0) {
       f.flags &= ~Folio::kMlocked;
@@ -192,7 +192,7 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i) {
   if ((pte.flags & Pte::kDirty) && !anon) folio_mark_dirty(f);
   check(f.mapcount > 0, "zap of an unmapped folio");
   const bool last = --f.mapcount == 0;
-  const double memcg_ns = !anon && memcg_ ? memcg_->file_rmap(f, false, last) : 0.0;
+  if (!anon && memcg_) memcg_ns += memcg_->file_rmap(pfn, f, false, last);
   if (last) {
     if (anon) {
       // No swap: the last unmap of an anonymous folio frees it (unless a
@@ -214,8 +214,8 @@ void MemoryManager::free_anon_folio(Pfn pfn) {
 
 MemoryManager::Zapped MemoryManager::zap_range(Mm& mm, Vma& vma, Vpn start, Vpn end) {
   Zapped z;
-  mm.pgtable().for_each(start, end, [&](Vpn, PteTable& t, uint32_t i) {
-    z.memcg_ns += zap_pte(mm, vma, t, i);
+  mm.pgtable().for_each(start, end, [&](Vpn vpn, PteTable& t, uint32_t) {
+    z.memcg_ns += zap_pte(mm, vma, t, vpn);
     ++z.ptes;
   });
   return z;
@@ -253,7 +253,7 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
     cost.sys_ns += costs_.page_alloc_ns;
     if (file.shmem) {
       vmstat_.add(Vm::nr_shmem);
-      cost.sys_ns += costs_.page_zero_ns * topo_.distance_factor(ctx.node, f.node);
+      cost.sys_ns += cache_.page_zero_ns(ctx.node, f.node);
     } else {
       ++w.read;
     }
@@ -274,8 +274,11 @@ MemoryManager::FilemapGet MemoryManager::filemap_get(AddressSpace& file, uint64_
   // read-around centres its first window on the fault).
   const uint64_t window = file.shmem ? 1 : std::max<uint32_t>(1, config_.read_ahead_pages());
   const uint32_t cached = file.lookup(index);
+  cost.sys_ns += cache_.meta_miss_ns(cost::Meta::kPageCache, file.id, index, sizeof(uint64_t));
   if (cached != AddressSpace::kNone) {
     Folio& f = folios_.folio(Pfn(cached));
+    cost.sys_ns +=
+        cache_.meta_miss_ns(cost::Meta::kStructPage, 0, cached, cost::kStructPageBytes, f.node);
     if (f.test(Folio::kReadahead)) {
       // do_async_mmap_readahead: the mark starts the next window's read
       // (its first page marked: async_size = size), and the fault drops the
@@ -323,6 +326,8 @@ MemoryManager::Mapped MemoryManager::fault_around(Mm& mm, Vma& vma, Vpn vpn) {
     const uint64_t index = vma.file_index(Vpn(v));
     if (index >= vma.file->size_pages) break;
     const uint32_t pfn = vma.file->lookup(index);
+    m.memcg_ns +=
+        cache_.meta_miss_ns(cost::Meta::kPageCache, vma.file->id, index, sizeof(uint64_t));
     if (pfn == AddressSpace::kNone) continue;
     const Folio& f = folios_.folio(Pfn(pfn));
     // filemap_map_pages leaves locked, not uptodate and readahead-marked
@@ -418,9 +423,7 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     }
     const Folio& f = folios_.folio(*n.pfn);
     memcg_ns += map_folio(mm, *vma, vpn, n.pfn->v, true);
-    cost.sys_ns += costs_.page_alloc_ns +
-                   costs_.page_zero_ns * topo_.distance_factor(ctx.node, f.node) +
-                   costs_.pte_set_ns;
+    cost.sys_ns += costs_.page_alloc_ns + cache_.page_zero_ns(ctx.node, f.node) + costs_.pte_set_ns;
     account_fault(ctx, false);
     return out;
   }
@@ -469,8 +472,8 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     const NodeId src = folios_.folio(Pfn(*g.pfn)).node;
     const Folio& f = folios_.folio(*copy.pfn);
     memcg_ns += map_folio(mm, *vma, vpn, copy.pfn->v, true);
-    cost.sys_ns += costs_.page_alloc_ns + costs_.pte_set_ns +
-                   copy_page_ns(costs_, topo_, ctx.node, src, f.node);
+    cost.sys_ns +=
+        costs_.page_alloc_ns + costs_.pte_set_ns + cache_.page_copy_ns(ctx.node, src, f.node);
   } else if (around) {
     // After a read, fault-around maps the new window too.
     const Mapped m = fault_around(mm, *vma, vpn);
@@ -511,12 +514,12 @@ MemoryManager::Fault MemoryManager::do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pt
   }
   const Folio& f = folios_.folio(*n.pfn);
   if (pte.pfn == kZeroPfn) {
-    r.cost.sys_ns += costs_.page_zero_ns * topo_.distance_factor(ctx.node, f.node);
+    r.cost.sys_ns += cache_.page_zero_ns(ctx.node, f.node);
   } else {
     const NodeId src = folios_.folio(Pfn(pte.pfn)).node;
-    r.cost.sys_ns += copy_page_ns(costs_, topo_, ctx.node, src, f.node);
+    r.cost.sys_ns += cache_.page_copy_ns(ctx.node, src, f.node);
   }
-  out.memcg_ns += zap_pte(mm, vma, t, i);
+  out.memcg_ns += zap_pte(mm, vma, t, vpn);
   out.memcg_ns += map_folio(mm, vma, vpn, n.pfn->v, true);
   r.cost.sys_ns += costs_.page_alloc_ns + costs_.pte_set_ns;
   // The old translation may be cached on other CPUs running this mm.
@@ -803,7 +806,7 @@ std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
     rmap_walk(pfn, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
     for (auto [mm, vpn] : maps) {
       Vma* vma = mm->find_vma(vpn);
-      memcg_ns += zap_pte(*mm, *vma, mm->pgtable().table_alloc(vpn), vpn.v & (kPtesPerTable - 1));
+      memcg_ns += zap_pte(*mm, *vma, mm->pgtable().table_alloc(vpn), vpn);
       cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
       mm->revoke(vpn, Vpn(vpn.v + 1));
     }

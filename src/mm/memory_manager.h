@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cost/cache_model.h"
 #include "cost/cost_profile.h"
 #include "mm/config.h"
 #include "mm/folio.h"
@@ -105,18 +106,14 @@ class MemcgHooks {
   virtual void uncharge(Pfn pfn, Folio& folio) = 0;
   // page_add_file_rmap / page_remove_rmap of a file folio, under the
   // page-stat protocol; `transition` when its mapcount went 0 <-> 1.
-  virtual double file_rmap(Folio& folio, bool add, bool transition) = 0;
+  // Returns its time, page_cgroup line misses included.
+  virtual double file_rmap(Pfn pfn, Folio& folio, bool add, bool transition) = 0;
   // A fault by a task of the mm (memory.stat pgfault, pgmajfault).
   virtual void count_fault(uint32_t memcg, bool major) = 0;
   // mem_cgroup_migrate: `to` has taken the place of `from` (its charge and
   // its memcg already copied); a page-cache folio joins its memcg's LRU.
   virtual void migrate(Pfn from, Pfn to, Folio& folio) = 0;
 };
-
-// Time to copy one 4 KiB page for a CPU on `cpu_node` from `src` to `dst`:
-// page_copy_ns, scaled by the mean SLIT distance of the read and the write.
-double copy_page_ns(const cost::CostProfile& costs, const topo::Topology& topo, NodeId cpu_node,
-                    NodeId src, NodeId dst);
 
 class MemoryManager {
  public:
@@ -220,6 +217,10 @@ class MemoryManager {
   FolioAllocator& folios() { return folios_; }
   const FolioAllocator& folios() const { return folios_; }
   const cost::CostProfile& costs() const { return costs_; }
+  // The memory hierarchy: working sets, and what lines of memory and of the
+  // kernel's metadata cost.
+  cost::CacheModel& cache() { return cache_; }
+  const cost::CacheModel& cache() const { return cache_; }
   const MmConfig& config() const { return config_; }
   const topo::Topology& topology() const { return topo_; }
   const std::vector<Mm*>& mms() const { return live_mms_; }
@@ -235,7 +236,7 @@ class MemoryManager {
   double map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool write);
   // Clears a PTE and drops its folio's mapping (freeing anonymous folios).
   // Returns the memcg's time.
-  double zap_pte(Mm& mm, Vma& vma, PteTable& t, uint32_t i);
+  double zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn);
   struct Zapped {
     uint64_t ptes = 0;
     double memcg_ns = 0;
@@ -303,6 +304,7 @@ class MemoryManager {
   MmConfig config_;
   VmStat vmstat_;
   FolioAllocator folios_;
+  cost::CacheModel cache_;
   std::vector<std::unique_ptr<AddressSpace>> files_;
   std::vector<std::unique_ptr<AnonVma>> anon_vmas_;
   std::vector<Mm*> live_mms_;

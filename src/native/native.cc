@@ -129,11 +129,18 @@ std::optional<BenchCommand> bench_command(const NativeOptions& o, std::string* w
       *why = fmt::format("--procs: expected 1 to 4096, got {}", procs);
       return std::nullopt;
     }
-    c.params = {{"seconds", seconds}, {"procs", procs}};
-    c.args = {"--seconds", format_number(seconds), "--procs", std::to_string(procs)};
+    const std::string loop = o.loop.value_or("O0");
+    if (loop != "O0" && loop != "O2") {
+      *why = fmt::format("--loop: expected O0 or O2, got \"{}\"", loop);
+      return std::nullopt;
+    }
+    c.params = {{"seconds", seconds}, {"procs", procs}, {"loop", loop}};
+    c.args = {"--seconds", format_number(seconds), "--procs", std::to_string(procs), "--loop",
+              loop};
   } else {
     not_for(o.seconds.has_value(), "--seconds");
     not_for(o.procs.has_value(), "--procs");
+    not_for(o.loop.has_value(), "--loop");
     if (!why->empty()) return std::nullopt;
     const uint64_t size = o.size.value_or(256ull << 20);
     const int loops = o.loops.value_or(10);

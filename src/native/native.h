@@ -23,6 +23,9 @@ struct NativeOptions {
   // numa-shared-cow
   std::optional<double> seconds;  // default 10
   std::optional<int> procs;       // default 2
+  // The build of the summing loop: "O0" (default: as the seed write-up's
+  // program was built, plain gcc without optimisation) or "O2".
+  std::optional<std::string> loop;
 
   // mmap-fault-drop
   std::optional<uint64_t> size;  // bytes; default 256 MiB

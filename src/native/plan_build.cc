@@ -79,6 +79,7 @@ plan::Op plan_op(const workload::Op& op) {
   p.write = op.write;
   p.elem_size = op.elem_size;
   p.compute_ns = op.compute_ns;
+  p.unoptimised = op.unoptimised;
   p.counter = op.counter;
   p.cgroup = op.cgroup;
   return p;

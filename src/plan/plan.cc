@@ -121,6 +121,7 @@ enum Field : uint32_t {
   kWrite,
   kElemSize,
   kComputeNs,
+  kUnoptimised,
   kCounter,
   kCgroup,
   kCpus,
@@ -144,6 +145,7 @@ constexpr std::string_view kFieldNames[kNumFields] = {"region",
                                                       "write",
                                                       "elem_size",
                                                       "compute_ns",
+                                                      "unoptimised",
                                                       "counter",
                                                       "cgroup",
                                                       "cpus"};
@@ -167,7 +169,7 @@ uint32_t used_fields(OpKind kind) {
     case OpKind::kLoop:
       return bit(kCount) | bit(kDurationNs);
     case OpKind::kSweep:
-      return range | bit(kWrite) | bit(kElemSize) | bit(kComputeNs);
+      return range | bit(kWrite) | bit(kElemSize) | bit(kComputeNs) | bit(kUnoptimised);
     case OpKind::kTouch:
       return range | bit(kWrite);
     case OpKind::kMadvise:
@@ -222,6 +224,8 @@ bool is_default(const Op& op, Field f) {
       return op.elem_size == d.elem_size;
     case kComputeNs:
       return op.compute_ns == d.compute_ns;
+    case kUnoptimised:
+      return op.unoptimised == d.unoptimised;
     case kCounter:
       return op.counter == d.counter;
     case kCgroup:
@@ -272,6 +276,8 @@ std::string field_text(const Op& op, Field f) {
       return number(op.elem_size);
     case kComputeNs:
       return number(op.compute_ns);
+    case kUnoptimised:
+      return op.unoptimised ? "1" : "0";
     case kCounter:
       return number(op.counter);
     case kCgroup:
@@ -840,6 +846,8 @@ class PlanReader {
                        " is not a power of two from 1 to 4096");
       case kComputeNs:
         return r_.get_double(line, key, &op->compute_ns);
+      case kUnoptimised:
+        return r_.get_bool(line, key, &op->unoptimised);
       case kCounter:
         if (!r_.get_int(line, key, &op->counter)) return false;
         return in_range(key, op->counter, plan_.counters.size(), "counters");

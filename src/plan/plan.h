@@ -17,7 +17,7 @@
 
 namespace mmsim::plan {
 
-inline constexpr int kPlanVersion = 1;
+inline constexpr int kPlanVersion = 2;  // 2: sweeps say which build of the loop runs
 
 enum class OpKind : uint8_t {
   kMap,      // mmap(2), then mbind(2) when the policy is not default
@@ -62,11 +62,12 @@ struct Op {
   // of the region's mapping; nr_pages 0: to its end
   uint64_t first_page = 0;
   uint64_t nr_pages = 0;
-  bool write = false;      // kSweep, kTouch
-  uint32_t elem_size = 4;  // kSweep: 1, 2, 4 or 8 bytes
-  double compute_ns = -1;  // kSweep: per element; < 0: none beyond the loop itself
-  uint32_t counter = 0;    // kCount: index into Plan::counters
-  uint32_t cgroup = 0;     // kCgroup: index into Plan::cgroups + 1
+  bool write = false;        // kSweep, kTouch
+  uint32_t elem_size = 4;    // kSweep: 1, 2, 4 or 8 bytes
+  double compute_ns = -1;    // kSweep: per element; < 0: none beyond the loop itself
+  bool unoptimised = false;  // kSweep: run the loop built at -O0 (tools/exec/sweep_O0.cc)
+  uint32_t counter = 0;      // kCount: index into Plan::counters
+  uint32_t cgroup = 0;       // kCgroup: index into Plan::cgroups + 1
   // kPin: the CPUs; exactly one of cpus and nodes is non-empty
   std::vector<uint32_t> cpus;
 };

@@ -167,12 +167,20 @@ ordered_json run_json(const RunInfo& info) {
                   {"sockets", topo.nr_sockets()},
                   {"llc_bytes_per_socket", topo.nr_sockets() ? topo.llc_bytes(0) : 0},
                   {"node_list", nodes},
-                  {"distance", dist}};
+                  {"distance", dist},
+                  {"cost_profile", sc.costs_machine == topo.name()
+                                       ? sc.costs_machine
+                                       : sc.costs_machine + " (the machine has none of its own)"}};
   j["kernel"] = kernel_json(sc.kernel, topo.nr_nodes());
   j["metrics"] = metrics_json(info);
   ordered_json vm;
   for (const auto& [name, v] : r.vmstat) vm[name] = v;
   j["vmstat"] = vm;
+  ordered_json meta = ordered_json::object();
+  for (const auto& m : r.metadata) {
+    meta[m.array] = {{"hits", m.hits}, {"misses", m.misses}, {"miss_ns", m.miss_ns}};
+  }
+  j["metadata_lines"] = meta;
   ordered_json tasks = ordered_json::array();
   for (const auto& t : r.tasks) {
     ordered_json counters;
@@ -381,6 +389,17 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
                      : "vmstat (change over the run; unchanged counters omitted)");
   for (const auto& [name, v] : r.vmstat) {
     if (v != 0) line(fmt::format("  {:<30} {}", name, v));
+  }
+  if (std::any_of(r.metadata.begin(), r.metadata.end(),
+                  [](const auto& m) { return m.hits + m.misses > 0; })) {
+    line("");
+    line("kernel metadata lines (cache model): in the line last touched, and the others");
+    line(fmt::format("  {:<12} {:>14} {:>14} {:>16}", "array", "hits", "misses", "ns per miss"));
+    for (const auto& m : r.metadata) {
+      if (m.hits + m.misses == 0) continue;
+      line(fmt::format("  {:<12} {:>14} {:>14} {:>16.2f}", m.array, m.hits, m.misses,
+                       m.misses ? m.miss_ns / static_cast<double>(m.misses) : 0.0));
+    }
   }
   if (!r.memcg.empty()) {
     const auto& mc = sc.kernel.memcg;

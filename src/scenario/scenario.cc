@@ -684,6 +684,7 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
         op.elem_size = static_cast<uint32_t>(*es);
       }
       if (auto c = r.number("compute_ns", 0, 1e9)) op.compute_ns = *c;
+      if (auto b = r.choice("build", {"O2", "O0"})) op.unoptimised = *b == "O0";
     }
   } else if (k == "madvise") {
     op.kind = OpKind::kMadvise;
@@ -1225,7 +1226,6 @@ LoadResult parse_table(toml::table root, const std::string& file,
   Scenario sc;
   sc.path = file;
   sc.overrides = overrides;
-  sc.costs = cost::default_costs();
   TableReader top(root, "", ctx);
 
   if (const toml::table* t = top.table("scenario")) {
@@ -1282,6 +1282,12 @@ LoadResult parse_table(toml::table root, const std::string& file,
   } else {
     if (!root.get("machine")) top.missing("machine");
   }
+  // The machine's own cost profile; a custom machine (or the host, before its
+  // calibrated profile is applied) takes the default machine's, and says so.
+  sc.costs_machine = !sc.host_machine && cost::find_machine_costs(sc.machine.name)
+                         ? sc.machine.name
+                         : std::string(cost::kDefaultCostMachine);
+  sc.costs = cost::default_costs(sc.costs_machine);
   if (const toml::table* t = top.table("kernel")) {
     TableReader r(*t, "kernel", ctx);
     read_kernel(r, sc);
@@ -1598,6 +1604,8 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.sample_interval = s.sample_interval;
   wc.limits = s.limits;
   wc.memcg = s.kernel.memcg;
+  wc.page_cgroup_array_bytes =
+      s.kernel.version >= KernelVersion{3, 19} ? 0 : s.kernel.page_cgroup_bytes();
   wc.cgroups = s.cgroups;
   return wc;
 }

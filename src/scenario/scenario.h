@@ -92,6 +92,9 @@ struct Scenario {
   topo::MachineSpec machine;
   KernelConfig kernel;
   cost::CostProfile costs;
+  // The machine preset whose cost profile the costs start from (before
+  // [costs] and --set): the scenario's own, or the default's.
+  std::string costs_machine;
   workload::Workload workload;
   std::vector<memcg::CgroupSpec> cgroups;  // [[cgroups]]
   std::vector<std::string> overrides;      // the --set arguments, as given

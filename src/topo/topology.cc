@@ -365,37 +365,42 @@ std::optional<MachineSpec> preset(std::string_view name) {
   MachineSpec spec;
   spec.name = std::string(name);
   if (name == "2s-16c") {
-    // A small illustrative two-socket server with round numbers (8 cores and
-    // 16 MiB LLC per socket, 16 GiB per node), not one specific part.
+    // Two Xeon E5-2670 (Sandy Bridge-EP, 2012): 8 cores and a 20 MB L3 per
+    // socket (Intel ARK), two QPI links between the sockets. SMT is off, as on
+    // many benchmark machines of the time, so the preset's 16 CPUs are cores.
+    // Illustrative, not from a datasheet: 16 GiB per node.
     spec.sockets = 2;
     spec.cores_per_socket = 8;
     spec.threads_per_core = 1;
     spec.nodes_per_socket = 1;
     spec.mem_per_node = 16 * kGiB;
-    spec.llc_per_socket = 16 * kMiB;
+    spec.llc_per_socket = 20 * 1000 * 1000;
     // 10 local / 21 remote: what the ACPI SLIT of two-socket Xeon servers
     // commonly reports (visible in `numactl --hardware` on such machines).
     spec.distance = slit(2, kLocalDistance, 21);
     return spec;
   }
   if (name == "xeon-8s-144c") {
-    // Eight Intel Xeon E7-8880 v3 (Haswell-EX): 18 cores, 2 threads per core
-    // and a 45 MB shared LLC per socket (Intel ARK product page).
+    // Eight Xeon E7-8895 v3 (Haswell-EX), as in Oracle's Server X5-8: 18
+    // cores, 2 threads per core and a 45 MB L3 per socket (Oracle X5-8 white
+    // paper, 2016). Illustrative, not from a datasheet: 64 GiB per socket.
     spec.sockets = 8;
     spec.cores_per_socket = 18;
     spec.threads_per_core = 2;
     spec.nodes_per_socket = 1;
-    // Illustrative, not from a datasheet: 64 GiB per socket.
     spec.mem_per_node = 64 * kGiB;
-    spec.llc_per_socket = 45 * kMiB;
-    // 10 local / 21 to every other node, as firmware of glueless 8-socket
-    // boards typically reports a flat SLIT.
-    // SIMPLIFICATION: each E7 v3 socket has three QPI links, so an 8-socket
-    // board is not fully connected and some remote nodes are two hops away;
-    // firmware SLITs often hide this (an 8-socket Nehalem-EX reported a flat
-    // 10/12 matrix: terboven.com, "Examining the NUMA architecture of a
-    // 8-socket Nehalem-EX", 2010).
-    spec.distance = slit(8, kLocalDistance, 21);
+    spec.llc_per_socket = 45 * 1000 * 1000;
+    // Each socket has three QPI links, so a glueless board of eight is not
+    // fully connected: wired as an 8-ring with the four long diagonals (each
+    // socket linked to s+1, s-1 and s+4), three sockets are one hop away and
+    // four are two. The kernel on an X5-8 builds exactly two NUMA scheduling
+    // levels (S. Sistare, LKML 2018), i.e. two remote distances. The values
+    // 21 and 31 are the usual firmware steps (not read from an X5-8's SLIT).
+    spec.distance.assign(8, std::vector<int>(8, 31));
+    for (int s = 0; s < 8; ++s) {
+      spec.distance[s][s] = kLocalDistance;
+      for (int d : {1, 4, 7}) spec.distance[s][(s + d) % 8] = 21;
+    }
     return spec;
   }
   return std::nullopt;

@@ -4,83 +4,87 @@
 
 namespace mmsim::workload {
 
-AccessCost::AccessCost(const topo::Topology& topo, const cost::CostProfile& costs,
-                       const mm::FolioAllocator& folios)
-    : topo_(topo),
-      costs_(costs),
-      folios_(folios),
-      llc_sets_(topo.nr_sockets()),
-      llc_bytes_(topo.nr_sockets(), 0) {}
+namespace {
 
-double AccessCost::miss_fraction(uint32_t pid, CpuId cpu, const mm::Mm& mm, Vpn start,
-                                 uint64_t pages) {
+constexpr uint64_t kLine = cost::kLineBytes;
+
+// Lines of a page a sweep reads: all of them for elements up to a line,
+// else one per element.
+uint64_t lines_per_page(const AccessSpec& a) {
+  return a.elem_size <= kLine ? kPageSize / kLine : kPageSize / a.elem_size;
+}
+
+}  // namespace
+
+AccessCost::AccessCost(const cost::CostProfile& costs, const mm::FolioAllocator& folios,
+                       cost::CacheModel& cache)
+    : costs_(costs), folios_(folios), cache_(cache) {}
+
+std::optional<AccessCost::Memory> AccessCost::memory_at(const mm::Mm& mm, Vpn start) {
   const mm::Vma* vma = mm.find_vma(start);
-  if (!vma) return 0;
+  if (!vma) return std::nullopt;
   // A footprint is the memory, not the mapping: a file's pages, or an
   // anon_vma's (shared with forked children), or the mm's own.
-  Key key;
   if (vma->file && !vma->anon_vma) {
-    key = {uint64_t{1} << 40 | vma->file->id, vma->file_index(start)};
-  } else {
-    const uint64_t root = vma->avc.empty() ? (uint64_t{2} << 40 | mm.id()) : vma->avc.front()->id;
-    key = {root, start.v};
+    return Memory{{uint64_t{1} << 40 | vma->file->id, vma->file_index(start)}, true};
   }
-  const uint16_t socket = topo_.cpu(cpu).socket;
-  if (by_task_.size() <= pid) by_task_.resize(pid + 1);
-  auto& mine = by_task_[pid];
-  bool known = false;
-  for (const auto& fp : mine) known |= (fp.socket == socket && fp.key == key);
-  if (!known) {
-    auto& entry = llc_sets_[socket][key];
-    const uint64_t bytes = pages * kPageSize;
-    if (entry.second++ == 0) {
-      entry.first = bytes;
-      llc_bytes_[socket] += bytes;
-    }
-    mine.push_back(Footprint{socket, key});
-  }
-  const double ws = static_cast<double>(llc_bytes_[socket]);
-  const double llc = static_cast<double>(topo_.llc_bytes(socket));
-  return ws <= llc ? 0.0 : 1.0 - llc / ws;
+  const uint64_t root = vma->avc.empty() ? (uint64_t{2} << 40 | mm.id()) : vma->avc.front()->id;
+  return Memory{{root, start.v}, vma->file != nullptr};
 }
 
-void AccessCost::drop_footprints(uint32_t pid) {
-  if (pid >= by_task_.size()) return;
-  for (const auto& fp : by_task_[pid]) {
-    auto& set = llc_sets_[fp.socket];
-    auto it = set.find(fp.key);
-    if (--it->second.second == 0) {
-      llc_bytes_[fp.socket] -= it->second.first;
-      set.erase(it);
-    }
+void AccessCost::add_footprint(const Accessor& who, const mm::Mm& mm, Vpn start, uint64_t pages,
+                               const AccessSpec& a, bool faults) {
+  const std::optional<Memory> m = memory_at(mm, start);
+  if (!m) return;
+  const uint64_t per_page = a.touch ? kLine : lines_per_page(a) * kLine;
+  cache_.add_footprint(who.pid, who.cpu, m->key, pages * per_page);
+  if (a.touch && faults) add_meta_footprint(who, mm, start, pages);
+}
+
+void AccessCost::add_meta_footprint(const Accessor& who, const mm::Mm& mm, Vpn start,
+                                    uint64_t pages) {
+  const std::optional<Memory> m = memory_at(mm, start);
+  if (!m) return;
+  // The same pages' metadata, under its own name (bit 41).
+  const cost::CacheModel::Key key{m->key.first | uint64_t{1} << 41, m->key.second};
+  cache_.add_footprint(who.pid, who.cpu, key, pages * cache_.meta_bytes_per_page(m->file));
+}
+
+double AccessCost::page_cost(const AccessSpec& a, const Accessor& who, NodeId node,
+                             bool after_fault) const {
+  if (a.touch) {
+    const auto p = after_fault ? cost::Pattern::kDependent : cost::Pattern::kIndependent;
+    return cache_.task_line_ns(who.pid, who.cpu, node, p);
   }
-  by_task_[pid].clear();
+  const double elem = a.compute_ns >= 0 ? a.compute_ns
+                      : a.unoptimised   ? costs_.sweep_elem_O0_ns
+                                        : costs_.sweep_elem_ns;
+  // The -O0 loop (and a given per-element time) waits on its own chain; the
+  // optimised one keeps the core's issue busy.
+  const double smt = !who.sibling_busy                    ? 1.0
+                     : a.unoptimised || a.compute_ns >= 0 ? costs_.smt_latency_factor
+                                                          : costs_.smt_throughput_factor;
+  const uint64_t lines = lines_per_page(a);
+  const uint64_t elems_per_line = kPageSize / a.elem_size / lines;  // exact: both divide 4096
+  const double compute = static_cast<double>(elems_per_line) * elem * smt;
+  // Elements a page apart are not prefetched (the streamer stops at the page
+  // boundary) but overlap.
+  const auto p = a.elem_size >= kPageSize ? cost::Pattern::kIndependent : cost::Pattern::kStream;
+  const double memory = cache_.task_line_ns(who.pid, who.cpu, node, p);
+  return static_cast<double>(lines) * std::max(compute, memory);
 }
 
-double AccessCost::page_cost(const AccessSpec& a, NodeId task_node, NodeId node,
-                             double miss) const {
-  const double dist = topo_.distance_factor(task_node, node);
-  if (a.touch) return costs_.mem_latency_ns * dist;
-  const uint64_t elems_per_page = kPageSize / a.elem_size;  // elem_size divides the page
-  const double elems = static_cast<double>(elems_per_page);
-  const double compute = a.compute_ns >= 0 ? a.compute_ns : costs_.sweep_elem_ns;
-  return elems * compute + (kPageSize / 64.0) * miss * costs_.dram_line_ns * dist;
-}
-
-double AccessCost::mapped_page_cost(const AccessSpec& a, NodeId task_node, const mm::PageTable& pt,
-                                    Vpn vpn, double miss) const {
+double AccessCost::faulted_page_cost(const AccessSpec& a, const Accessor& who,
+                                     const mm::PageTable& pt, Vpn vpn) const {
   const mm::Pte pte = pt.get(vpn);
-  NodeId node = task_node;
+  NodeId node = who.node;
   if (pte.maps_folio()) node = folios_.folio(Pfn(pte.pfn)).node;
-  return page_cost(a, task_node, node, miss);
+  return page_cost(a, who, node, true);
 }
 
-double AccessCost::range_cost(const AccessSpec& a, NodeId task_node, const mm::PageTable& pt,
-                              Vpn from, Vpn to, double miss) {
-  if (!a.touch && miss == 0.0) {
-    return static_cast<double>(to.v - from.v) * page_cost(a, task_node, task_node, 0.0);
-  }
-  const size_t nodes = topo_.nr_nodes();
+double AccessCost::range_cost(const AccessSpec& a, const Accessor& who, const mm::PageTable& pt,
+                              Vpn from, Vpn to) {
+  const size_t nodes = cache_.nr_nodes();
   node_pages_.assign(nodes, 0);
   uint64_t local = 0;
   for (uint64_t v = from.v; v < to.v;) {
@@ -97,12 +101,12 @@ double AccessCost::range_cost(const AccessSpec& a, NodeId task_node, const mm::P
     }
     v = end;
   }
-  node_pages_[task_node.v] += local;
+  node_pages_[who.node.v] += local;
   double sum = 0;
   for (size_t n = 0; n < nodes; ++n) {
     if (!node_pages_[n]) continue;
     sum += static_cast<double>(node_pages_[n]) *
-           page_cost(a, task_node, NodeId(static_cast<uint16_t>(n)), miss);
+           page_cost(a, who, NodeId(static_cast<uint16_t>(n)), false);
   }
   return sum;
 }

@@ -1,16 +1,17 @@
-// The time user code takes to access memory: a summing sweep costs its
-// compute per element plus, for the share of its working set that does not
-// fit the socket's last-level cache, the DRAM lines it streams, scaled by the
-// SLIT distance to the page's node; a touch costs one memory latency. The
-// working set of a socket is the distinct regions its tasks sweep (their
-// footprints), shared between the tasks that sweep the same memory.
+// The time user code takes to access memory, priced by the cache model
+// (cost::CacheModel). Each op declares its footprint once per socket; then
+// a page of a sweep costs, per line it reads, the larger of the loop's
+// compute for the line's elements and the line's delivery as a prefetched
+// stream (out-of-order execution overlaps the two); a touch costs one line,
+// its misses overlapping (or, right after a fault, one dependent miss).
+// Compute slows down when the core's SMT sibling is busy.
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <utility>
+#include <optional>
 #include <vector>
 
+#include "cost/cache_model.h"
 #include "cost/cost_profile.h"
 #include "mm/folio.h"
 #include "mm/mm_types.h"
@@ -20,47 +21,59 @@ namespace mmsim::workload {
 
 // How one op accesses its pages.
 struct AccessSpec {
-  bool touch = false;      // one access per page (else a sweep over elements)
-  uint32_t elem_size = 4;  // sweep: bytes per element
-  double compute_ns = -1;  // sweep: per element; < 0: the profile's sweep_elem_ns
+  bool touch = false;        // one access per page (else a sweep over elements)
+  uint32_t elem_size = 4;    // sweep: bytes per element
+  double compute_ns = -1;    // sweep: per element; < 0: the profile's
+  bool unoptimised = false;  // sweep: the -O0 loop (latency-bound), else -O2
+};
+
+// Who accesses: the task, its CPU and node, and whether its SMT sibling is
+// busy.
+struct Accessor {
+  uint32_t pid = 0;
+  CpuId cpu;
+  NodeId node;
+  bool sibling_busy = false;
 };
 
 class AccessCost {
  public:
-  AccessCost(const topo::Topology& topo, const cost::CostProfile& costs,
-             const mm::FolioAllocator& folios);
+  AccessCost(const cost::CostProfile& costs, const mm::FolioAllocator& folios,
+             cost::CacheModel& cache);
 
-  // The share of a sweep's lines that come from DRAM for task `pid` on
-  // `cpu` sweeping `pages` pages of `mm` from `start`; records the sweep's
-  // footprint on the CPU's socket the first time the task sweeps it there.
-  double miss_fraction(uint32_t pid, CpuId cpu, const mm::Mm& mm, Vpn start, uint64_t pages);
+  // Declares the footprint of a user access op over `pages` pages of `mm`
+  // from `start`: a sweep the lines it reads, a touch one line a page and,
+  // if `faults`, the metadata each fault walks.
+  void add_footprint(const Accessor& who, const mm::Mm& mm, Vpn start, uint64_t pages,
+                     const AccessSpec& a, bool faults);
+  // Declares the metadata a kernel walk over those pages touches (mlock,
+  // MADV_DONTNEED): struct pages, PTEs, page_cgroup entries.
+  void add_meta_footprint(const Accessor& who, const mm::Mm& mm, Vpn start, uint64_t pages);
   // Forgets the task's footprints (it exits or changes socket).
-  void drop_footprints(uint32_t pid);
+  void drop_footprints(uint32_t pid) { cache_.drop_footprints(pid); }
 
-  // One page on `node` for a task on `task_node`.
-  double page_cost(const AccessSpec& a, NodeId task_node, NodeId node, double miss) const;
-  // One page as the task's page table maps it (untouched pages count as local).
-  double mapped_page_cost(const AccessSpec& a, NodeId task_node, const mm::PageTable& pt, Vpn vpn,
-                          double miss) const;
+  // One page on `node`; `after_fault`: the access waits on nothing else.
+  double page_cost(const AccessSpec& a, const Accessor& who, NodeId node, bool after_fault) const;
+  // The page as the task's page table maps it, right after its fault.
+  double faulted_page_cost(const AccessSpec& a, const Accessor& who, const mm::PageTable& pt,
+                           Vpn vpn) const;
   // Every page of [from, to): pages per node from the page table, then one
-  // cost per node. A sweep served from the LLC costs the same on every node.
-  double range_cost(const AccessSpec& a, NodeId task_node, const mm::PageTable& pt, Vpn from,
-                    Vpn to, double miss);
+  // cost per node (untouched pages count as local).
+  double range_cost(const AccessSpec& a, const Accessor& who, const mm::PageTable& pt, Vpn from,
+                    Vpn to);
 
  private:
-  using Key = std::pair<uint64_t, uint64_t>;
-  struct Footprint {
-    uint16_t socket;
-    Key key;
+  // What the memory at `start` is (a file's pages, an anon_vma's, the mm's
+  // own), and whether it is a file's; nullopt if nothing is mapped there.
+  struct Memory {
+    cost::CacheModel::Key key;
+    bool file = false;
   };
-  const topo::Topology& topo_;
+  static std::optional<Memory> memory_at(const mm::Mm& mm, Vpn start);
   const cost::CostProfile& costs_;
   const mm::FolioAllocator& folios_;
-  // Per socket: footprint -> (bytes, tasks sweeping it).
-  std::vector<std::map<Key, std::pair<uint64_t, uint32_t>>> llc_sets_;
-  std::vector<uint64_t> llc_bytes_;              // per socket: distinct swept bytes
-  std::vector<std::vector<Footprint>> by_task_;  // by pid
-  std::vector<uint64_t> node_pages_;             // scratch of range_cost
+  cost::CacheModel& cache_;
+  std::vector<uint64_t> node_pages_;  // scratch of range_cost
 };
 
 }  // namespace mmsim::workload

@@ -48,8 +48,11 @@ struct Op {
   std::vector<Op> body;  // kLoop
   // kSweep, kTouch
   bool write = false;
-  uint32_t elem_size = 4;   // bytes per element (kSweep)
-  double compute_ns = -1;   // per element; < 0: the cost profile's sweep_elem_ns
+  uint32_t elem_size = 4;  // bytes per element (kSweep)
+  double compute_ns = -1;  // per element; < 0: the cost profile's, by `unoptimised`
+  // kSweep: the loop as built without optimisation (gcc -O0: sweep_elem_O0_ns,
+  // latency-bound), not optimised (-O2: sweep_elem_ns, throughput-bound).
+  bool unoptimised = false;
   uint64_t first_page = 0;  // sub-range of the region
   uint64_t nr_pages = 0;    // 0: to the end of the region
   // kCount

@@ -77,6 +77,14 @@ struct RunResult {
   uint64_t page_events = 0;  // faults + PTEs zapped/copied: the speed denominator
   std::vector<Sample> timeline;
   std::vector<memcg::MemCgroup> memcg;  // final state of every memcg (empty: off)
+  // Kernel metadata lines the cache model priced, by array: accesses that hit
+  // the line last touched, the others, and what those cost beyond L1 hits.
+  struct MetadataLines {
+    std::string array;
+    uint64_t hits = 0, misses = 0;
+    double miss_ns = 0;
+  };
+  std::vector<MetadataLines> metadata;
 };
 
 // The vmstat counters' changes between two snapshots, by name: those the

@@ -32,12 +32,22 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
       migrator_(queue_, mm_, topo, costs,
                 migrate::MigrateConfig{config_.numa.migrate_passes, config_.numa.waiter_pins_page},
                 *this),
-      access_(topo, costs, mm_.folios()),
+      access_(costs, mm_.folios(), mm_.cache()),
       timeline_(queue_, config_.sample_interval, config_.limits.timeline_rows, mm_.vmstat(), memcg_,
                 workload.init_cgroup, *this),
       limit_pages_(config_.limits.memory_bytes / kPageSize) {
   tasks_.emplace_back();  // pid 0 is the idle task
   if (memcg_.enabled()) mm_.set_memcg(&memcg_);
+  mm_.cache().set_page_cgroup_bytes(config_.page_cgroup_array_bytes);
+  // Each CPU's SMT sibling (itself when it has none; two threads a core).
+  sibling_.reserve(topo.nr_cpus());
+  for (const topo::Cpu& c : topo.cpus()) {
+    CpuId sib = c.id;
+    for (const topo::Cpu& o : topo.cpus()) {
+      if (o.id != c.id && o.socket == c.socket && o.core == c.core) sib = o.id;
+    }
+    sibling_.push_back(sib);
+  }
   // Each CPU's scheduler tick has its own phase: the seed's only role.
   sim::Rng rng(config_.seed);
   tick_phase_.reserve(topo.nr_cpus());
@@ -139,6 +149,10 @@ RunResult World::run() {
   r.check_failures = check_failures_;
   r.timeline = timeline_.samples_until(r.elapsed_s);
   if (memcg_.enabled()) r.memcg = memcg_.cgroups();
+  const auto& meta = mm_.cache().meta_stats();
+  for (size_t a = 0; a < meta.size(); ++a) {
+    r.metadata.push_back({cost::kMetaNames[a], meta[a].hits, meta[a].misses, meta[a].miss_ns});
+  }
   return r;
 }
 
@@ -373,17 +387,25 @@ void World::stop_at_limit(std::string why) {
 }
 
 AccessSpec World::access_of(const Op& op) {
-  return AccessSpec{op.kind == OpKind::kTouch, op.elem_size, op.compute_ns};
+  return AccessSpec{op.kind == OpKind::kTouch, op.elem_size, op.compute_ns, op.unoptimised};
 }
 
-double World::sweep_miss(TaskExec& t, const Op& op) {
-  return access_.miss_fraction(t.task.pid, t.task.cpu, *t.proc->mm, op_start(t, op),
-                               op_pages(t, op));
+Accessor World::accessor(const TaskExec& t) const {
+  const CpuId sib = sibling_[t.task.cpu.v];
+  const bool busy = sib != t.task.cpu && sched_.nr_running(sib) > 0;
+  return Accessor{t.task.pid, t.task.cpu, t.task.node, busy};
+}
+
+void World::declare_footprint(TaskExec& t, const Op& op) {
+  const Vpn start = op_start(t, op);
+  const mm::PageTable& pt = t.proc->mm->pgtable();
+  const bool faults = pt.next_blocked(start, Vpn(start.v + 1), op.write) == start;
+  access_.add_footprint(accessor(t), *t.proc->mm, start, op_pages(t, op), access_of(op), faults);
 }
 
 double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to) {
-  const double miss = op.kind == OpKind::kSweep ? sweep_miss(t, op) : 0.0;
-  return access_.range_cost(access_of(op), t.task.node, t.proc->mm->pgtable(), from, to, miss);
+  declare_footprint(t, op);  // a no-op unless the task moved since its op began
+  return access_.range_cost(access_of(op), accessor(t), t.proc->mm->pgtable(), from, to);
 }
 
 void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
@@ -589,7 +611,8 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
   mm::Mm& mm = *t.proc->mm;
   const Vpn base = op_start(t, op);
   const Vpn end(base.v + pages);
-  const Tick h = horizon();  // only this task's I/O waits schedule events here
+  if (t.cursor == 0) declare_footprint(t, op);  // before its faults map the pages
+  const Tick h = horizon();                     // only this task's I/O waits schedule events here
   const bool preemptible = others_waiting(t);
   const Tick deadline = numa_deadline(t);
   for (;;) {
@@ -630,9 +653,8 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
     t.escape = Vpn(UINT64_MAX);
     // The access that faulted now completes. (If the page is somehow still
     // blocked, stepping over it keeps the task from spinning.)
-    const double miss = op.kind == OpKind::kSweep ? sweep_miss(t, op) : 0.0;
     const double cost =
-        access_.mapped_page_cost(access_of(op), t.task.node, mm.pgtable(), blocked, miss);
+        access_.faulted_page_cost(access_of(op), accessor(t), mm.pgtable(), blocked);
     t.clock += to_tick(cost);
     t.task.times.user_ns += cost;
     ++t.cursor;
@@ -801,6 +823,7 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
       // mlock locks it, then both fail with ENOMEM (madvise_walk_vmas,
       // apply_vma_lock_flags).
       if (op_pages(t, op) > 0) {
+        access_.add_meta_footprint(accessor(t), mm, op_start(t, op), op_pages(t, op));
         if (op.kind == OpKind::kMadvise) {
           r = mm_.madvise_dontneed(mm, op_start(t, op), op_pages(t, op), t.task.cpu);
         } else {
@@ -884,6 +907,8 @@ bool World::try_fast_forward(TaskExec& t) {
 }
 
 void World::run_task(TaskExec& t) {
+  // The kernel work below runs for this task on its CPU.
+  mm_.cache().set_current(t.task.pid, t.task.cpu);
   for (;;) {
     if (t.task.state != sched::TaskState::kRunning || t.blocked_on) return;
     if (t.clock > config_.time_limit) {

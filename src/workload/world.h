@@ -50,6 +50,9 @@ struct WorldConfig {
   mm::MmConfig mm;
   numa::NumaConfig numa;     // automatic NUMA balancing (enabled resolved)
   memcg::MemcgConfig memcg;  // memory cgroups (protocol none: off)
+  // Bytes of a page's page_cgroup entry in its own array (3.18 and before);
+  // 0 when there is none or it lives in struct page (3.19 on).
+  uint32_t page_cgroup_array_bytes = 0;
   std::vector<memcg::CgroupSpec> cgroups;
 };
 
@@ -201,7 +204,9 @@ class World final : public sim::EventHandler,
   // the page tables they may need, would pass config_.limits.
   bool check_memory_limits(uint64_t more_pages);
   static AccessSpec access_of(const Op& op);
-  double sweep_miss(TaskExec& t, const Op& op);
+  Accessor accessor(const TaskExec& t) const;
+  // The op's footprint, for the cache model (once per task and socket).
+  void declare_footprint(TaskExec& t, const Op& op);
   double range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to);
   void run_checker(const char* when, bool always = false);
   // NUMA balancing.
@@ -228,6 +233,7 @@ class World final : public sim::EventHandler,
   numa::Balancer balancer_;
   migrate::Migrator migrator_;
   AccessCost access_;
+  std::vector<CpuId> sibling_;  // by CPU: its SMT sibling (itself if none)
   TimelineSampler timeline_;
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires
   uint64_t next_segment_ = 1;

@@ -89,7 +89,7 @@ TEST(Cli, RunJsonHasExactlyTheDocumentedTopLevelKeys) {
   // memcg is there while memory cgroups are on (the default), timeline only
   // with scenario.sample_interval.
   EXPECT_EQ(keys, (std::set<std::string>{"scenario", "seed", "machine", "kernel", "metrics",
-                                         "vmstat", "tasks", "sim", "memcg"}));
+                                         "vmstat", "metadata_lines", "tasks", "sim", "memcg"}));
 }
 
 TEST(Cli, RunJsonMetricsHoldTimesAndNamedCounters) {
@@ -268,21 +268,33 @@ TEST(Cli, NoSubcommandExitsTwo) {
   EXPECT_EQ(r.code, 2);
 }
 
-TEST(Cli, CostsListsEveryParameterWithItsSource) {
-  const Cli r = mmsim({"costs"});
-  ASSERT_EQ(r.code, 0) << r.err;
-  std::vector<std::string> lines;
-  std::istringstream in(r.out);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_FALSE(cost::cost_params().empty());
-  for (const auto& p : cost::cost_params()) {
-    EXPECT_FALSE(p.source.empty()) << p.name << " has no source";
-    const auto it = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
-      return l.starts_with(std::string(p.name) + " ");
-    });
-    ASSERT_NE(it, lines.end()) << p.name << " not listed in:\n" << r.out;
-    EXPECT_NE(it->find(std::string(p.source)), std::string::npos) << *it;
+TEST(Cli, CostsListsEveryParameterOfEachMachineWithItsSource) {
+  ASSERT_FALSE(cost::machine_profiles().empty());
+  for (const auto& m : cost::machine_profiles()) {
+    const Cli r = mmsim({"costs", "--machine", std::string(m.machine)});
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::vector<std::string> lines;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    for (const auto& p : cost::cost_params()) {
+      const auto v = std::find_if(m.values.begin(), m.values.end(),
+                                  [&](const cost::CostValue& c) { return c.name == p.name; });
+      ASSERT_NE(v, m.values.end()) << m.machine << " has no " << p.name;
+      EXPECT_FALSE(v->source.empty()) << m.machine << ": " << p.name << " has no source";
+      const auto it = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
+        return l.starts_with(std::string(p.name) + " ");
+      });
+      ASSERT_NE(it, lines.end()) << p.name << " not listed in:\n" << r.out;
+      EXPECT_NE(it->find(std::string(v->source)), std::string::npos) << *it;
+    }
+    EXPECT_EQ(m.values.size(), cost::cost_params().size()) << m.machine;
   }
+}
+
+TEST(Cli, CostsRefusesAMachineWithoutAProfile) {
+  const Cli r = mmsim({"costs", "--machine", "pdp-11"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("pdp-11"), std::string::npos) << r.err;
 }
 
 }  // namespace

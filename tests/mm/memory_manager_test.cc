@@ -398,22 +398,6 @@ TEST(Munmap, PartialUnmapSplitsTheVmaAndFreesOnlyThatRange) {
   w.teardown(*mm);
 }
 
-TEST(PageCopy, ALocalCopyCostsPageCopyNs) {
-  MmWorld w;
-  EXPECT_DOUBLE_EQ(copy_page_ns(w.costs, w.topo, NodeId(0), NodeId(0), NodeId(0)),
-                   w.costs.page_copy_ns);
-}
-
-TEST(PageCopy, ACopyScalesByTheMeanDistanceOfItsReadAndItsWrite) {
-  MmWorld w;  // SLIT 10 local, 20 remote
-  // Read from the remote node, write locally: (2.0 + 1.0) / 2.
-  EXPECT_DOUBLE_EQ(copy_page_ns(w.costs, w.topo, NodeId(0), NodeId(1), NodeId(0)),
-                   w.costs.page_copy_ns * 1.5);
-  // Both remote.
-  EXPECT_DOUBLE_EQ(copy_page_ns(w.costs, w.topo, NodeId(0), NodeId(1), NodeId(1)),
-                   w.costs.page_copy_ns * 2.0);
-}
-
 TEST(TlbFlush, ZapSendsAnIpiToEachOtherCpuRunningTheMm) {
   MmWorld w;
   auto mm = w.mgr.mm_alloc();

@@ -940,5 +940,23 @@ TEST(ExecSweep, AWriteStoresEveryElement) {
   for (size_t i = 0; i < storage.size(); ++i) ASSERT_EQ(storage[i], i + 1) << i;
 }
 
+TEST(ExecSweep, TheUnoptimisedLoopsReadAndWriteWhatTheOthersDo) {
+  constexpr size_t kBytes = 4 * 4096;
+  std::vector<uint64_t> a(kBytes / 8, 0), b(kBytes / 8, 0);
+  auto* pa = reinterpret_cast<unsigned char*>(a.data());
+  auto* pb = reinterpret_cast<unsigned char*>(b.data());
+  for (const uint32_t elem : {1u, 2u, 4u, 8u, 64u, 4096u}) {
+    SCOPED_TRACE("elem_size " + std::to_string(elem));
+    std::fill(a.begin(), a.end(), 0);
+    std::fill(b.begin(), b.end(), 0);
+    EXPECT_EQ(sweep_write_O0(pa, kBytes, elem).elements, sweep_write(pb, kBytes, elem).elements);
+    EXPECT_EQ(a, b);
+    const SweepCount o0 = sweep_read_O0(pa, kBytes, elem);
+    const SweepCount o2 = sweep_read(pb, kBytes, elem);
+    EXPECT_EQ(o0.elements, o2.elements);
+    EXPECT_EQ(o0.sum, o2.sum);
+  }
+}
+
 }  // namespace
 }  // namespace mmsim::exec

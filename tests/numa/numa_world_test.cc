@@ -86,8 +86,11 @@ TEST(NumaSharedCow, ForkedReadersOfCowMemoryNeverFormAGroup) {
 }
 
 TEST(NumaSharedCow, SleepersPinningThePageMakeMigrationsFailMoreOften) {
-  auto pin = run_text(shared_cow("numa_balancing = 1", "waiter_pins_page = true"));
-  auto nopin = run_text(shared_cow("numa_balancing = 1", "waiter_pins_page = false"));
+  // 30 readers on 16 CPUs: a woken waiter may wait for a CPU, holding its
+  // pin while the page's next migration starts.
+  const std::vector<std::string> readers{"programs.parent.2.count=30"};
+  auto pin = run_text(shared_cow("numa_balancing = 1", "waiter_pins_page = true"), readers);
+  auto nopin = run_text(shared_cow("numa_balancing = 1", "waiter_pins_page = false"), readers);
   const double pin_fail =
       static_cast<double>(pin.vm("pgmigrate_fail")) /
       static_cast<double>(pin.vm("pgmigrate_fail") + pin.vm("pgmigrate_success"));
@@ -234,8 +237,9 @@ op = "madvise"
 region = "other"
 advice = "dontneed"
 [[programs.reader]]
-op = "sweep"
-region = "shm"
+op = "loop"
+duration = "3ms"
+body = [ { op = "sweep", region = "shm" } ]
 )");
   EXPECT_GT(ran.vm("numa_pages_migrated"), 0);
   EXPECT_EQ(ran.vm("nr_shmem"), 16);
@@ -246,7 +250,9 @@ TEST(NumaMigration, AnAnonymousPageUnmappedWhileItMigratesIsFreedOnceByTheMigrat
   // NUMA balancing migrates it: its last mapping goes mid-migration. The
   // migration holds the folio and frees it at its end ("freed from under
   // us"); the zap used to free it too, handing the page out twice
-  // (fuzz/findings/006).
+  // (fuzz/findings/006). The timings (compute_ns) are chosen so that, with
+  // the default costs, a hinting-fault migration is in flight when the page's
+  // last mapping goes.
   auto ran = run_text(R"(
 [machine]
 preset = "2s-16c"
@@ -271,7 +277,7 @@ count = 3
 [[programs.p1]]
 op = "loop"
 duration = "20ms"
-body = [ { op = "count", counter = "c2", by = 7 }, { op = "loop", duration = "20ms", body = [ { op = "loop", duration = "20ms", body = [ { op = "sleep", duration = "10us" }, { op = "sleep", duration = "10us" } ] }, { op = "loop", duration = "20ms", body = [ { op = "sweep", region = "r0", mode = "write", elem_size = 8, compute_ns = 1000, offset = 8192, size = 4096 }, { op = "madvise", region = "r0", advice = "dontneed", offset = 4096, size = 8192 } ] } ] } ]
+body = [ { op = "count", counter = "c2", by = 7 }, { op = "loop", duration = "20ms", body = [ { op = "loop", duration = "20ms", body = [ { op = "sleep", duration = "10us" }, { op = "sleep", duration = "10us" } ] }, { op = "loop", duration = "20ms", body = [ { op = "sweep", region = "r0", mode = "write", elem_size = 8, compute_ns = 250, offset = 8192, size = 4096 }, { op = "madvise", region = "r0", advice = "dontneed", offset = 4096, size = 8192 } ] } ] } ]
 )");
   EXPECT_GT(ran.vm("numa_pages_migrated"), 0);
   EXPECT_EQ(ran.vm("nr_anon_pages"), 0);  // every page freed once all have exited

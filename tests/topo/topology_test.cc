@@ -350,7 +350,7 @@ TEST(Preset, TwoSocketSixteenCoreHasSixteenCpusOnTwoNodes) {
   EXPECT_EQ(t.nr_cpus(), 16u);
   EXPECT_EQ(t.nr_nodes(), 2u);
   EXPECT_EQ(t.node(NodeId(1)).mem_bytes, 16 * kGiB);
-  EXPECT_EQ(t.llc_bytes(0), 16 * kMiB);
+  EXPECT_EQ(t.llc_bytes(0), 20u * 1000 * 1000);
   EXPECT_EQ(t.distance(NodeId(0), NodeId(1)), 21);
 }
 
@@ -359,11 +359,27 @@ TEST(Preset, EightSocketXeonHas288CpusOnEightNodes) {
   EXPECT_EQ(t.nr_cpus(), 288u);
   EXPECT_EQ(t.nr_nodes(), 8u);
   EXPECT_EQ(t.node(NodeId(7)).mem_bytes, 64 * kGiB);
-  EXPECT_EQ(t.llc_bytes(7), 45 * kMiB);
+  EXPECT_EQ(t.llc_bytes(7), 45u * 1000 * 1000);
   EXPECT_EQ(t.distance(NodeId(0), NodeId(7)), 21);
   // cpu 144 is the sibling thread of cpu 0.
   EXPECT_EQ(t.cpu(CpuId(144)).core, 0);
   EXPECT_EQ(t.cpu(CpuId(144)).thread, 1);
+}
+
+TEST(Preset, EightSocketXeonHasThreeSocketsOneHopAwayAndFourTwoHops) {
+  const Topology t(*preset("xeon-8s-144c"));
+  for (uint16_t a = 0; a < 8; ++a) {
+    int one = 0, two = 0;
+    for (uint16_t b = 0; b < 8; ++b) {
+      if (a == b) continue;
+      const int d = t.distance(NodeId(a), NodeId(b));
+      EXPECT_EQ(d, t.distance(NodeId(b), NodeId(a)));
+      one += d == 21;
+      two += d == 31;
+    }
+    EXPECT_EQ(one, 3) << "node " << a;
+    EXPECT_EQ(two, 4) << "node " << a;
+  }
 }
 
 TEST(Preset, EveryNamedPresetExceptHostIsValid) {

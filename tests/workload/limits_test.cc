@@ -225,6 +225,7 @@ body = [ { op = "map", region = "a", size = "4KiB" } ]
 TEST(Limits, ALoopIterationThatTakesNoTimeStopsTheRun) {
   const auto ran = run_text(kMachine + R"(
 [costs]
+l1_ns = 0
 mem_latency_ns = 0
 [[programs.main]]
 op = "map"

@@ -50,11 +50,13 @@
 #include <thread>
 #include <vector>
 
+#include "rows.h"
 #include "util/stats.h"
 
 namespace {
 
 namespace util = mmsim::util;
+namespace calibrate = mmsim::calibrate;
 
 constexpr std::size_t kPg = 4096;
 constexpr std::size_t kMiB = std::size_t{1} << 20;
@@ -120,31 +122,13 @@ bool allow_cpus(int ncpus) {
 
 // ------------------------------------------------------------------ results
 
-struct Row {
-  std::string key;
-  util::Summary s;
-  std::string method;  // or the reason when skipped
-  bool skipped;
-};
-
-std::vector<Row> g_rows;
-std::vector<std::string> g_notes;
+calibrate::Rows g_results(36);
 
 void put(const std::string& key, const std::vector<double>& samples, const std::string& method) {
-  util::Summary s = util::summarize(samples);
-  g_rows.push_back({key, s, method, false});
-  std::fprintf(stderr, "  %-36s %12.3f  [%.3f .. %.3f]\n", key.c_str(), s.median, s.min, s.max);
+  g_results.put(key, samples, method);
 }
-
-void skip(const std::string& key, const std::string& why) {
-  g_rows.push_back({key, {}, why, true});
-  std::fprintf(stderr, "  %-36s skipped: %s\n", key.c_str(), why.c_str());
-}
-
-void note(const std::string& text) {
-  g_notes.push_back(text);
-  std::fprintf(stderr, "  note: %s\n", text.c_str());
-}
+void skip(const std::string& key, const std::string& why) { g_results.skip(key, why); }
+void note(const std::string& text) { g_results.note(text); }
 
 // ------------------------------------------------------------------ host
 
@@ -336,12 +320,6 @@ void zero_page_faults() {
 
 // ------------------------------------------------------------------ 2 + 3: shmem faults
 
-double median_of_key(const std::string& key) {
-  for (const auto& row : g_rows)
-    if (row.key == key && !row.skipped) return row.s.median;
-  return -1;
-}
-
 constexpr std::size_t kSparseBytes = 256 * kMiB;  // sparse tmpfs file
 constexpr std::size_t kSparseStride = 16;         // one cached page per 16 (= fault-around window)
 
@@ -502,7 +480,8 @@ void shmem_faults() {
     note(k + ": MADV_DONTNEED of the mapped range costs " + num(util::median(zap)) + " ns/page");
   }
   close(fd);
-  shmem_single_pte_faults(median_of_key("shmem_fault_ns"), median_of_key("shmem_fault_pages"));
+  shmem_single_pte_faults(g_results.median("shmem_fault_ns"),
+                          g_results.median("shmem_fault_pages"));
 }
 
 // ------------------------------------------------------------------ 4: fork + exit + wait
@@ -909,7 +888,7 @@ void emit(std::FILE* out, const HostFacts& h, const std::string& cmd, double sec
   std::fprintf(out, "thp_shmem_enabled = \"%s\"\n", h.thp_shmem.c_str());
   std::fprintf(out, "date = \"%s\"\n\n", h.date.c_str());
   std::fprintf(out, "[costs]\n");
-  for (const auto& row : g_rows) {
+  for (const auto& row : g_results.rows()) {
     if (row.skipped) {
       std::fprintf(out, "# %s skipped: %s\n", row.key.c_str(), row.method.c_str());
       continue;
@@ -920,9 +899,9 @@ void emit(std::FILE* out, const HostFacts& h, const std::string& cmd, double sec
                  row.s.median, prec, row.s.min, prec, row.s.max, row.method.c_str());
   }
   std::fprintf(out, "\n# notes\n");
-  for (const auto& n : g_notes) std::fprintf(out, "# %s\n", n.c_str());
+  for (const auto& n : g_results.notes()) std::fprintf(out, "# %s\n", n.c_str());
   std::fprintf(out, "\n[spread]  # [min, max] over the runs\n");
-  for (const auto& row : g_rows)
+  for (const auto& row : g_results.rows())
     if (!row.skipped)
       std::fprintf(out, "%s = [%.4g, %.4g]\n", row.key.c_str(), row.s.min, row.s.max);
 }
@@ -930,20 +909,8 @@ void emit(std::FILE* out, const HostFacts& h, const std::string& cmd, double sec
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string out_path, cmd = argv[0];
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--runs" && i + 1 < argc) {
-      g_runs = std::max(3, std::atoi(argv[++i]));
-      cmd += " --runs " + std::to_string(g_runs);
-    } else if (a == "--out" && i + 1 < argc) {
-      out_path = argv[++i];
-      cmd += " --out " + out_path;
-    } else {
-      std::fprintf(stderr, "usage: %s [--runs N] [--out FILE]\n", argv[0]);
-      return 2;
-    }
-  }
+  std::string out_path, cmd;
+  if (!calibrate::parse_args(argc, argv, g_runs, out_path, cmd)) return 2;
   HostFacts h = host_facts();
   std::fprintf(stderr, "host: kernel %s | %s (%s)%s | %ld CPUs | %s | %s\n", h.kernel.c_str(),
                h.cpu_model.c_str(), h.cpu_id.c_str(), h.vm ? " [VM]" : "", h.cpus,

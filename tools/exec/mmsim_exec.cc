@@ -436,9 +436,14 @@ class Task {
         continue;
       }
       if (op.write) {
-        sweep_write(page, page_size(), op.elem_size);
+        if (op.unoptimised) {
+          sweep_write_O0(page, page_size(), op.elem_size);
+        } else {
+          sweep_write(page, page_size(), op.elem_size);
+        }
       } else {
-        sink_ += sweep_read(page, page_size(), op.elem_size).sum;
+        sink_ += op.unoptimised ? sweep_read_O0(page, page_size(), op.elem_size).sum
+                                : sweep_read(page, page_size(), op.elem_size).sum;
       }
       if (op.compute_ns >= 0) compute(static_cast<double>(elems) * op.compute_ns);
     }

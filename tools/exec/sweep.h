@@ -23,4 +23,9 @@ SweepCount sweep_read(const unsigned char* p, uint64_t bytes, uint32_t elem_size
 // gets i + 1 (cut to the element's width). Same REQUIRES as sweep_read.
 SweepCount sweep_write(unsigned char* p, uint64_t bytes, uint32_t elem_size);
 
+// The same two loops built at -O0 (sweep_O0.cc): the loop a plain `gcc`
+// makes, its counter and sum kept in memory.
+SweepCount sweep_read_O0(const unsigned char* p, uint64_t bytes, uint32_t elem_size);
+SweepCount sweep_write_O0(unsigned char* p, uint64_t bytes, uint32_t elem_size);
+
 }  // namespace mmsim::exec
