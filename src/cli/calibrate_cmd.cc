@@ -410,6 +410,16 @@ std::vector<Workload> check_workloads() {
                        "region = \"rw\", offset = 4096, size = 4000000 },\n]"),
           ""}},
         {-1, {kExe, exe_ops, ""}}}},
+      {{"bench_sweep_O0_alone_ns"},
+       "ns/element",
+       100 * 1e6,
+       {{1,
+         {kExe,
+          exe_ops + op("main",
+                       "op = \"loop\"\ncount = 100\nbody = [\n  { op = \"sweep\", "
+                       "region = \"rw\", offset = 4096, size = 4000000, build = \"O0\" },\n]"),
+          ""}},
+        {-1, {kExe, exe_ops, ""}}}},
   };
   return w;
 }
@@ -432,7 +442,6 @@ const std::vector<std::pair<std::string, std::string>> kNotPredicted = {
     {"shmem_fault_1pte_ns",
      "a scenario file is cached whole or not at all (the workload needs "
      "every 16th page cached)"},
-    {"bench_sweep_O0_alone_ns", "the sweep operation has no -O0 build of the loop in this build"},
     {"bench_sweep_O0_all_ns", "one process per CPU: the sweep's sharing is not modelled here"},
     {"bench_sweep_O2_all_ns", "one process per CPU: the sweep's sharing is not modelled here"},
     {"storage_read_128k_ns", "O_DIRECT reads: the scenario language reads through the page cache"},

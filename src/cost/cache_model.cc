@@ -147,9 +147,14 @@ double CacheModel::meta_miss_ns(Meta m, uint64_t space, uint64_t index, uint32_t
     ++meta_stats_[a].hits;
     return 0;
   }
+  // The line after the last one: an ascending stream, which the L2 streamer
+  // has prefetched by the time the kernel comes back for it.
+  const bool next = last != kNoLine && line == last + 1;
   last = line;
   ++meta_stats_[a].misses;
-  const double t = task_line_ns(current_pid_, current_cpu_, node, Pattern::kDependent);
+  meta_stats_[a].streamed += next ? 1 : 0;
+  const double t =
+      task_line_ns(current_pid_, current_cpu_, node, next ? Pattern::kStream : Pattern::kDependent);
   const double miss = std::max(0.0, t - costs_.l1_ns);
   meta_stats_[a].miss_ns += miss;
   return miss;

@@ -15,7 +15,8 @@
 //
 // Kernel metadata (struct page, page_cgroup, PTEs, page-cache slots) is priced
 // per line: an entry in the line the same CPU touched last in that array is an
-// L1 hit (consecutive pages share a line when entries are small), any other
+// L1 hit (consecutive pages share a line when entries are small); the next
+// line after it is an ascending stream the L2 streamer prefetches; any other
 // is a dependent miss at the reuse distance above. docs/design.md has the
 // assumptions.
 #pragma once
@@ -115,7 +116,9 @@ class CacheModel {
   }
   // The time beyond an L1 hit of reading entry `index` (of `entry_bytes`) of
   // metadata array `m` whose memory is on `node`, `space` naming the array
-  // (an mm for PTEs, a file for the page cache; 0 for global arrays).
+  // (an mm for PTEs, a file for the page cache; 0 for global arrays): none in
+  // the CPU's last line of that array, a streamed line for the next one, else
+  // a dependent miss.
   double meta_miss_ns(Meta m, uint64_t space, uint64_t index, uint32_t entry_bytes, NodeId node);
   // Same, the memory on the current CPU's node (page tables, the page
   // cache's tree nodes: allocated where the kernel ran).
@@ -125,7 +128,8 @@ class CacheModel {
   // Counts of metadata lines priced (hits in the last line, and the rest).
   struct MetaStats {
     uint64_t hits = 0, misses = 0;
-    double miss_ns = 0;  // the time the misses cost beyond L1 hits
+    uint64_t streamed = 0;  // misses on the line after the last: prefetched
+    double miss_ns = 0;     // the time the misses cost beyond L1 hits
   };
   const std::array<MetaStats, static_cast<size_t>(Meta::kCount)>& meta_stats() const {
     return meta_stats_;

@@ -178,7 +178,8 @@ ordered_json run_json(const RunInfo& info) {
   j["vmstat"] = vm;
   ordered_json meta = ordered_json::object();
   for (const auto& m : r.metadata) {
-    meta[m.array] = {{"hits", m.hits}, {"misses", m.misses}, {"miss_ns", m.miss_ns}};
+    meta[m.array] = {
+        {"hits", m.hits}, {"misses", m.misses}, {"streamed", m.streamed}, {"miss_ns", m.miss_ns}};
   }
   j["metadata_lines"] = meta;
   ordered_json tasks = ordered_json::array();
@@ -393,12 +394,15 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
   if (std::any_of(r.metadata.begin(), r.metadata.end(),
                   [](const auto& m) { return m.hits + m.misses > 0; })) {
     line("");
-    line("kernel metadata lines (cache model): in the line last touched, and the others");
-    line(fmt::format("  {:<12} {:>14} {:>14} {:>16}", "array", "hits", "misses", "ns per miss"));
+    line(
+        "kernel metadata lines (cache model): hits in the line last touched, misses (of which "
+        "streamed: the next line, prefetched)");
+    line(fmt::format("  {:<12} {:>14} {:>14} {:>14} {:>12}", "array", "hits", "misses", "streamed",
+                     "ns per miss"));
     for (const auto& m : r.metadata) {
       if (m.hits + m.misses == 0) continue;
-      line(fmt::format("  {:<12} {:>14} {:>14} {:>16.2f}", m.array, m.hits, m.misses,
-                       m.misses ? m.miss_ns / static_cast<double>(m.misses) : 0.0));
+      line(fmt::format("  {:<12} {:>14} {:>14} {:>14} {:>12.2f}", m.array, m.hits, m.misses,
+                       m.streamed, m.misses ? m.miss_ns / static_cast<double>(m.misses) : 0.0));
     }
   }
   if (!r.memcg.empty()) {

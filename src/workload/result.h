@@ -82,6 +82,7 @@ struct RunResult {
   struct MetadataLines {
     std::string array;
     uint64_t hits = 0, misses = 0;
+    uint64_t streamed = 0;  // of the misses: the next line, prefetched
     double miss_ns = 0;
   };
   std::vector<MetadataLines> metadata;

@@ -151,7 +151,8 @@ RunResult World::run() {
   if (memcg_.enabled()) r.memcg = memcg_.cgroups();
   const auto& meta = mm_.cache().meta_stats();
   for (size_t a = 0; a < meta.size(); ++a) {
-    r.metadata.push_back({cost::kMetaNames[a], meta[a].hits, meta[a].misses, meta[a].miss_ns});
+    r.metadata.push_back(
+        {cost::kMetaNames[a], meta[a].hits, meta[a].misses, meta[a].streamed, meta[a].miss_ns});
   }
   return r;
 }

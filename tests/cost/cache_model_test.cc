@@ -120,21 +120,34 @@ TEST(CacheModel, IndependentMissesOverlapAndAStreamIsPrefetched) {
   EXPECT_DOUBLE_EQ(stream, dep / m.costs.l2_outstanding);
 }
 
-TEST(CacheModel, ConsecutiveSmallMetadataEntriesShareALine) {
+TEST(CacheModel, ConsecutiveSmallMetadataEntriesShareALineAndStreamTheNext) {
   Model m;
   m.costs.llc_adaptive = 0;
   m.cache.add_footprint(1, CpuId(0), {1, 0}, 64 * kMiB);
   m.cache.set_current(1, CpuId(0));
   // 16-byte page_cgroup entries: four pages a line, so one lookup in four
-  // misses.
+  // misses; after the first, each missed line is the next one, prefetched.
   double total = 0;
   for (uint64_t pfn = 0; pfn < 64; ++pfn)
     total += m.cache.meta_miss_ns(Meta::kPageCgroup, 0, pfn, 16, NodeId(0));
-  const double miss = m.costs.mem_latency_ns - m.costs.l1_ns;
-  EXPECT_DOUBLE_EQ(total, 16 * miss);
+  const double dependent = m.costs.mem_latency_ns - m.costs.l1_ns;
+  const double streamed = m.costs.mem_latency_ns / m.costs.l2_outstanding - m.costs.l1_ns;
+  EXPECT_DOUBLE_EQ(total, dependent + 15 * streamed);
   const auto& s = m.cache.meta_stats()[static_cast<size_t>(Meta::kPageCgroup)];
   EXPECT_EQ(s.misses, 16u);
+  EXPECT_EQ(s.streamed, 15u);
   EXPECT_EQ(s.hits, 48u);
+}
+
+TEST(CacheModel, MetadataOfScatteredPagesMissesAtFullLatency) {
+  Model m;
+  m.costs.llc_adaptive = 0;
+  m.cache.add_footprint(1, CpuId(0), {1, 0}, 64 * kMiB);
+  m.cache.set_current(1, CpuId(0));
+  double total = 0;
+  for (uint64_t i = 0; i < 8; ++i)
+    total += m.cache.meta_miss_ns(Meta::kStructPage, 0, i * 1009, kStructPageBytes, NodeId(0));
+  EXPECT_DOUBLE_EQ(total, 8 * (m.costs.mem_latency_ns - m.costs.l1_ns));
 }
 
 TEST(CacheModel, ARemoteCopyCostsMoreThanALocalOne) {
@@ -147,7 +160,9 @@ TEST(CacheModel, ARemoteCopyCostsMoreThanALocalOne) {
 
 // A seed-B-like loop over a file of `mib` MiB on a machine with a 1 MiB LRU
 // LLC: sys time per page and pass.
-double fault_drop_sys_ns_per_page(uint64_t mib) {
+// A seed-B-like loop over a file of `mib` MiB on a machine with a 1 MiB LRU
+// LLC: what a page_cgroup line miss cost on average.
+double page_cgroup_ns_per_miss(uint64_t mib) {
   const std::string text = testing::fault_drop_scenario(R"(
 [scenario]
 name = "fault-drop"
@@ -159,6 +174,8 @@ mem_per_node = "1GiB"
 llc_per_socket = "1MiB"
 [kernel]
 version = "3.3"
+[memcg]
+stat_protocol = "begin-end-no-global"
 [costs]
 llc_adaptive = 0
 )",
@@ -168,26 +185,25 @@ llc_adaptive = 0
   EXPECT_TRUE(p.run) << (p.diagnostics.empty() ? "" : p.diagnostics[0].message);
   if (!p.run) return 0;
   const workload::RunResult r = scenario::simulate(*p.run);
-  const double pages = static_cast<double>(mib * kMiB / 4096);
-  for (const auto& t : r.tasks) {
-    if (t.program == "main") return t.times.sys_ns / (4 * pages);
+  for (const auto& m : r.metadata) {
+    if (m.array == "page_cgroup" && m.misses > 0) return m.miss_ns / static_cast<double>(m.misses);
   }
-  ADD_FAILURE() << "no task ran main";
+  ADD_FAILURE() << "no page_cgroup misses";
   return 0;
 }
 
-TEST(CacheModel, PageMetadataStartsMissingWhenTheLoopOutgrowsTheLlc) {
+TEST(CacheModel, PageMetadataStartsMissingTheLlcWhenTheLoopOutgrowsIt) {
   // Per page, the loop walks 64 (data) + 64 (struct page) + 8 (PTE) + 8
   // (page-cache slot) + 16 (page_cgroup) = 160 bytes: 1 MiB of LLC holds
-  // those of 6,553 pages, a 25.6 MiB file.
-  const double fits = fault_drop_sys_ns_per_page(24);    // 0.94 MiB a pass
-  const double over = fault_drop_sys_ns_per_page(32);    // 1.25 MiB
-  const double over2 = fault_drop_sys_ns_per_page(128);  // 5 MiB
-  EXPECT_GT(over, fits * 1.2) << "over " << over << " fits " << fits;
-  // Beyond, every pass misses the same lines (the mlock's own walk of 96
-  // bytes a page outgrows the LLC too, from 43 MiB).
-  EXPECT_GT(over2, over);
-  EXPECT_LT(over2, over * 1.05);
+  // those of 6,553 pages, a 25.6 MiB file. Below, a missed page_cgroup line
+  // comes from the LLC; above, from DRAM.
+  const double fits = page_cgroup_ns_per_miss(24);    // 0.94 MiB a pass
+  const double over = page_cgroup_ns_per_miss(32);    // 1.25 MiB
+  const double over2 = page_cgroup_ns_per_miss(128);  // 5 MiB
+  EXPECT_GT(over, fits * 3) << "over " << over << " fits " << fits;
+  // Further out the mlock's own walk (96 bytes a page) outgrows the LLC too.
+  EXPECT_GE(over2, over);
+  EXPECT_LT(over2, over * 1.15);
 }
 
 }  // namespace
