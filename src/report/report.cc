@@ -15,6 +15,16 @@ namespace mmsim::report {
 
 namespace {
 
+// Where the run's costs come from: the machine's profile (or the default
+// machine's, for one without), and a profile file over it.
+std::string cost_profile_text(const scenario::Scenario& sc, const topo::Topology& topo) {
+  std::string s = sc.costs_machine == topo.name()
+                      ? sc.costs_machine
+                      : sc.costs_machine + " (the machine has none of its own)";
+  if (!sc.costs_file.empty()) s += ", then " + sc.costs_file;
+  return s;
+}
+
 using nlohmann::ordered_json;
 
 double secs(double ns) { return ns * 1e-9; }
@@ -168,9 +178,7 @@ ordered_json run_json(const RunInfo& info) {
                   {"llc_bytes_per_socket", topo.nr_sockets() ? topo.llc_bytes(0) : 0},
                   {"node_list", nodes},
                   {"distance", dist},
-                  {"cost_profile", sc.costs_machine == topo.name()
-                                       ? sc.costs_machine
-                                       : sc.costs_machine + " (the machine has none of its own)"}};
+                  {"cost_profile", cost_profile_text(sc, topo)}};
   j["kernel"] = kernel_json(sc.kernel, topo.nr_nodes());
   j["metrics"] = metrics_json(info);
   ordered_json vm;
@@ -269,7 +277,9 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
   line(fmt::format("scenario {} (seed {})", sc.name, sc.seed));
-  line(fmt::format("machine  {}: {} nodes, {} CPUs", topo.name(), topo.nr_nodes(), topo.nr_cpus()));
+  line(fmt::format("machine  {}: {} nodes, {} CPUs; costs: {}", topo.name(), topo.nr_nodes(),
+                   topo.nr_cpus(),
+                   info.host_run ? "none (a run on this host)" : cost_profile_text(sc, topo)));
   const numa::NumaConfig nc = sc.kernel.numa_config(topo.nr_nodes());
   // Every switch, from the tables, one line per scenario table.
   std::map<std::string, std::string> by_section;

@@ -970,6 +970,7 @@ void read_costs(TableReader& r, Scenario& sc, Ctx& ctx) {
         toml::table prof = toml::parse(*text, path);
         Ctx pctx{path, ctx.diags, {}};
         TableReader top(prof, "", pctx);
+        sc.costs_file = path;
         top.table("measured");  // host behaviour recorded by mmsim calibrate (for --predict)
         if (const toml::table* c = top.table("costs")) {
           TableReader cr(*c, "costs", pctx);

@@ -95,6 +95,7 @@ struct Scenario {
   // The machine preset whose cost profile the costs start from (before
   // [costs] and --set): the scenario's own, or the default's.
   std::string costs_machine;
+  std::string costs_file;  // a cost profile file applied over them ([costs] profile), or empty
   workload::Workload workload;
   std::vector<memcg::CgroupSpec> cgroups;  // [[cgroups]]
   std::vector<std::string> overrides;      // the --set arguments, as given
