@@ -8,7 +8,7 @@
 #   make format | format-check   clang-format the sources / list files that are not
 #   make tidy                    clang-tidy (.clang-tidy) over src/
 #   make lint                    tidy plus the self-test of the build's layering rule
-#   make fuzz FUZZ_SECONDS=N     libFuzzer targets in fuzz/ (preset fuzz, clang-16), N s each
+#   make fuzz FUZZ_SECONDS=N     libFuzzer targets in fuzz/ (preset fuzz, clang-16), N s each; FUZZ_PROCS=1 leaves a core free
 #                                (default 60); fails if they find something (fuzz/README.md)
 #   make validate                validate/*.toml on real kernels in QEMU -> docs/validation.md
 #   make validate-quick          one short validation scenario on 6.1 (what CI runs)
@@ -102,7 +102,7 @@ scenarios-check: configure
 	echo "scenarios-check: all $$n scenarios pass"
 
 # The libFuzzer targets (build/fuzz, clang-16 with ASan + UBSan), then each for
-# FUZZ_SECONDS, at most two fuzzing processes at once (fuzz/run.sh); corpora in
+# FUZZ_SECONDS, at most FUZZ_PROCS (default 2) fuzzing processes at once (fuzz/run.sh); corpora in
 # build/fuzz/corpus/<target>, findings in build/fuzz/findings/<target>/.
 fuzz:
 	@$(MAKE) --no-print-directory deps DEB_PKGS="$(DEB_PKGS) $(FUZZ_DEB_PKGS)"

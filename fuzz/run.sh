@@ -4,8 +4,9 @@
 #   fuzz/run.sh SECONDS TARGET...
 #
 # Each target runs in libFuzzer's fork mode, which goes on fuzzing after a
-# crash, timeout, leak or OOM (each kept as an artifact), with at most two
-# fuzzing processes in all: one per target when two run, two for one target.
+# crash, timeout, leak or OOM (each kept as an artifact), with at most
+# FUZZ_PROCS (default 2) fuzzing processes in all, shared by the targets.
+# FUZZ_PROCS=1 leaves a core free on a 2-core machine.
 # Corpus: build/fuzz/corpus/TARGET (seeded by fuzz/seed-corpus.sh; it grows
 # from run to run). Findings: build/fuzz/findings/TARGET/{crash,timeout,leak,oom}-*.
 # Log: build/fuzz/logs/TARGET.log.
@@ -21,7 +22,7 @@ shift
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 out=$root/build/fuzz
-max_procs=2
+max_procs=${FUZZ_PROCS:-2}  # fuzzing processes in all (FUZZ_PROCS)
 per_target=$((max_procs / $#))
 ((per_target < 1)) && per_target=1
 if (($# > max_procs)); then

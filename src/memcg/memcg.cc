@@ -10,9 +10,9 @@
 namespace mmsim::memcg {
 
 Controller::Controller(const MemcgConfig& cfg, const cost::CostProfile& costs,
-                       mm::MemoryManager& mm, size_t nr_cpus,
+                       mm::MemoryManager& mm, reclaim::Vmscan& vmscan, size_t nr_cpus,
                        const std::vector<CgroupSpec>& cgroups)
-    : cfg_(cfg), costs_(costs), mm_(mm), stock_(nr_cpus) {
+    : cfg_(cfg), costs_(costs), mm_(mm), vmscan_(vmscan), stock_(nr_cpus) {
   MemCgroup root;
   root.path.assign(1, '/');
   groups_.push_back(root);
@@ -31,6 +31,7 @@ Controller::Controller(const MemcgConfig& cfg, const cost::CostProfile& costs,
       if (below) g.parent = static_cast<int>(other.id);
     }
     groups_.push_back(g);
+    mm_.lru().set_parent(g.id, static_cast<uint32_t>(g.parent));
   }
 }
 
@@ -144,40 +145,11 @@ uint64_t Controller::margin(uint32_t memcg) const {
 }
 
 Controller::Reclaimed Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId cpu) {
-  // Reclaim from the over-limit memcg and its descendants (hierarchical
-  // reclaim, SIMPLIFICATION: one FIFO list of page-cache folios per memcg,
-  // oldest first; anonymous memory has no swap to go to).
-  Reclaimed out;
-  uint64_t& freed = out.pages;
-  for (auto& g : groups_) {
-    if (!is_ancestor(memcg, g.id)) continue;
-    size_t scanned = 0;
-    const size_t budget = g.lru.size();
-    while (freed < pages && scanned < budget && !g.lru.empty()) {
-      const MemCgroup::LruEntry e = g.lru.front();
-      g.lru.pop_front();
-      mm::Folio& f = mm_.folios().folio(Pfn(e.pfn));
-      if (!f.test(mm::Folio::kInUse) || f.test(mm::Folio::kAnon) || f.memcg != g.id ||
-          f.lru_ticket != e.ticket) {
-        continue;  // a stale entry: no folio of ours was scanned
-      }
-      ++scanned;
-      // Limit reclaim is cgroup reclaim: pgscan_direct/pgsteal_direct count
-      // only global reclaim (cgroup_reclaim()); the per-type counters count
-      // it (SIMPLIFICATION: one FIFO list, so only folios that cannot go now
-      // are scanned without being stolen; no referenced/active aging).
-      mm_.vmstat().add(mm::Vm::pgscan_file);
-      if (const auto ns = mm_.evict_folio(Pfn(e.pfn), cpu)) {
-        out.ns += *ns;
-        ++freed;
-        ++g.reclaimed;
-        mm_.vmstat().add(mm::Vm::pgsteal_file);
-      } else {
-        g.lru.push_back(e);  // rotate what cannot go now
-      }
-    }
-  }
-  return out;
+  // try_to_free_mem_cgroup_pages: the memcg's and its descendants' lruvecs
+  // on every node, through the same reclaim as the machine's.
+  const auto p = vmscan_.try_to_free_mem_cgroup_pages(memcg, pages, cpu);
+  groups_[memcg].reclaimed += p.pages;
+  return Reclaimed{p.pages, p.ns};
 }
 
 mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu) {
@@ -193,7 +165,6 @@ mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, C
   } else {
     ++g.cache;
     if (folio.test(mm::Folio::kShmem)) ++g.shmem;
-    lru_add(g, pfn, folio);
   }
   ++g.pgpgin;
   return r;
@@ -235,15 +206,7 @@ void Controller::migrate(Pfn, Pfn to, mm::Folio& folio) {
     res_uncharge(folio.memcg, 1);
     ++g.pgpgout;
   }
-  // The charge went with the folio's copy, which is put back on the LRU as
-  // new; the old folio's entry goes stale.
-  if (folio.test(mm::Folio::kAnon)) return;
-  lru_add(groups_[folio.memcg], to, folio);
-}
-
-void Controller::lru_add(MemCgroup& g, Pfn pfn, mm::Folio& folio) {
-  folio.lru_ticket = ++lru_tickets_;
-  g.lru.push_back(MemCgroup::LruEntry{pfn.v, folio.lru_ticket});
+  // The charge went with the folio's copy, which mm puts on the LRU.
 }
 
 double Controller::pc_lookup_ns(Pfn pfn, const mm::Folio& folio) {
@@ -368,11 +331,14 @@ void Controller::move_account(mm::Folio& folio, Pfn pfn, uint32_t from, uint32_t
       --f.shmem;
       ++t.shmem;
     }
-    lru_add(t, pfn, folio);
     if (folio.mapcount > 0) {
       --f.mapped_file;
       ++t.mapped_file;
     }
+  }
+  // Isolated from from's LRU, put back on to's (mem_cgroup_move_charge_pte_range).
+  if (folio.test(mm::Folio::kLru)) {
+    mm_.lru().relist(pfn, [&](mm::Folio& f) { f.memcg = to; });
   }
   res_uncharge(from, 1);
   // The precharge was taken at attach time in the kernel; the destination may
@@ -407,19 +373,12 @@ std::vector<std::string> Controller::check_invariants() const {
   std::vector<int64_t> cache(groups_.size(), 0), rss(groups_.size(), 0), mapped(groups_.size(), 0),
       shmem(groups_.size(), 0);
   std::vector<uint64_t> charged(groups_.size(), 0);
-  // Every charged page-cache folio must be on its memcg's LRU, or reclaim
-  // can never find it (the lists also hold stale entries: freed, moved).
-  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> on_lru;  // (memcg, pfn, ticket)
-  for (const auto& g : groups_) {
-    for (const auto& e : g.lru) on_lru.emplace_back(g.id, e.pfn, e.ticket);
-  }
-  std::sort(on_lru.begin(), on_lru.end());
-  bool lru_error = false;
+  // (mm's checker verifies that each folio is on its memcg's LRU.)
   const auto& folios = mm_.folios();
   for (uint32_t p = 0; p < folios.table_size(); ++p) {
     const mm::Folio& f = folios.folio(Pfn(p));
     // A migration's new folio is charged only when it takes the old one's place.
-    if (!f.test(mm::Folio::kInUse) || !f.test(mm::Folio::kLru)) continue;
+    if (!f.test(mm::Folio::kInUse) || !f.test(mm::Folio::kUptodate)) continue;
     if (f.memcg >= groups_.size()) {
       errors.push_back("folio charged to an unknown memcg");
       continue;
@@ -430,12 +389,6 @@ std::vector<std::string> Controller::check_invariants() const {
       ++cache[f.memcg];
       if (f.test(mm::Folio::kShmem)) ++shmem[f.memcg];
       if (f.mapcount > 0) ++mapped[f.memcg];
-      if (!lru_error &&
-          !std::binary_search(on_lru.begin(), on_lru.end(), std::tuple{f.memcg, p, f.lru_ticket})) {
-        errors.push_back("memcg " + groups_[f.memcg].path + ": page-cache folio " +
-                         std::to_string(p) + " is not on its LRU");
-        lru_error = true;  // one is enough: the rest would repeat it
-      }
     }
     for_each_ancestor(f.memcg, [&](const MemCgroup& g) { ++charged[g.id]; });
   }

@@ -14,6 +14,7 @@
 #include "cost/cost_profile.h"
 #include "memcg/config.h"
 #include "mm/memory_manager.h"
+#include "reclaim/vmscan.h"
 #include "sim/types.h"
 
 namespace mmsim::memcg {
@@ -41,19 +42,12 @@ struct MemCgroup {
   int moving_account = 0;
   uint64_t move_lock_slowpath = 0;  // page-stat updates that took move_lock
   uint64_t reclaimed = 0;
-  // Page-cache folios charged here, oldest first. Entries are dropped lazily:
-  // one whose ticket is not its folio's lru_ticket is stale.
-  struct LruEntry {
-    uint32_t pfn;
-    uint32_t ticket;
-  };
-  std::deque<LruEntry> lru;
 };
 
 class Controller final : public mm::MemcgHooks {
  public:
   Controller(const MemcgConfig& cfg, const cost::CostProfile& costs, mm::MemoryManager& mm,
-             size_t nr_cpus, const std::vector<CgroupSpec>& cgroups);
+             reclaim::Vmscan& vmscan, size_t nr_cpus, const std::vector<CgroupSpec>& cgroups);
 
   bool enabled() const { return cfg_.enabled(); }
   const MemcgConfig& config() const { return cfg_; }
@@ -79,8 +73,6 @@ class Controller final : public mm::MemcgHooks {
   std::vector<std::string> check_invariants() const;
 
  private:
-  // Puts a page-cache folio at the tail of g's LRU, staling its older entries.
-  void lru_add(MemCgroup& g, Pfn pfn, mm::Folio& folio);
   // Calls f(MemCgroup&) for memcg and each of its ancestors up to the root.
   template <class F>
   void for_each_ancestor(uint32_t memcg, F&& f) {
@@ -113,13 +105,13 @@ class Controller final : public mm::MemcgHooks {
   // just touched).
   double pc_lookup_ns(Pfn pfn, const mm::Folio& folio);
   mm::MemoryManager& mm_;
+  reclaim::Vmscan& vmscan_;
   std::vector<MemCgroup> groups_;
   struct Stock {
     uint32_t memcg = 0;
     uint32_t pages = 0;
   };
   std::vector<Stock> stock_;  // per CPU
-  uint32_t lru_tickets_ = 0;  // the last LRU ticket handed out
   int memcg_moving_ = 0;      // the global fast-path flag of 3.4
   // Pending move: the pages to move (collected at begin_move).
   std::vector<uint32_t> move_pages_;

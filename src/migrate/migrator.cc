@@ -19,6 +19,8 @@ uint32_t Migrator::start(Pfn folio, NodeId target, uint32_t pid, CpuId cpu, Tick
   m.cpu_node = topo_.cpu_to_node(cpu);
   m.begin = at;
   by_folio_[folio.v] = id;
+  // isolate_lru_page: off its LRU list for the migration's time; locked.
+  mm_.lru().del(folio);
   mm_.folios().folio(folio).flags |= mm::Folio::kLocked;
   start_pass(m, at);
   return id;
@@ -62,7 +64,9 @@ void Migrator::check_pass(Migration& m) {
   Tick end = m.check + to_tick(remap);
   m.success = false;
   if (!pinned) {
-    if (auto fresh = mm_.folios().alloc_on(m.target)) {
+    // alloc_misplaced_dst_folio: this node only, no reclaim, the fast
+    // path's low watermark.
+    if (auto fresh = mm_.folios().alloc_on(m.target, mm::Mark::kLow)) {
       m.success = true;
       m.new_folio = *fresh;
       const NodeId src = mm_.folios().folio(m.folio).node;
@@ -111,7 +115,10 @@ void Migrator::finish(Migration& m, Tick now, bool retry) {
   }
   const Pfn page = m.success ? m.new_folio : m.folio;
   mm_.folios().folio(page).flags &= static_cast<uint16_t>(~mm::Folio::kLocked);
-  if (!m.success) mm_.vmstat().add(mm::Vm::pgmigrate_fail);
+  if (!m.success) {
+    mm_.lru().add(m.folio);  // putback_movable_pages: back on its LRU list
+    mm_.vmstat().add(mm::Vm::pgmigrate_fail);
+  }
   by_folio_.erase(m.folio.v);
   const Migration done = std::move(m);
   migrations_.erase(done.id);

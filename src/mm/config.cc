@@ -83,6 +83,51 @@ std::span<const Switch<MmConfig>> mm_switches() {
         .presets = {{.from = {5, 9}, .until = {6, 6}, .value = 1}}},
        [](const MmConfig& c) { return static_cast<int64_t>(c.retried_fault_is_major); },
        [](MmConfig& c, int64_t v) { c.retried_fault_is_major = v != 0; }},
+      {{.section = "kernel",
+        .key = "workingset_restore_stat",
+        .kind = SwitchKind::kBool,
+        .doc = "/proc/vmstat counts refaults of pages that had been active, workingset_restore "
+               "(mm/workingset.c workingset_refault; 4.20, from memory)",
+        .default_value = 1,
+        .presets = {{.until = {4, 19}, .value = 0}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.workingset_restore_stat); },
+       [](MmConfig& c, int64_t v) { c.workingset_restore_stat = v != 0; }},
+      {{.section = "kernel",
+        .key = "min_free_kbytes",
+        .kind = SwitchKind::kInt,
+        .doc = "vm.min_free_kbytes: the min watermark of all nodes together, shared out by node "
+               "size; auto: 4 x sqrt(memory in KiB) within [128, 262144] "
+               "(mm/page_alloc.c calculate_min_free_kbytes). THP's larger default "
+               "(khugepaged's set_recommended_min_free_kbytes) is not applied: THP is not modelled",
+        .default_value = kAutoMinFree,
+        .lo = kAutoMinFree,
+        .hi = int64_t{1} << 40,
+        .words = {{"auto", kAutoMinFree}},
+        .unit = "KiB"},
+       [](const MmConfig& c) { return c.min_free_kbytes; },
+       [](MmConfig& c, int64_t v) { c.min_free_kbytes = v; }},
+      {{.section = "kernel",
+        .key = "watermark_scale_factor",
+        .kind = SwitchKind::kInt,
+        .doc = "vm.watermark_scale_factor: low = min + gap, high = low + gap, gap = "
+               "max(min/4, node pages x factor / 10000) (mm/page_alloc.c __setup_per_zone_wmarks, "
+               "4.6); 0: the fixed min/4 of older kernels",
+        .default_value = 10,
+        .presets = {{.until = {4, 5}, .value = 0}},
+        .lo = 0,
+        .hi = 3000},
+       [](const MmConfig& c) { return c.watermark_scale_factor; },
+       [](MmConfig& c, int64_t v) { c.watermark_scale_factor = v; }},
+      {{.section = "kernel",
+        .key = "anon_fault_active",
+        .kind = SwitchKind::kBool,
+        .doc = "a new anonymous folio starts on the active LRU list (before 5.9: "
+               "lru_cache_add_active_or_unevictable) rather than the inactive one (5.9, from "
+               "memory; absent in 5.8, present in 5.11)",
+        .default_value = 0,
+        .presets = {{.until = {5, 8}, .value = 1}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.anon_fault_active); },
+       [](MmConfig& c, int64_t v) { c.anon_fault_active = v != 0; }},
   };
   return table;
 }

@@ -13,9 +13,16 @@ namespace mmsim::mm {
 // flush_tlb_mm_range(): a range of more than this many pages flushes the
 // whole TLB (tlb_single_page_flush_ceiling).
 inline constexpr uint64_t kTlbSinglePageFlushCeiling = 33;
+// Reclaim's constants (mm/internal.h, include/linux/swap.h, mmzone.h).
+inline constexpr int kMaxReclaimRetries = 16;    // MAX_RECLAIM_RETRIES
+inline constexpr uint64_t kSwapClusterMax = 32;  // SWAP_CLUSTER_MAX
+inline constexpr int kDefPriority = 12;          // DEF_PRIORITY
 
 // pagecache_folio_kb's special value: folios as large as readahead makes them.
 inline constexpr int64_t kFolioFollowsReadahead = -1;
+
+// min_free_kbytes's "auto": 4 x sqrt(memory in KiB), within [128, 262144].
+inline constexpr int64_t kAutoMinFree = -1;
 
 // How /proc/vmstat counts refaults of evicted page-cache pages
 // (mm/workingset.c workingset_refault).
@@ -43,6 +50,19 @@ struct MmConfig {
   // mm_account_fault). Before, only a fault some attempt of which read from
   // storage (VM_FAULT_MAJOR) was.
   bool retried_fault_is_major = true;
+  // workingset_restore (_anon/_file as the refault counter is split): a
+  // refault of a page that had been active (4.20+).
+  bool workingset_restore_stat = true;
+  // vm.min_free_kbytes; kAutoMinFree: the kernel's default for the
+  // machine's memory (calculate_min_free_kbytes).
+  int64_t min_free_kbytes = kAutoMinFree;
+  // vm.watermark_scale_factor: the low and high watermarks' distance above
+  // min, in 1/10000 of a node's memory, if more than min/4 (4.6+; 0 gives
+  // the older fixed min/4).
+  int64_t watermark_scale_factor = 10;
+  // New anonymous folios start on the active list (before 5.9) or the
+  // inactive one (lru_cache_add_inactive_or_unevictable).
+  bool anon_fault_active = false;
 
   int64_t folio_kb() const {
     return pagecache_folio_kb == kFolioFollowsReadahead ? read_ahead_kb : pagecache_folio_kb;

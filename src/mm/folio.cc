@@ -39,47 +39,81 @@ bool FolioAllocator::table_full() const {
   return free_slots_.empty() && folios_.size() >= kZeroPfn;
 }
 
-std::optional<Pfn> FolioAllocator::alloc_on(NodeId node) {
-  if (table_full() || nodes_[node.v].used >= nodes_[node.v].capacity) return std::nullopt;
+uint64_t FolioAllocator::mark_pages(NodeId n, Mark m) const {
+  const Watermarks& w = nodes_[n.v].wmark;
+  switch (m) {
+    case Mark::kNone:
+      return 0;
+    case Mark::kMin:
+      return w.min;
+    case Mark::kLow:
+      return w.low;
+    case Mark::kHigh:
+      return w.high;
+  }
+  return 0;
+}
+
+std::optional<Pfn> FolioAllocator::alloc_on(NodeId node, Mark mark) {
+  if (table_full() || !above(node, mark)) return std::nullopt;
   // The node asked for is the node given: a numa_hit there.
   vmstat_.add(Vm::numa_hit);
   vmstat_.add(Vm::numa_local);
   return take(node);
 }
 
-std::optional<Pfn> FolioAllocator::alloc(const MemPolicy& policy, NodeId local, uint64_t ilx) {
+FolioAllocator::Target FolioAllocator::target(const MemPolicy& policy, NodeId local,
+                                              uint64_t ilx) const {
   using Mode = MemPolicy::Mode;
-  if (table_full()) return std::nullopt;  // the model's limit: 2^32 - 2 pages in use
-  NodeId preferred = local;
-  const std::vector<NodeId>* allowed = nullptr;  // nullptr: all nodes
+  Target t{local, nullptr};
   switch (policy.mode) {
     case Mode::kDefault:
       break;
     case Mode::kPreferred:
-      preferred = policy.nodes.front();
+      t.preferred = policy.nodes.front();
       break;
     case Mode::kBind:
-      allowed = &policy.nodes;
+      t.allowed = &policy.nodes;
       // The nearest allowed node to the local one comes first.
-      preferred = policy.nodes.front();
+      t.preferred = policy.nodes.front();
       for (NodeId n : topo_.fallback_order(local)) {
         if (std::find(policy.nodes.begin(), policy.nodes.end(), n) != policy.nodes.end()) {
-          preferred = n;
+          t.preferred = n;
           break;
         }
       }
       break;
     case Mode::kInterleave:
-      preferred = policy.nodes[ilx % policy.nodes.size()];
+      t.preferred = policy.nodes[ilx % policy.nodes.size()];
       break;
   }
-  for (NodeId n : topo_.fallback_order(preferred)) {
-    if (allowed && std::find(allowed->begin(), allowed->end(), n) == allowed->end()) continue;
-    if (nodes_[n.v].used >= nodes_[n.v].capacity) continue;
+  return t;
+}
+
+std::vector<NodeId> FolioAllocator::zonelist(const MemPolicy& policy, NodeId local,
+                                             uint64_t ilx) const {
+  const Target t = target(policy, local, ilx);
+  std::vector<NodeId> out;
+  for (NodeId n : topo_.fallback_order(t.preferred)) {
+    if (t.allowed && std::find(t.allowed->begin(), t.allowed->end(), n) == t.allowed->end())
+      continue;
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::optional<Pfn> FolioAllocator::alloc(const MemPolicy& policy, NodeId local, uint64_t ilx,
+                                         Mark mark) {
+  if (table_full()) return std::nullopt;  // the model's limit: 2^32 - 2 pages in use
+  const Target t = target(policy, local, ilx);
+  for (NodeId n : topo_.fallback_order(t.preferred)) {
+    if (t.allowed && std::find(t.allowed->begin(), t.allowed->end(), n) == t.allowed->end())
+      continue;
+    if (nodes_[n.v].used >= nodes_[n.v].capacity || !above(n, mark)) continue;
     Pfn pfn = take(n);
-    if (n == preferred) {
+    if (n == t.preferred) {
       vmstat_.add(Vm::numa_hit);
-      if (policy.mode == Mode::kInterleave) vmstat_.add(Vm::numa_interleave);
+      if (policy.mode == MemPolicy::Mode::kInterleave) vmstat_.add(Vm::numa_interleave);
     } else {
       vmstat_.add(Vm::numa_miss);
       vmstat_.add(Vm::numa_foreign);

@@ -17,26 +17,29 @@ namespace mmsim::mm {
 struct Folio {
   enum : uint16_t {
     kAnon = 1,
-    kLocked = 2,       // PG_locked
-    kDirty = 4,        // PG_dirty
-    kLru = 8,          // on an LRU list
-    kMlocked = 16,     // PG_mlocked
-    kUptodate = 32,    // PG_uptodate
-    kShmem = 64,       // page cache of a shmem inode (MAP_SHARED|MAP_ANONYMOUS)
-    kInUse = 128,      // allocated (not on the free list)
-    kReadahead = 256,  // PG_readahead: a fault on it starts the next readahead window
+    kLocked = 2,         // PG_locked
+    kDirty = 4,          // PG_dirty
+    kLru = 8,            // on an LRU list (PG_lru)
+    kMlocked = 16,       // PG_mlocked (its LRU list is the unevictable one)
+    kUptodate = 32,      // PG_uptodate
+    kShmem = 64,         // page cache of a shmem inode (MAP_SHARED|MAP_ANONYMOUS)
+    kInUse = 128,        // allocated (not on the free list)
+    kReadahead = 256,    // PG_readahead: a fault on it starts the next readahead window
+    kActive = 512,       // PG_active: on an active LRU list
+    kReferenced = 1024,  // PG_referenced: seen referenced once by reclaim or an access
+    kWorkingset = 2048,  // PG_workingset: part of the workingset (refaulted, or was active)
   };
   NodeId node;
   uint16_t flags = 0;
   int32_t mapcount = 0;        // PTEs mapping this folio (the kernel's _mapcount + 1)
   uint32_t mapping = 0;        // file id (page cache) or anon_vma id (anonymous)
-  uint64_t index = 0;          // page offset in the file, or the anon linear index
   uint32_t last_cpupid = ~0u;  // NUMA balancing: last faulting (pid, cpu); all ones = unset
+  uint64_t index = 0;          // page offset in the file, or the anon linear index
   uint32_t memcg = 0;
+  // Its neighbours on its LRU list (pfns; LruSet's nil at an end).
+  uint32_t lru_prev = UINT32_MAX;
+  uint32_t lru_next = UINT32_MAX;
   uint16_t mlock_count = 0;  // PTEs of VM_LOCKED VMAs mapping it (folio->mlock_count)
-  // Which entry of its memcg's LRU is this folio's own: older entries for the
-  // same pfn (the folio since freed, migrated or moved) are stale.
-  uint32_t lru_ticket = 0;
   bool test(uint16_t f) const { return flags & f; }
 };
 
@@ -50,18 +53,35 @@ struct MemPolicy {
   std::vector<NodeId> nodes;  // bind/interleave mask, or the preferred node
 };
 
+// A node's free-page watermarks (zone->_watermark; one zone per node).
+struct Watermarks {
+  uint64_t min = 0, low = 0, high = 0;
+};
+// Which watermark an allocation must leave free pages above (alloc_flags'
+// ALLOC_WMARK_*); kNone: any free page (unit tests without reclaim).
+enum class Mark : uint8_t { kNone, kMin, kLow, kHigh };
+
 // Owns all folios and the per-node free-page accounting.
 class FolioAllocator {
  public:
   FolioAllocator(const topo::Topology& topo, VmStat& vmstat);
 
-  // Allocates a page for a fault on a CPU of `local` under `policy`. For
-  // interleave, `ilx` selects the node (the page offset, as the kernel does).
-  // Falls back through the zonelist by distance; nullopt when every allowed
-  // node is full (the caller reports OOM).
-  std::optional<Pfn> alloc(const MemPolicy& policy, NodeId local, uint64_t ilx);
-  // Allocates on exactly `node` (__GFP_THISNODE), nullopt if it is full.
-  std::optional<Pfn> alloc_on(NodeId node);
+  // Allocates a page for a fault on a CPU of `local` under `policy`: the
+  // first node of the zonelist (the allowed nodes by distance from the
+  // preferred one) whose free pages are above `mark`. For interleave, `ilx`
+  // selects the node (the page offset, as the kernel does). nullopt when
+  // every allowed node is at or below the mark.
+  std::optional<Pfn> alloc(const MemPolicy& policy, NodeId local, uint64_t ilx,
+                           Mark mark = Mark::kNone);
+  // The zonelist of such an allocation: the nodes it may use, in order.
+  std::vector<NodeId> zonelist(const MemPolicy& policy, NodeId local, uint64_t ilx) const;
+  // Allocates on exactly `node` (__GFP_THISNODE) above `mark`.
+  std::optional<Pfn> alloc_on(NodeId node, Mark mark = Mark::kNone);
+  void set_watermarks(NodeId n, Watermarks w) { nodes_[n.v].wmark = w; }
+  const Watermarks& watermarks(NodeId n) const { return nodes_[n.v].wmark; }
+  uint64_t mark_pages(NodeId n, Mark m) const;
+  // zone_watermark_ok for order 0: free pages strictly above the mark.
+  bool above(NodeId n, Mark m) const { return free_pages(n) > mark_pages(n, m); }
   void free(Pfn pfn);
 
   Folio& folio(Pfn pfn) { return folios_[pfn.v]; }
@@ -78,7 +98,14 @@ class FolioAllocator {
   struct NodeState {
     uint64_t capacity = 0;
     uint64_t used = 0;
+    Watermarks wmark;
   };
+  // The preferred node and the allowed set (nullptr: all) of an allocation.
+  struct Target {
+    NodeId preferred;
+    const std::vector<NodeId>* allowed = nullptr;
+  };
+  Target target(const MemPolicy& policy, NodeId local, uint64_t ilx) const;
   Pfn take(NodeId node);
   bool table_full() const;
   const topo::Topology& topo_;

@@ -5,6 +5,7 @@
 #include "mm/memory_manager.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/check.h"
 
@@ -12,28 +13,149 @@ namespace mmsim::mm {
 
 MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile& costs,
                              MmConfig config)
-    : topo_(topo), costs_(costs), config_(config), folios_(topo, vmstat_), cache_(topo, costs) {
+    : topo_(topo),
+      costs_(costs),
+      config_(config),
+      folios_(topo, vmstat_),
+      lru_(folios_, vmstat_, topo.nr_nodes()),
+      cache_(topo, costs) {
   // The counters this kernel's /proc/vmstat has.
   const RefaultStat refault = config_.workingset_refault_stat;
   vmstat_.set_shown(Vm::workingset_refault, refault == RefaultStat::kCombined);
   vmstat_.set_shown(Vm::workingset_refault_anon, refault == RefaultStat::kSplit);
   vmstat_.set_shown(Vm::workingset_refault_file, refault == RefaultStat::kSplit);
+  vmstat_.set_shown(Vm::workingset_activate, refault == RefaultStat::kCombined);
+  vmstat_.set_shown(Vm::workingset_activate_anon, refault == RefaultStat::kSplit);
+  vmstat_.set_shown(Vm::workingset_activate_file, refault == RefaultStat::kSplit);
+  const bool restore = config_.workingset_restore_stat;
+  vmstat_.set_shown(Vm::workingset_restore, restore && refault == RefaultStat::kCombined);
+  vmstat_.set_shown(Vm::workingset_restore_anon, restore && refault == RefaultStat::kSplit);
+  vmstat_.set_shown(Vm::workingset_restore_file, restore && refault == RefaultStat::kSplit);
+  setup_watermarks();
   for (Vm v : {Vm::pgscan_anon, Vm::pgscan_file, Vm::pgsteal_anon, Vm::pgsteal_file})
     vmstat_.set_shown(v, config_.reclaim_lru_type_stats);
 }
 
-void MemoryManager::count_refault() {
-  // workingset_refault: a page read back whose shadow entry its eviction left.
-  switch (config_.workingset_refault_stat) {
-    case RefaultStat::kNone:
-      return;
-    case RefaultStat::kCombined:
-      vmstat_.add(Vm::workingset_refault);
-      return;
-    case RefaultStat::kSplit:
-      vmstat_.add(Vm::workingset_refault_file);  // only page cache is evicted here
-      return;
+void MemoryManager::workingset_refault(Folio& f, const Shadow& shadow) {
+  // Counted in this kernel's counter (only page cache is evicted here).
+  const RefaultStat stat = config_.workingset_refault_stat;
+  if (stat == RefaultStat::kNone) return;  // before 3.15: no refault detection
+  const bool split = stat == RefaultStat::kSplit;
+  vmstat_.add(split ? Vm::workingset_refault_file : Vm::workingset_refault);
+  // The refault distance: evictions and activations at the evicting
+  // lruvec since this page's. Within the workingset (active file pages, and
+  // anon pages when there is swap to reclaim them to: none modelled) the
+  // page comes back active.
+  const NodeId node(shadow.node);
+  const uint64_t distance = lru_.lruvec(shadow.memcg, node).nonresident_age - shadow.age;
+  const uint64_t workingset = lru_.hier_size(shadow.memcg, node, LruList::kActiveFile);
+  if (distance > workingset) return;
+  f.flags |= Folio::kActive;
+  lru_.age_nonresident(f.memcg, f.node);
+  lru_.count_activation(f.memcg, f.node, true);
+  vmstat_.add(split ? Vm::workingset_activate_file : Vm::workingset_activate);
+  if (shadow.workingset) {
+    // It was active before its eviction: a workingset restore, which
+    // costs the file LRU (lru_note_cost_folio).
+    f.flags |= Folio::kWorkingset;
+    lru_.lruvec(f.memcg, f.node).file_cost += 1;
+    if (config_.workingset_restore_stat)
+      vmstat_.add(split ? Vm::workingset_restore_file : Vm::workingset_restore);
   }
+}
+
+void MemoryManager::setup_watermarks() {
+  // calculate_min_free_kbytes, then __setup_per_zone_wmarks with one zone
+  // per node: min shared out by node size; low and high a gap above it.
+  uint64_t total_pages = 0;
+  for (const auto& n : topo_.nodes()) total_pages += folios_.capacity_pages(n.id);
+  int64_t min_kb = config_.min_free_kbytes;
+  if (min_kb == kAutoMinFree) {
+    const auto kb = static_cast<double>(total_pages * (kPageSize / 1024));
+    min_kb = std::clamp<int64_t>(static_cast<int64_t>(std::sqrt(kb * 16)), 128, 262144);
+  }
+  const uint64_t pages_min = static_cast<uint64_t>(min_kb) / (kPageSize / 1024);
+  for (const auto& n : topo_.nodes()) {
+    const uint64_t managed = folios_.capacity_pages(n.id);
+    Watermarks w;
+    w.min = total_pages ? static_cast<uint64_t>(static_cast<unsigned __int128>(pages_min) *
+                                                managed / total_pages)
+                        : 0;
+    const uint64_t gap = std::max(
+        w.min / 4, managed * static_cast<uint64_t>(config_.watermark_scale_factor) / 10000);
+    w.low = w.min + gap;
+    w.high = w.low + gap;
+    folios_.set_watermarks(n.id, w);
+  }
+}
+
+std::optional<Pfn> MemoryManager::alloc_folio(const MemPolicy& policy, NodeId local, uint64_t ilx,
+                                              CpuId cpu, double* ns) {
+  if (!reclaim_) return folios_.alloc(policy, local, ilx);
+  if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kLow)) return pfn;
+  // The slow path: wake_all_kswapds, then the min watermark.
+  const std::vector<NodeId> zonelist = folios_.zonelist(policy, local, ilx);
+  for (NodeId n : zonelist) reclaim_->wake_kswapd(n);
+  if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kMin)) return pfn;
+  // Direct reclaim, retried while it makes progress (should_reclaim_retry:
+  // MAX_RECLAIM_RETRIES attempts without progress, then the OOM path).
+  int no_progress = 0;
+  while (no_progress <= kMaxReclaimRetries) {
+    const ReclaimHooks::Progress p = reclaim_->try_to_free_pages(zonelist, cpu);
+    *ns += p.ns;
+    if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kMin)) return pfn;
+    no_progress = p.pages ? 0 : no_progress + 1;
+  }
+  return std::nullopt;
+}
+
+double MemoryManager::folio_mark_accessed(Pfn pfn) {
+  Folio& f = folios_.folio(pfn);
+  if (!f.test(Folio::kReferenced)) {
+    f.flags |= Folio::kReferenced;
+    return 0;  // a bit in the struct page the caller has at hand
+  }
+  if (f.test(Folio::kMlocked) || f.test(Folio::kActive)) return 0;
+  // folio_activate (through the per-CPU batch, drained under the lru_lock):
+  // to the active list, pgactivate; then workingset_activation.
+  f.flags &= static_cast<uint16_t>(~Folio::kReferenced);
+  if (f.test(Folio::kLru)) {
+    lru_.relist(pfn, [](Folio& g) { g.flags |= Folio::kActive; });
+    vmstat_.add(Vm::pgactivate);
+  } else {
+    f.flags |= Folio::kActive;
+  }
+  lru_.age_nonresident(f.memcg, f.node);
+  return costs_.lock_ns;
+}
+
+MemoryManager::Referenced MemoryManager::folio_referenced(Pfn pfn) {
+  Referenced r;
+  const Folio& f = folios_.folio(pfn);
+  if (f.mapcount == 0) return r;
+  // Each mapping's PTE is tested and cleared (ptep_clear_flush_young: no
+  // TLB flush on x86); a young one counts its VMA once.
+  auto& maps = scratch_maps_;
+  maps.clear();
+  rmap_walk(pfn, [&](Mm& mm, Vma& vma, Vpn vpn) {
+    r.cost_ns += cache_.meta_miss_ns(cost::Meta::kPte, mm.id(), vpn.v, sizeof(uint64_t));
+    if (vma.flags & Vma::kLocked) r.locked = true;
+    const Pte pte = mm.pgtable().get(vpn);
+    if (!(pte.flags & Pte::kYoung)) return;
+    ++r.mappings;
+    if (vma.flags & Vma::kExec) r.exec = true;
+    maps.emplace_back(&mm, vpn);
+  });
+  for (auto [mm, vpn] : maps) {
+    PteTable& t = mm->pgtable().table_alloc(vpn);
+    const uint32_t i = vpn.v & (kPtesPerTable - 1);
+    Pte pte = t.get(i);
+    pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kYoung);
+    t.set(i, pte);
+    // A task running over the page sets the bit again when it gets there.
+    mm->revoke(vpn, Vpn(vpn.v + 1));
+  }
+  return r;
 }
 
 AddressSpace& MemoryManager::create_file(std::string name, uint64_t size_pages, bool shmem) {
@@ -50,13 +172,15 @@ bool MemoryManager::preload_file(AddressSpace& file, NodeId node) {
   const MemPolicy local;
   for (uint64_t i = 0; i < file.size_pages; ++i) {
     if (file.lookup(i) != AddressSpace::kNone) continue;
-    auto pfn = folios_.alloc(local, node, i);
+    // Read before the run: no reclaim, so within the low watermark.
+    auto pfn = folios_.alloc(local, node, i, reclaim_ ? Mark::kLow : Mark::kNone);
     if (!pfn) return false;  // the machine is full: the rest stays on disk
     Folio& f = folios_.folio(*pfn);
-    f.flags |= Folio::kUptodate | Folio::kLru | (file.shmem ? Folio::kShmem : 0);
+    f.flags |= Folio::kUptodate | (file.shmem ? Folio::kShmem : 0);
     f.mapping = file.id;
     f.index = i;
     if (memcg_) memcg_->charge(0, *pfn, f, CpuId(0));  // cached before the run: the root's
+    lru_.add(*pfn);
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);
     if (file.shmem) vmstat_.add(Vm::nr_shmem);
@@ -143,8 +267,17 @@ double MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool wr
     ++mm.rss_file;
   }
   if (write && !f.test(Folio::kAnon)) folio_mark_dirty(f);
-  if (vma.flags & Vma::kLocked) mlock_folio(f);
+  if (vma.flags & Vma::kLocked) mlock_folio(Pfn(pfn));
   return memcg_ns;
+}
+
+void MemoryManager::set_lru_flags(Pfn pfn, uint16_t flags) {
+  Folio& f = folios_.folio(pfn);
+  if (!f.test(Folio::kLru)) {
+    f.flags = flags;
+    return;
+  }
+  lru_.relist(pfn, [&](Folio& g) { g.flags = static_cast<uint16_t>(flags & ~Folio::kLru); });
 }
 
 void MemoryManager::folio_mark_dirty(Folio& f) {
@@ -155,9 +288,11 @@ void MemoryManager::folio_mark_dirty(Folio& f) {
   if (!f.test(Folio::kShmem)) vmstat_.add(Vm::nr_dirty);
 }
 
-void MemoryManager::mlock_folio(Folio& f) {
+void MemoryManager::mlock_folio(Pfn pfn) {
+  Folio& f = folios_.folio(pfn);
   if (f.mlock_count++ == 0) {
-    f.flags |= Folio::kMlocked;
+    // To the unevictable list (an isolated folio gets there when put back).
+    set_lru_flags(pfn, static_cast<uint16_t>(f.flags | Folio::kMlocked));
     vmstat_.add(Vm::nr_mlock);
     vmstat_.add(Vm::unevictable_pgs_mlocked);
   }
@@ -176,7 +311,7 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
       cache_.meta_miss_ns(cost::Meta::kStructPage, 0, pfn.v, cost::kStructPageBytes, f.node);
   if (vma.flags & Vma::kLocked) {
     if (--f.mlock_count == 0) {
-      f.flags &= ~Folio::kMlocked;
+      set_lru_flags(pfn, static_cast<uint16_t>(f.flags & ~Folio::kMlocked));
       vmstat_.add(Vm::nr_mlock, -1);
       vmstat_.add(Vm::unevictable_pgs_munlocked);
     }
@@ -190,6 +325,8 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
     --mm.rss_file;
   }
   if ((pte.flags & Pte::kDirty) && !anon) folio_mark_dirty(f);
+  // zap_pte_range: a young PTE of a file folio counts as an access.
+  if ((pte.flags & Pte::kYoung) && !anon) memcg_ns += folio_mark_accessed(pfn);
   check(f.mapcount > 0, "zap of an unmapped folio");
   const bool last = --f.mapcount == 0;
   if (!anon && memcg_) memcg_ns += memcg_->file_rmap(pfn, f, false, last);
@@ -207,6 +344,7 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
 
 void MemoryManager::free_anon_folio(Pfn pfn) {
   Folio& f = folios_.folio(pfn);
+  if (f.test(Folio::kLru)) lru_.del(pfn);  // not when isolated for migration
   vmstat_.add(Vm::nr_anon_pages, -1);
   if (memcg_) memcg_->uncharge(pfn, f);
   folios_.free(pfn);
@@ -227,13 +365,13 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
   ReadWindow w;
   for (uint64_t i = first; i < last; ++i) {
     if (file.lookup(i) != AddressSpace::kNone) continue;
-    auto pfn = folios_.alloc(vma.policy, ctx.node, i);
+    auto pfn = alloc_folio(vma.policy, ctx.node, i, ctx.cpu, &cost.sys_ns);
     if (!pfn) {
       w.index_failed |= i == index;
       continue;
     }
     Folio& f = folios_.folio(*pfn);
-    f.flags |= Folio::kUptodate | Folio::kLru | (file.shmem ? Folio::kShmem : 0);
+    f.flags |= Folio::kUptodate | (file.shmem ? Folio::kShmem : 0);
     f.mapping = file.id;
     f.index = i;
     if (memcg_) {
@@ -247,9 +385,13 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
       }
     }
     if (i == mark && !file.shmem) f.flags |= Folio::kReadahead;
+    if (auto sh = file.shadows.find(i); sh != file.shadows.end()) {
+      workingset_refault(f, sh->second);
+      file.shadows.erase(sh);
+    }
+    lru_.add(*pfn);
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);
-    if (file.shadows.erase(i)) count_refault();
     cost.sys_ns += costs_.page_alloc_ns;
     if (file.shmem) {
       vmstat_.add(Vm::nr_shmem);
@@ -289,7 +431,13 @@ MemoryManager::FilemapGet MemoryManager::filemap_get(AddressSpace& file, uint64_
       g.retried = true;
       const uint64_t first = index - index % window + window;
       const uint64_t last = std::min(file.size_pages, first + window);
+      // The fault holds a reference to its folio meanwhile: reclaim that
+      // the read's allocations start cannot take it.
+      const bool locked = f.test(Folio::kLocked);
+      f.flags |= Folio::kLocked;
       if (first < last) read_window(file, first, last, index, first, vma, ctx, cost);
+      // (The read may have grown the folio table: look the folio up again.)
+      if (!locked) folios_.folio(Pfn(cached)).flags &= static_cast<uint16_t>(~Folio::kLocked);
     }
     g.pfn = cached;
     return g;
@@ -341,11 +489,11 @@ MemoryManager::Mapped MemoryManager::fault_around(Mm& mm, Vma& vma, Vpn vpn) {
 
 MemoryManager::NewFolio MemoryManager::new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx) {
   NewFolio n;
-  auto pfn = folios_.alloc(vma.policy, ctx.node, vpn.v);
+  auto pfn = alloc_folio(vma.policy, ctx.node, vpn.v, ctx.cpu, &n.memcg_ns);
   if (!pfn) return n;
   AnonVma& av = anon_vma_prepare(vma);
   Folio& f = folios_.folio(*pfn);
-  f.flags |= Folio::kAnon | Folio::kLru | Folio::kUptodate;
+  f.flags |= Folio::kAnon | Folio::kUptodate;
   f.mapping = av.id;
   f.index = vpn.v;
   if (memcg_) {
@@ -358,6 +506,8 @@ MemoryManager::NewFolio MemoryManager::new_anon_folio(Vma& vma, Vpn vpn, const F
     }
   }
   vmstat_.add(Vm::nr_anon_pages);
+  if (config_.anon_fault_active) f.flags |= Folio::kActive;
+  lru_.add(*pfn);  // folio_add_lru_vma
   n.pfn = pfn;
   return n;
 }
@@ -377,9 +527,18 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     r.status = FaultStatus::kSegv;
     return out;
   }
+  const Pte pte = mm.pgtable().get(vpn);
+  if (pte.present() && !pte.protnone() && (write ? pte.writable() : true) &&
+      (!(pte.flags & Pte::kYoung) || (write && !(pte.flags & Pte::kDirty)))) {
+    // No fault: the MMU sets the accessed (and on a write the dirty) bit
+    // of a PTE that allows the access. It costs the access nothing more.
+    Pte set = pte;
+    set.flags |= Pte::kYoung | (write ? Pte::kDirty : 0);
+    mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), set);
+    return out;
+  }
   OpCost& cost = r.cost;
   cost.sys_ns += costs_.fault_entry_ns;
-  const Pte pte = mm.pgtable().get(vpn);
 
   if (pte.present() && !pte.protnone()) {
     if (write && !pte.writable()) {
@@ -687,7 +846,7 @@ MmResult MemoryManager::mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx) 
     // Pages already mapped become mlocked (mlock_fixup walks them).
     mm.pgtable().for_each(v->start, v->end, [&](Vpn, PteTable& t, uint32_t i) {
       const Pte pte = t.get(i);
-      if (pte.maps_folio()) mlock_folio(folios_.folio(Pfn(pte.pfn)));
+      if (pte.maps_folio()) mlock_folio(Pfn(pte.pfn));
     });
   }
   // __mm_populate: fault in every page not yet present, as a write on a
@@ -811,9 +970,17 @@ std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
       mm->revoke(vpn, Vpn(vpn.v + 1));
     }
   }
+  if (f.test(Folio::kLru)) lru_.del(pfn);  // reclaim has isolated it already
   AddressSpace& file = *files_[f.mapping];
   file.store(f.index, AddressSpace::kNone);
-  file.shadows.insert(f.index);
+  // workingset_eviction: the shadow records the evicting lruvec's age.
+  Shadow shadow;
+  shadow.memcg = evicting_memcg_;
+  shadow.node = f.node.v;
+  shadow.age = lru_.lruvec(evicting_memcg_, f.node).nonresident_age;
+  shadow.workingset = f.test(Folio::kWorkingset);
+  lru_.age_nonresident(evicting_memcg_, f.node);
+  file.shadows[f.index] = shadow;
   vmstat_.add(Vm::nr_file_pages, -1);
   if (f.test(Folio::kShmem)) vmstat_.add(Vm::nr_shmem, -1);
   if (memcg_) memcg_->uncharge(pfn, f);
@@ -869,8 +1036,9 @@ MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
     const uint32_t i = vpn.v & (kPtesPerTable - 1);
     Pte pte = t.get(i);
     const bool write = pte.flags & (Pte::kWrite | Pte::kSavedWrite);
+    // The entry remembers the young and dirty bits (6.0 on x86).
     pte.flags = static_cast<uint8_t>(Pte::kMigration | (write ? Pte::kSavedWrite : 0) |
-                                     (pte.flags & Pte::kDirty));
+                                     (pte.flags & (Pte::kDirty | Pte::kYoung)));
     t.set(i, pte);
     // One PTE cleared and one flush of that mm's TLB per mapping, in turn.
     s.cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
@@ -893,8 +1061,8 @@ MemoryManager::MigrateStep MemoryManager::migrate_remap(Pfn from, Pfn to) {
     const bool write = pte.flags & Pte::kSavedWrite;
     Pte mapped;
     mapped.pfn = to.v;
-    mapped.flags =
-        static_cast<uint8_t>(Pte::kPresent | (write ? Pte::kWrite : 0) | (pte.flags & Pte::kDirty));
+    mapped.flags = static_cast<uint8_t>(Pte::kPresent | (write ? Pte::kWrite : 0) |
+                                        (pte.flags & (Pte::kDirty | Pte::kYoung)));
     t.set(i, mapped);
     s.cost_ns += costs_.pte_set_ns;
     ++s.mappings;
@@ -906,11 +1074,13 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
   Folio& old = folios_.folio(from);
   Folio& f = folios_.folio(to);
   const NodeId node = f.node;
+  check(!old.test(Folio::kLru), "migration of a folio not isolated from its LRU");
   f = old;
   f.node = node;
   f.flags &= static_cast<uint16_t>(~Folio::kLocked);
   if (!f.test(Folio::kAnon)) files_[f.mapping]->store(f.index, to.v);
   if (memcg_) memcg_->migrate(from, to, f);
+  lru_.add(to);  // the new folio goes on the LRU in the old one's place
   old.mapcount = 0;
   old.mlock_count = 0;
   old.flags = Folio::kInUse;
@@ -968,13 +1138,16 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     }
     if (f.mlock_count != locked[p]) err("folio " + std::to_string(p) + " mlock_count wrong");
     if (f.mlock_count > 0) ++mlocked;
-    if (!f.test(Folio::kLru)) {
+    if (!f.test(Folio::kUptodate)) {
       // A migration's new folio while the old one is copied into it: it has
-      // no owner yet (no page-cache slot, no anon_vma, no charge) until
-      // migrate_folio_finish gives it the old folio's place.
+      // no owner yet (no page-cache slot, no anon_vma, no charge, no LRU)
+      // until migrate_folio_finish gives it the old folio's place.
       ++unowned;
       continue;
     }
+    // Off the LRU only while isolated for migration (PG_locked here).
+    if (!f.test(Folio::kLru) && !f.test(Folio::kLocked))
+      err("folio " + std::to_string(p) + " is on no LRU list");
     if (f.test(Folio::kAnon)) {
       ++anon;
       // One under migration is freed when the migration ends.
@@ -1001,6 +1174,7 @@ std::vector<std::string> MemoryManager::check_invariants() const {
   if (vmstat_[Vm::nr_file_pages] != file) err("nr_file_pages != page-cache folios");
   if (vmstat_[Vm::nr_mapped] != mapped) err("nr_mapped != mapped page-cache folios");
   if (vmstat_[Vm::nr_mlock] != mlocked) err("nr_mlock != mlocked folios");
+  for (auto& e : lru_.check_invariants()) err(std::move(e));
   int64_t cached = 0;
   for (const auto& f : files_) cached += static_cast<int64_t>(f->nrpages);
   if (cached != file) err("page-cache sizes disagree with folios");

@@ -15,6 +15,7 @@
 #include "cost/cost_profile.h"
 #include "mm/config.h"
 #include "mm/folio.h"
+#include "mm/lru.h"
 #include "mm/mm_types.h"
 #include "mm/vmstat.h"
 #include "topo/topology.h"
@@ -115,6 +116,22 @@ class MemcgHooks {
   virtual void migrate(Pfn from, Pfn to, Folio& folio) = 0;
 };
 
+// What the page allocator asks of reclaim (mm/vmscan.c) when memory is short.
+class ReclaimHooks {
+ public:
+  virtual ~ReclaimHooks() = default;
+  // wakeup_kswapd: the node's kswapd is to bring it back above its high
+  // watermark.
+  virtual void wake_kswapd(NodeId node) = 0;
+  // try_to_free_pages: direct reclaim over the zonelist's nodes by the
+  // allocating task on `cpu`. Returns the pages freed and the time it took.
+  struct Progress {
+    uint64_t pages = 0;
+    double ns = 0;
+  };
+  virtual Progress try_to_free_pages(std::span<const NodeId> nodes, CpuId cpu) = 0;
+};
+
 class MemoryManager {
  public:
   MemoryManager(const topo::Topology& topo, const cost::CostProfile& costs, MmConfig config);
@@ -200,11 +217,39 @@ class MemoryManager {
   double flush_tlb_range(Mm& mm, CpuId cpu, uint64_t pages);
 
   void set_memcg(MemcgHooks* hooks) { memcg_ = hooks; }
+  // Without reclaim (unit tests of mm alone) allocations may use every free
+  // page; with it they follow the watermarks.
+  void set_reclaim(ReclaimHooks* hooks) { reclaim_ = hooks; }
+  // __alloc_pages for a user page (GFP_HIGHUSER_MOVABLE): the fast path at
+  // the low watermark over the zonelist; else every zonelist node's kswapd
+  // is woken and the min watermark tried; else direct reclaim and retry, up
+  // to MAX_RECLAIM_RETRIES times without progress. Adds the time direct
+  // reclaim took to *ns. nullopt: out of memory.
+  std::optional<Pfn> alloc_folio(const MemPolicy& policy, NodeId local, uint64_t ilx, CpuId cpu,
+                                 double* ns);
+  // folio_mark_accessed (mm/swap.c): a second access marks an inactive folio
+  // active. Returns its time.
+  double folio_mark_accessed(Pfn pfn);
+  // folio_referenced (mm/rmap.c): tests and clears the accessed bit of every
+  // PTE mapping the folio, through the rmap. `mappings` counts the VMAs in
+  // which a PTE was young; `exec` if one of those is VM_EXEC; `locked` if a
+  // VM_LOCKED VMA maps it (reclaim then mlocks it). A folio nothing maps
+  // costs no walk.
+  struct Referenced {
+    int mappings = 0;
+    bool exec = false;
+    bool locked = false;
+    double cost_ns = 0;
+  };
+  Referenced folio_referenced(Pfn pfn);
   // Reclaim of one page-cache folio (shrink_page_list): unmaps it through the
   // rmap if needed, removes it from the page cache, uncharges and frees it.
   // Returns the time it took, or nullopt if it cannot go (locked, mlocked,
   // dirty, or shmem: with no swap modelled, swap-backed pages stay).
   std::optional<double> evict_folio(Pfn pfn, CpuId cpu);
+  // The memcg whose reclaim evicts (its lruvec's nonresident age goes in the
+  // shadow entry); set by the reclaimer around evict_folio.
+  void set_evicting_memcg(uint32_t memcg) { evicting_memcg_ = memcg; }
 
   // Invariant checker (DEBUG_VM-like): mapcounts against page tables, rmap
   // against PTEs, page cache and node accounting. Returns the violations.
@@ -215,6 +260,8 @@ class MemoryManager {
   // PTE tables of every live mm: each costs the host about 4.2 KB.
   uint64_t nr_pte_tables() const { return nr_pte_tables_; }
   FolioAllocator& folios() { return folios_; }
+  LruSet& lru() { return lru_; }
+  const LruSet& lru() const { return lru_; }
   const FolioAllocator& folios() const { return folios_; }
   const cost::CostProfile& costs() const { return costs_; }
   // The memory hierarchy: working sets, and what lines of memory and of the
@@ -231,6 +278,8 @@ class MemoryManager {
  private:
   friend struct MmDeleter;
   void release_mm(Mm* mm);
+  // The nodes' watermarks from min_free_kbytes and watermark_scale_factor.
+  void setup_watermarks();
   // Installs a PTE mapping pfn and does the rmap/counter bookkeeping.
   // Returns the memcg's time (the page-stat update of a file folio).
   double map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool write);
@@ -250,7 +299,10 @@ class MemoryManager {
     double memcg_ns = 0;
   };
   NewFolio new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx);
-  void mlock_folio(Folio& f);
+  void mlock_folio(Pfn pfn);
+  // Changes the folio's flags, moving it to the LRU list they name when it is
+  // on one.
+  void set_lru_flags(Pfn pfn, uint16_t flags);
   // folio_mark_dirty of a page-cache folio: PG_dirty, and nr_dirty unless it
   // is shmem's.
   void folio_mark_dirty(Folio& f);
@@ -296,14 +348,17 @@ class MemoryManager {
   // the task's maj_flt when `major`, or when `retried` and the kernel counts
   // retried faults as major.
   void account_fault(FaultCtx& ctx, bool major, bool retried = false);
-  // A page-cache page read back after its eviction, in this kernel's counter.
-  void count_refault();
+  // workingset_refault (mm/workingset.c): a page-cache page read back whose
+  // eviction left `shadow`: counted in this kernel's counter, and activated
+  // when its refault distance is within the workingset.
+  void workingset_refault(Folio& f, const Shadow& shadow);
 
   const topo::Topology& topo_;
   const cost::CostProfile& costs_;
   MmConfig config_;
   VmStat vmstat_;
   FolioAllocator folios_;
+  LruSet lru_;
   cost::CacheModel cache_;
   std::vector<std::unique_ptr<AddressSpace>> files_;
   std::vector<std::unique_ptr<AnonVma>> anon_vmas_;
@@ -312,6 +367,8 @@ class MemoryManager {
   uint64_t page_events_ = 0;
   uint64_t nr_pte_tables_ = 0;
   MemcgHooks* memcg_ = nullptr;
+  ReclaimHooks* reclaim_ = nullptr;
+  uint32_t evicting_memcg_ = 0;
   std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
 };
 

@@ -21,6 +21,15 @@ struct Vma;
 
 // The page cache of one file: which folio caches each page offset, and the
 // VMAs that map the file (i_mmap), through which file rmap walks go.
+// What an evicted page leaves in its slot (workingset_eviction's shadow
+// entry): the lruvec it left and that lruvec's nonresident age then.
+struct Shadow {
+  uint64_t age = 0;
+  uint32_t memcg = 0;
+  uint16_t node = 0;
+  bool workingset = false;  // PG_workingset: it had been active
+};
+
 struct AddressSpace {
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
   uint32_t id = 0;
@@ -29,7 +38,8 @@ struct AddressSpace {
   bool shmem = false;    // tmpfs/shmem: pages are created zeroed, never read from storage
   uint64_t nrpages = 0;  // folios in the cache
   std::vector<Vma*> i_mmap;
-  std::unordered_set<uint64_t> shadows;  // evicted offsets: a re-read is a refault
+  // Evicted offsets (the xarray's shadow entries): a re-read is a refault.
+  std::unordered_map<uint64_t, Shadow> shadows;
 
   uint32_t lookup(uint64_t index) const {
     const Chunk* chunk = find_chunk(index >> kPteTableShift);

@@ -11,8 +11,14 @@ void PteTable::set(uint32_t i, Pte pte) {
   const uint64_t bit = uint64_t{1} << (i & 63);
   uint64_t& r = readable_[i >> 6];
   uint64_t& w = writable_[i >> 6];
-  r = pte.accessible() ? (r | bit) : (r & ~bit);
-  w = pte.writable() ? (w | bit) : (w & ~bit);
+  // A sweep may run over a page without the kernel only if the MMU would not
+  // stop either: the accessed bit (and for a write the dirty bit) already
+  // set, so that clearing one (reclaim's folio_referenced) makes the next
+  // access observable, as the hardware's setting of it.
+  const bool young = pte.flags & Pte::kYoung;
+  const bool dirty = pte.flags & Pte::kDirty;
+  r = pte.accessible() && young ? (r | bit) : (r & ~bit);
+  w = pte.writable() && young && dirty ? (w | bit) : (w & ~bit);
 }
 
 uint32_t PteTable::next_blocked(uint32_t from, uint32_t to, bool write) const {

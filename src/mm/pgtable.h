@@ -50,8 +50,9 @@ class PteTable {
   const Pte& get(uint32_t i) const { return ptes_[i]; }
   void set(uint32_t i, Pte pte);
   uint32_t nr_used() const { return nr_used_; }
-  // First index in [from, to) whose PTE does not allow the access (read: not
-  // accessible; write: not writable), or `to`.
+  // First index in [from, to) whose PTE does not allow the access without the
+  // kernel or the MMU (read: not accessible or not young; write: not
+  // writable, young and dirty), or `to`.
   uint32_t next_blocked(uint32_t from, uint32_t to, bool write) const;
 
  private:

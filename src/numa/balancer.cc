@@ -265,8 +265,7 @@ bool Balancer::migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick 
     ratelimit_pages_[target.v] += 1;
   }
   // migrate_balanced_pgdat: the destination must stay above its high watermark.
-  const uint64_t cap = mm_.folios().capacity_pages(target);
-  const uint64_t high = cap / 1000 * 3;  // min + 2 x watermark_scale_factor gaps (0.1% each)
+  const uint64_t high = mm_.folios().watermarks(target).high;
   if (mm_.folios().free_pages(target) <= high + 1) return false;
   // isolate_lru_page: isolation fails for a folio off the LRU or already being migrated.
   if (!f.test(mm::Folio::kLru) || f.test(mm::Folio::kLocked)) return false;

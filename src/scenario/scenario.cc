@@ -910,6 +910,7 @@ void read_kernel(TableReader& r, Scenario& sc) {
   }
   read_switches(r, "kernel", mm::mm_switches(), sc.kernel.mm);
   read_switches(r, "kernel", numa::numa_switches(), sc.kernel.numa);
+  read_switches(r, "kernel", reclaim::reclaim_switches(), sc.kernel.reclaim);
   r.finish();
 }
 
@@ -1594,6 +1595,7 @@ void KernelConfig::apply_version(KernelVersion v) {
   apply_presets(mm::mm_switches(), v, mm);
   apply_presets(numa::numa_switches(), v, numa);
   apply_presets(memcg::memcg_switches(), v, memcg);
+  apply_presets(reclaim::reclaim_switches(), v, reclaim);
 }
 
 workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo) {
@@ -1605,6 +1607,7 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.sample_interval = s.sample_interval;
   wc.limits = s.limits;
   wc.memcg = s.kernel.memcg;
+  wc.reclaim = s.kernel.reclaim;
   wc.page_cgroup_array_bytes =
       s.kernel.version >= KernelVersion{3, 19} ? 0 : s.kernel.page_cgroup_bytes();
   wc.cgroups = s.cgroups;

@@ -14,6 +14,7 @@
 #include "memcg/memcg.h"
 #include "mm/config.h"
 #include "numa/config.h"
+#include "reclaim/config.h"
 #include "sim/switches.h"
 #include "topo/topology.h"
 #include "workload/program.h"
@@ -35,9 +36,10 @@ struct Diagnostic {
 // (the file's, then --set's: an explicit key always wins over a preset).
 struct KernelConfig {
   KernelVersion version{6, 6};
-  mm::MmConfig mm;           // [kernel] fault_around_kb, read_ahead_kb, ...
-  numa::NumaConfig numa;     // [kernel] numa_balancing sysctls, [numa] rules
-  memcg::MemcgConfig memcg;  // [memcg]
+  mm::MmConfig mm;                 // [kernel] fault_around_kb, read_ahead_kb, ...
+  numa::NumaConfig numa;           // [kernel] numa_balancing sysctls, [numa] rules
+  memcg::MemcgConfig memcg;        // [memcg]
+  reclaim::ReclaimConfig reclaim;  // [kernel] swappiness
   KernelConfig();
   // Every switch to its preset for `v`.
   void apply_version(KernelVersion v);
@@ -56,6 +58,7 @@ void for_each_switch(const KernelConfig& k, F&& f) {
   for (const auto& s : mm::mm_switches()) f(s.info, s.get(k.mm));
   for (const auto& s : numa::numa_switches()) f(s.info, s.get(k.numa));
   for (const auto& s : memcg::memcg_switches()) f(s.info, s.get(k.memcg));
+  for (const auto& s : reclaim::reclaim_switches()) f(s.info, s.get(k.reclaim));
 }
 
 // [validate]: what `mmsim validate` (src/validate) does with the scenario.

@@ -26,7 +26,9 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
       workload_(workload),
       config_(std::move(config)),
       mm_(topo, costs, config_.mm),
-      memcg_(config_.memcg, costs, mm_, topo.nr_cpus(), config_.cgroups),
+      vmscan_(mm_, config_.reclaim),
+      memcg_(config_.memcg, costs, mm_, vmscan_, topo.nr_cpus(), config_.cgroups),
+      kswapd_gen_(topo.nr_nodes(), 0),
       sched_(topo, costs.context_switch_ns, *this),
       balancer_(config_.numa, topo, mm_, *this),
       migrator_(queue_, mm_, topo, costs,
@@ -38,6 +40,7 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
       limit_pages_(config_.limits.memory_bytes / kPageSize) {
   tasks_.emplace_back();  // pid 0 is the idle task
   if (memcg_.enabled()) mm_.set_memcg(&memcg_);
+  mm_.set_reclaim(&vmscan_);
   mm_.cache().set_page_cgroup_bytes(config_.page_cgroup_array_bytes);
   // Each CPU's SMT sibling (itself when it has none; two threads a core).
   sibling_.reserve(topo.nr_cpus());
@@ -218,7 +221,31 @@ void World::wake(TaskExec& t, Tick at) {
   sched_.wake(t.task, at);
 }
 
+void World::start_kswapds(Tick at) {
+  for (NodeId n : vmscan_.take_wakeups()) {
+    if (!vmscan_.kswapd_wake(n, at)) continue;
+    queue_.schedule(at, this, kKswapd, n.v, ++kswapd_gen_[n.v]);
+  }
+}
+
+void World::kswapd_event(NodeId node, uint64_t gen, Tick now) {
+  if (gen != kswapd_gen_[node.v]) return;  // woken again since
+  if (live_tasks_ == 0) return;            // the run is over
+  const reclaim::Vmscan::Step step = vmscan_.kswapd_step(node, now);
+  run_checker("after kswapd");
+  if (step.run) {
+    queue_.schedule(now + std::max(to_tick(step.ns), Tick(1)), this, kKswapd, node.v, gen);
+  } else if (step.nap) {
+    queue_.schedule(vmscan_.kswapd(node).nap_end, this, kKswapd, node.v, gen);
+  }
+  start_kswapds(now);
+}
+
 void World::on_event(sim::EventQueue&, const sim::Event& e) {
+  if (e.kind == kKswapd) {
+    kswapd_event(NodeId(static_cast<uint16_t>(e.arg0)), e.arg1, e.time);
+    return;
+  }
   TaskExec& t = exec(static_cast<uint32_t>(e.arg0));
   if (e.kind == kMoveEnd) {
     // A task killed during its move finished the move as it exited.
@@ -413,6 +440,7 @@ void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
   t.task.times.sys_ns += c.sys_ns;
   t.clock += to_tick(c.sys_ns);
   check_memory_limits(0);
+  start_kswapds(t.clock);
 }
 
 bool World::check_memory_limits(uint64_t more_pages) {

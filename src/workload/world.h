@@ -25,6 +25,7 @@
 #include "migrate/migrator.h"
 #include "mm/memory_manager.h"
 #include "numa/balancer.h"
+#include "reclaim/vmscan.h"
 #include "sched/task.h"
 #include "sim/event_queue.h"
 #include "topo/topology.h"
@@ -50,6 +51,7 @@ struct WorldConfig {
   mm::MmConfig mm;
   numa::NumaConfig numa;     // automatic NUMA balancing (enabled resolved)
   memcg::MemcgConfig memcg;  // memory cgroups (protocol none: off)
+  reclaim::ReclaimConfig reclaim;
   // Bytes of a page's page_cgroup entry in its own array (3.18 and before);
   // 0 when there is none or it lives in struct page (3.19 on).
   uint32_t page_cgroup_array_bytes = 0;
@@ -160,7 +162,7 @@ class World final : public sim::EventHandler,
     numa::HintDecision pending_hint;
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
-  enum EventKind : uint32_t { kRunTask = 1, kWakeTask = 2, kMoveEnd = 6 };
+  enum EventKind : uint32_t { kRunTask = 1, kWakeTask = 2, kMoveEnd = 6, kKswapd = 7 };
 
   TaskExec& exec(uint32_t pid) { return *tasks_[pid]; }
   const TaskExec& exec(uint32_t pid) const { return *tasks_[pid]; }
@@ -187,6 +189,10 @@ class World final : public sim::EventHandler,
   void exit_task(TaskExec& t);
   void kill_task(TaskExec& t, const std::string& why);
   void charge_sys(TaskExec& t, const mm::OpCost& c);
+  // Starts the kswapds the allocator woke, at `at`.
+  void start_kswapds(Tick at);
+  // One step of a node's kswapd (its event), and the next one scheduled.
+  void kswapd_event(NodeId node, uint64_t gen, Tick now);
   Tick horizon() const { return queue_.next_time(); }
   bool others_waiting(const TaskExec& t) const { return sched_.others_waiting(t.task); }
   Vpn op_start(const TaskExec& t, const Op& op) const;
@@ -228,7 +234,9 @@ class World final : public sim::EventHandler,
   WorldConfig config_;
   sim::EventQueue queue_;
   mm::MemoryManager mm_;
+  reclaim::Vmscan vmscan_;
   memcg::Controller memcg_;
+  std::vector<uint64_t> kswapd_gen_;  // by node: events of older generations are stale
   sched::Scheduler sched_;
   numa::Balancer balancer_;
   migrate::Migrator migrator_;

@@ -140,15 +140,19 @@ region = "m"
 )";
 }
 
-TEST(MemcgFailcnt, AtTheLimitEveryPageChargedFailsItsBatchOnceAndEveryThirtySecondOnceMore) {
+TEST(MemcgFailcnt, AtTheLimitEveryPageChargedFailsItsBatchAndEachReclaimItsSinglePage) {
   // 1024 pages charged, the last 1024 - 256 at the limit: each fails the
-  // batch attempt; one in SWAP_CLUSTER_MAX (32) also fails its single page
-  // and reclaims 32.
+  // batch attempt (+1); a page that then fails alone too (+1) reclaims,
+  // which frees at least one page, so there are fewer such failures than
+  // pages reclaimed.
   const auto ran = run_text(limit_scenario("6.1"));
   const auto& g = group(ran, "/small");
   const uint64_t at_limit = 1024 - 256;
-  EXPECT_EQ(g.failcnt, at_limit + at_limit / 32);
-  EXPECT_EQ(g.pgpgout, static_cast<int64_t>(at_limit));
+  EXPECT_GE(g.failcnt, at_limit);
+  EXPECT_LE(g.failcnt, at_limit + static_cast<uint64_t>(g.pgpgout));
+  // What was charged and not reclaimed is still cached, within the limit.
+  EXPECT_EQ(g.pgpgin - g.pgpgout, g.cache);
+  EXPECT_LE(g.cache, 256);
 }
 
 TEST(MemcgFailcnt, TheChargeBatchIs32Until6_0And64From6_1) {
@@ -163,7 +167,8 @@ TEST(VmstatReclaim, LimitReclaimCountsInPgscanFileButNotInPgscanDirect) {
   const auto ran = run_text(limit_scenario("6.1"));
   EXPECT_EQ(ran.vm("pgscan_direct"), 0);
   EXPECT_EQ(ran.vm("pgsteal_direct"), 0);
-  EXPECT_EQ(ran.vm("pgsteal_file"), 1024 - 256);
+  EXPECT_GE(ran.vm("pgsteal_file"), 1024 - 256);
+  EXPECT_EQ(ran.vm("pgsteal_file"), group(ran, "/small").pgpgout);
   EXPECT_GE(ran.vm("pgscan_file"), ran.vm("pgsteal_file"));
   EXPECT_EQ(ran.vm("pgscan_anon"), 0);
   EXPECT_EQ(ran.vm("pgsteal_anon"), 0);
@@ -175,7 +180,7 @@ TEST(VmstatReclaim, KernelsBefore5_8HaveNoPerTypeReclaimCounters) {
   EXPECT_FALSE(has_vmstat(ran, "pgsteal_file"));
   EXPECT_FALSE(has_vmstat(ran, "pgscan_anon"));
   EXPECT_EQ(ran.vm("pgsteal_direct"), 0);
-  EXPECT_EQ(group(ran, "/small").pgpgout, 1024 - 256);
+  EXPECT_GE(group(ran, "/small").pgpgout, 1024 - 256);
 }
 
 }  // namespace

@@ -999,6 +999,7 @@ TEST(NumaMigrate, UnmapCostGrowsLinearlyWithMapcount) {
 TEST(NumaMigrate, RemapToANewFolioMovesEveryMappingAndFreesTheOld) {
   NumaWorld n;
   ThreeMappers t(n);
+  n.w.mgr.lru().del(t.shared);  // isolated, as the migrator does first
   n.w.mgr.migrate_unmap(t.shared, CpuId(0));
   const auto fresh = n.w.mgr.folios().alloc_on(NodeId(1));
   ASSERT_TRUE(fresh.has_value());
@@ -1024,6 +1025,7 @@ TEST(NumaMigrate, RemapToANewFolioMovesEveryMappingAndFreesTheOld) {
 TEST(NumaMigrate, RemapKeepsTheWriteBitOfAWritablePte) {
   NumaWorld n;
   AnonPage p(n);
+  n.w.mgr.lru().del(p.pfn);  // isolated, as the migrator does first
   n.w.mgr.migrate_unmap(p.pfn, CpuId(0));
   const auto fresh = n.w.mgr.folios().alloc_on(NodeId(1));
   ASSERT_TRUE(fresh.has_value());
