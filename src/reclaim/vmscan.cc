@@ -325,11 +325,15 @@ bool Vmscan::kswapd_wake(NodeId node, Tick now) {
     // Woken during its nap: the low watermark was hit quickly.
     mm_.vmstat().add(Vm::kswapd_low_wmark_hit_quickly);
   }
+  begin_balance(k);
+  return true;
+}
+
+void Vmscan::begin_balance(Kswapd& k) {
   k.state = Kswapd::State::kRunning;
   k.priority = mm::kDefPriority;
   k.reclaimed = 0;
   mm_.vmstat().add(Vm::pageoutrun);
-  return true;
 }
 
 Vmscan::Step Vmscan::kswapd_step(NodeId node, Tick now) {
@@ -344,7 +348,7 @@ Vmscan::Step Vmscan::kswapd_step(NodeId node, Tick now) {
     }
     // Not balanced after its nap: the high watermark was hit quickly.
     mm_.vmstat().add(Vm::kswapd_high_wmark_hit_quickly);
-    kswapd_wake(node, now);
+    begin_balance(k);
   }
   // balance_pgdat: one shrink_node per priority level, until balanced.
   if (!balanced(node) && k.priority >= 1) {
@@ -371,7 +375,7 @@ Vmscan::Step Vmscan::kswapd_step(NodeId node, Tick now) {
   if (!balanced(node) && k.failures < mm::kMaxReclaimRetries) {
     // Still short: another run at once.
     mm_.vmstat().add(Vm::kswapd_high_wmark_hit_quickly);
-    kswapd_wake(node, now);
+    begin_balance(k);
     step.run = true;
     return step;
   }

@@ -91,6 +91,8 @@ class Vmscan final : public mm::ReclaimHooks {
   bool balanced(NodeId node) const;
 
  private:
+  // A balance_pgdat run starts: from DEF_PRIORITY, pageoutrun counted.
+  void begin_balance(Kswapd& k);
   void shrink_node(NodeId node, ScanControl& sc);
   void prepare_scan_count(NodeId node, ScanControl& sc);
   void shrink_lruvec(uint32_t memcg, NodeId node, ScanControl& sc);

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <ostream>
 
 #include "util/atomic_file.h"
@@ -151,6 +153,11 @@ ordered_json metrics_json(const RunInfo& info) {
   m["user_s"] = secs(t.user);
   m["sys_s"] = secs(t.sys);
   m["iowait_s"] = info.host_run ? info.host_iowait_s : secs(t.iowait);
+  // kswapd's CPU time, all nodes together (a host run cannot tell it).
+  if (!info.host_run) {
+    const auto& k = info.result->kswapd_s;
+    m["kswapd_s"] = std::accumulate(k.begin(), k.end(), 0.0);
+  }
   return m;
 }
 
@@ -321,6 +328,11 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
     line(fmt::format("  {:<24} {:.6f}  (system-wide, /proc/stat)", "iowait_s", info.host_iowait_s));
   } else {
     line(fmt::format("  {:<24} {:.6f}", "iowait_s", secs(all.iowait)));
+  }
+  if (std::any_of(r.kswapd_s.begin(), r.kswapd_s.end(), [](double s) { return s > 0; })) {
+    std::string per_node;
+    for (double s : r.kswapd_s) per_node += fmt::format(" {:.6f}", s);
+    line(fmt::format("  {:<24}{}  (CPU time by node)", "kswapd_s", per_node));
   }
 
   line("");

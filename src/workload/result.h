@@ -75,6 +75,9 @@ struct RunResult {
   std::string limit_error;
   uint64_t events = 0;
   uint64_t page_events = 0;  // faults + PTEs zapped/copied: the speed denominator
+  // CPU time of each node's kswapd (kernel threads are not tasks here: their
+  // time is not taken from the tasks' CPUs).
+  std::vector<double> kswapd_s;
   std::vector<Sample> timeline;
   std::vector<memcg::MemCgroup> memcg;  // final state of every memcg (empty: off)
   // Kernel metadata lines the cache model priced, by array: accesses that hit

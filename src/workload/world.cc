@@ -142,6 +142,8 @@ RunResult World::run() {
 
   r.vmstat = vmstat_delta(before, mm_.vmstat());
   r.page_events = mm_.page_events();
+  for (const auto& n : mm_.topology().nodes())
+    r.kswapd_s.push_back(vmscan_.kswapd(n.id).cpu_ns * 1e-9);
   for (size_t pid = 1; pid < tasks_.size(); ++pid) {
     const TaskExec& t = *tasks_[pid];
     r.tasks.push_back(task_result(t.task, workload_.programs[t.program].name, t.counters,

@@ -1,0 +1,234 @@
+// Page reclaim with the classic LRU (mm/vmscan.c): watermarks, the
+// allocator's slow path, folio_check_references, refault activation, and
+// kswapd on a whole run.
+#include "reclaim/vmscan.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/mm_fixture.h"
+#include "support/run.h"
+
+namespace mmsim::reclaim {
+namespace {
+
+using mm::Folio;
+using mm::LruList;
+using mm::Vm;
+using testing::kR;
+using testing::MmWorld;
+
+TEST(Watermarks, MinFollowsTheSquareRootRuleAndLowAndHighAreAGapAbove) {
+  // One node of 16 GiB (two of 8 GiB share it): min_free_kbytes =
+  // 4 x sqrt(16 GiB in KiB) = 16384 KiB = 4096 pages, half a node each; the
+  // gap is 0.1% of the node (2097 pages), more than min/4 (512).
+  MmWorld w(testing::test_mm_config(), (8ull << 30) / kPageSize);
+  const mm::Watermarks& wm = w.mgr.folios().watermarks(NodeId(0));
+  EXPECT_EQ(wm.min, 2048u);
+  EXPECT_EQ(wm.low, 2048u + 2097u);
+  EXPECT_EQ(wm.high, 2048u + 2 * 2097u);
+}
+
+TEST(Watermarks, AScaleFactorOfZeroGivesTheOlderQuarterOfMin) {
+  mm::MmConfig c = testing::test_mm_config();
+  c.watermark_scale_factor = 0;
+  c.min_free_kbytes = 4096;  // 1024 pages, 512 a node
+  MmWorld w(c, 65536);
+  const mm::Watermarks& wm = w.mgr.folios().watermarks(NodeId(1));
+  EXPECT_EQ(wm.min, 512u);
+  EXPECT_EQ(wm.low, 512u + 128u);
+  EXPECT_EQ(wm.high, 512u + 256u);
+}
+
+// A file read through a shared read-only mapping into a machine that has
+// reclaim wired in.
+struct ReclaimWorld {
+  ReclaimWorld() : vmscan(w.mgr, {}) {
+    w.mgr.set_reclaim(&vmscan);
+    mm = w.mgr.mm_alloc();
+  }
+  ~ReclaimWorld() { w.teardown(*mm); }
+  // Maps `pages` of a new file and faults them in, one by one.
+  Vpn read_file(uint64_t pages) {
+    mm::AddressSpace& f = w.mgr.create_file("f" + std::to_string(files++), pages, false);
+    const Vpn a = w.map(*mm, pages, kR | mm::Vma::kShared, &f);
+    for (uint64_t i = 0; i < pages; ++i) w.fault(*mm, Vpn(a.v + i), false);
+    return a;
+  }
+  MmWorld w;
+  Vmscan vmscan;
+  std::shared_ptr<mm::Mm> mm;
+  int files = 0;
+};
+
+TEST(FolioReferences,
+     AYoungMappingCountsOnceAndItsClearedBitIsSetAgainByTheNextAccessWithoutAFault) {
+  ReclaimWorld r;
+  const Vpn a = r.read_file(1);
+  const Pfn pfn(r.mm->pgtable().get(a).pfn);
+  // x86 installs PTEs young: folio_referenced finds one young mapping and
+  // clears its bit.
+  auto ref = r.w.mgr.folio_referenced(pfn);
+  EXPECT_EQ(ref.mappings, 1);
+  EXPECT_FALSE(r.mm->pgtable().get(a).flags & mm::Pte::kYoung);
+  // The next access sets the bit again, with no fault counted.
+  const uint64_t faults = r.w.mgr.vmstat()[Vm::pgfault];
+  EXPECT_EQ(r.w.fault(*r.mm, a, false), mm::FaultStatus::kOk);
+  EXPECT_TRUE(r.mm->pgtable().get(a).flags & mm::Pte::kYoung);
+  EXPECT_EQ(r.w.mgr.vmstat()[Vm::pgfault], static_cast<int64_t>(faults));
+  r.w.expect_consistent();
+}
+
+TEST(Kswapd, WakesOnlyWhenEveryZonelistNodeIsBelowLowAndBalancesToHigh) {
+  ReclaimWorld r;
+  mm::AddressSpace& f = r.w.mgr.create_file("big", 3 * 4096, false);
+  const Vpn a = r.w.map(*r.mm, 3 * 4096, kR | mm::Vma::kShared, &f);
+  // Read page by page until a kswapd is woken.
+  std::vector<NodeId> woken;
+  uint64_t i = 0;
+  for (; i < 3 * 4096 && woken.empty(); ++i) {
+    r.w.fault(*r.mm, Vpn(a.v + i), false);
+    woken = r.vmscan.take_wakeups();
+  }
+  // Node 0 went below low first and the fast path spilled to node 1 without
+  // waking anyone; the first wakeup came with both nodes at or below low,
+  // and it woke both kswapds, before any direct reclaim.
+  EXPECT_GT(r.w.mgr.vmstat()[Vm::numa_miss], 0);
+  EXPECT_EQ(woken.size(), 2u);
+  for (NodeId n : {NodeId(0), NodeId(1)})
+    EXPECT_LE(r.w.mgr.folios().free_pages(n), r.w.mgr.folios().watermarks(n).low);
+  EXPECT_EQ(r.w.mgr.vmstat()[Vm::pgscan_direct], 0);
+  // Node 0's kswapd runs until the node is above its high watermark.
+  ASSERT_TRUE(r.vmscan.kswapd_wake(NodeId(0), Tick(0)));
+  Tick now(0);
+  for (int k = 0; k < 100; ++k) {
+    const Vmscan::Step s = r.vmscan.kswapd_step(NodeId(0), now);
+    if (!s.run) break;
+    now = now + to_tick(s.ns) + Tick(1);
+  }
+  EXPECT_TRUE(r.vmscan.balanced(NodeId(0)));
+  EXPECT_GT(r.w.mgr.vmstat()[Vm::pgsteal_kswapd], 0);
+  EXPECT_EQ(r.w.mgr.vmstat()[Vm::pgscan_direct], 0);
+  r.w.expect_consistent();
+}
+
+TEST(DirectReclaim, AnAllocationBelowMinEverywhereReclaimsAndCountsAnAllocstall) {
+  ReclaimWorld r;
+  // Fill both nodes to their min watermark (kswapd is never run here).
+  r.read_file(2 * 4096);
+  EXPECT_GT(r.w.mgr.vmstat()[Vm::allocstall_movable], 0);
+  EXPECT_GT(r.w.mgr.vmstat()[Vm::pgsteal_direct], 0);
+  EXPECT_GE(r.w.mgr.vmstat()[Vm::pgscan_direct], r.w.mgr.vmstat()[Vm::pgsteal_direct]);
+  for (NodeId n : {NodeId(0), NodeId(1)})
+    EXPECT_GE(r.w.mgr.folios().free_pages(n), r.w.mgr.folios().watermarks(n).min);
+  r.w.expect_consistent();
+}
+
+TEST(Workingset, APageEvictedAndReadBackSoonIsActivatedOnRefault) {
+  ReclaimWorld r;
+  mm::AddressSpace& f = r.w.mgr.create_file("f", 4, false);
+  const Vpn a = r.w.map(*r.mm, 4, kR | mm::Vma::kShared, &f);
+  r.w.fault(*r.mm, a, false);
+  const Pfn pfn(r.mm->pgtable().get(a).pfn);
+  // Some active file pages make a workingset the refault distance fits in.
+  r.w.mgr.lru().relist(pfn, [](Folio& g) { g.flags |= Folio::kActive; });
+  const Vpn b = r.read_file(8);
+  for (uint64_t i = 0; i < 8; ++i) {
+    const Pfn p(r.mm->pgtable().get(Vpn(b.v + i)).pfn);
+    r.w.mgr.lru().relist(p, [](Folio& g) { g.flags |= Folio::kActive; });
+  }
+  r.w.mgr.lru().relist(pfn, [](Folio& g) { g.flags &= ~Folio::kActive; });
+  ASSERT_TRUE(r.w.mgr.evict_folio(pfn, CpuId(0)).has_value());
+  r.w.fault(*r.mm, a, false);
+  EXPECT_EQ(r.w.mgr.vmstat()[Vm::workingset_refault_file], 1);
+  EXPECT_EQ(r.w.mgr.vmstat()[Vm::workingset_activate_file], 1);
+  EXPECT_TRUE(r.w.folio_at(*r.mm, a).test(Folio::kActive));
+  r.w.expect_consistent();
+}
+
+// The shipped scenario, smaller: two nodes of 32 MiB, a 128 MiB stream read
+// twice beside a 4 MiB hot set.
+testing::Ran run_kswapd_scenario() {
+  return testing::run_text(std::string(R"(
+[machine]
+sockets = 2
+cores_per_socket = 2
+mem_per_node = "32MiB"
+llc_per_socket = "8MiB"
+[kernel]
+version = "6.1"
+numa_balancing = 0
+[[files]]
+name = "stream"
+size = "128MiB"
+[[files]]
+name = "hot"
+size = "4MiB"
+[run]
+program = "main"
+[[programs.main]]
+op = "pin"
+nodes = [0]
+[[programs.main]]
+op = "map"
+region = "stream"
+file = "stream"
+prot = "r"
+flags = "shared"
+[[programs.main]]
+op = "map"
+region = "hot"
+file = "hot"
+prot = "r"
+flags = "shared"
+[[programs.main]]
+op = "threads"
+count = 1
+program = "hot"
+[[programs.main]]
+op = "loop"
+count = 2
+body = [ { op = "touch", region = "stream" } ]
+[[programs.main]]
+op = "wait"
+[[programs.hot]]
+op = "loop"
+count = 400
+body = [ { op = "sweep", region = "hot" } ]
+)"));
+}
+
+TEST(KswapdRun, StreamingPageCacheIsReclaimedByKswapdAloneOnBothNodes) {
+  const auto ran = run_kswapd_scenario();
+  EXPECT_TRUE(ran.result.check_failures.empty());
+  EXPECT_GT(ran.vm("pgsteal_kswapd"), 32768);  // most of 256 MiB read into 64 MiB
+  EXPECT_EQ(ran.vm("allocstall_movable"), 0);
+  EXPECT_GT(ran.vm("numa_miss"), 0);  // node 0's task spilled to node 1 first
+  ASSERT_EQ(ran.result.kswapd_s.size(), 2u);
+  EXPECT_GT(ran.result.kswapd_s[0], 0);
+  EXPECT_GT(ran.result.kswapd_s[1], 0);
+}
+
+TEST(KswapdRun, MappedPageCacheIsScannedTwiceBeforeItGoes) {
+  // Young at its first scan (kept, PG_referenced), old at the second:
+  // reclaimed. So kswapd scans about two pages per page it frees.
+  const auto ran = run_kswapd_scenario();
+  const double ratio =
+      static_cast<double>(ran.vm("pgscan_kswapd")) / static_cast<double>(ran.vm("pgsteal_kswapd"));
+  EXPECT_GT(ratio, 1.8);
+  EXPECT_LT(ratio, 2.3);
+}
+
+TEST(KswapdRun, TheHotSetIsActivatedAndStaysWhileTheStreamGoesThrough) {
+  const auto ran = run_kswapd_scenario();
+  const int64_t hot_pages = 1024;
+  EXPECT_GE(ran.vm("pgactivate"), hot_pages * 9 / 10);
+  // Refaults are the stream's second pass (32768 pages), and few hot ones.
+  EXPECT_GE(ran.vm("workingset_refault_file"), 32768 - 4096);
+  EXPECT_LT(ran.vm("workingset_refault_file"), 32768 + hot_pages / 4);
+}
+
+}  // namespace
+}  // namespace mmsim::reclaim
