@@ -1054,6 +1054,14 @@ void read_validate(TableReader& r, Scenario& sc, Ctx& ctx) {
     }
   }
   if (auto n = r.integer("repeat", 1, 100)) v.repeat = static_cast<int>(*n);
+  if (auto d = r.string("disk")) {
+    if (*d == "ram" || *d == "virtio") {
+      v.disk = *d;
+    } else {
+      r.error(r.raw().get("disk"), "disk",
+              fmt::format("\"{}\" is not a disk (\"ram\" or \"virtio\")", *d));
+    }
+  }
   if (const toml::table* t = r.table("tolerance")) {
     // toml++ keeps keys sorted: put them back in file order (keys a --set
     // added, which have no place in the file, after, in key order).

@@ -70,6 +70,11 @@ struct ValidateSpec {
   // repeats. Default both.
   std::vector<std::string> kernels = {"6.1", "6.12"};
   int repeat = 3;  // runs per kernel, 1..100
+  // Where the scenario's disk files live in the guest: "ram", a RAM disk
+  // (brd) in the guest's own memory; "virtio", a disk image on the host
+  // (virtio-blk), for files that need not fit in the guest's memory
+  // (reclaim). Reads from either are page cache over a block device.
+  std::string disk = "ram";
   // [validate.tolerance]: how far a counter of the real kernel may be from
   // the simulation's. relative: value is a fraction ("10%" is 0.1; 0..10,
   // i.e. 0..1000%); else an absolute count ("±200", "+-200": 200). The key is

@@ -34,6 +34,7 @@ struct BootSpec {
   std::string initrd;
   std::string cmdline;    // the kernel's command line (console=ttyS0 ... added)
   std::string data_path;  // ttyS1's output goes here
+  std::string disk_image;  // a raw image for a virtio disk (/dev/vda), if any
   std::string accel;      // "kvm", "tcg" or "auto" (KVM if it boots, else TCG)
   double timeout_s = 1800;
   double kvm_probe_s = 30;  // auto: KVM must print the up line within this

@@ -190,7 +190,7 @@ std::string tail_lines(const std::string& text, size_t n) {
 
 // The guest's /init: mounts, the scenario's cgroup hierarchy, a disk for its
 // files, then `mmsim native` once per run, each run's JSON on ttyS1.
-std::string init_script(const std::string& hierarchy, uint64_t disk_kib,
+std::string init_script(const std::string& hierarchy, uint64_t disk_kib, bool virtio,
                         const std::vector<std::string>& modules,
                         const std::vector<std::string>& native_args, int repeat) {
   std::string s = R"(#!/bin/busybox sh
@@ -213,14 +213,18 @@ mount -t debugfs debugfs /sys/kernel/debug
          "mount -t cgroup -o memory memory /sys/fs/cgroup/memory\n";
   }
   if (disk_kib) {
-    // The scenario's disk files: ext2 (by the ext4 driver) on a RAM disk,
-    // page cache over a block device as on a real disk (the rootfs is shmem).
+    // The scenario's disk files: ext2 (by the ext4 driver) on a RAM disk or
+    // the host's disk image, page cache over a block device as on a real
+    // disk (the rootfs is shmem).
     for (const auto& m : modules) {
       s += fmt::format("insmod /lib/modules/{}{}\n", m,
                        m == "brd.ko" ? fmt::format(" rd_nr=1 rd_size={}", disk_kib) : "");
     }
-    s += "mke2fs -q /dev/ram0 >/dev/null && mount -t ext4 /dev/ram0 /var/tmp || "
-         "echo 'MMSIM-GUEST-ERROR no disk for the scenario files'\n";
+    const char* dev = virtio ? "/dev/vda" : "/dev/ram0";
+    s += fmt::format(
+        "mke2fs -q {0} >/dev/null && mount -t ext4 {0} /var/tmp || "
+        "echo 'MMSIM-GUEST-ERROR no disk for the scenario files'\n",
+        dev);
   }
   s += "stty -F /dev/ttyS1 raw -echo 2>/dev/null\n";
   s += "echo \"MMSIM-GUEST-UP $(uname -r)\"\n";
@@ -381,11 +385,22 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     file_bytes += f.pages * 4096;
   }
   uint64_t disk_kib = 0;
+  const bool virtio = disk && sc.validate.disk == "virtio";
   std::vector<std::string> modules;
   if (disk) {
     disk_kib = (file_bytes + file_bytes / 8 + (32ull << 20)) >> 10;
-    for (const char* m : {"lib/crc16", "crypto/crc32c_generic", "fs/mbcache", "fs/jbd2/jbd2",
-                          "fs/ext4/ext4", "drivers/block/brd"}) {
+    std::vector<const char*> needed = {"lib/crc16", "crypto/crc32c_generic", "fs/mbcache",
+                                       "fs/jbd2/jbd2", "fs/ext4/ext4"};
+    if (virtio) {
+      // virtio-blk's chain, in dependency order.
+      needed.insert(needed.end(), {"drivers/virtio/virtio_ring", "drivers/virtio/virtio",
+                                   "drivers/virtio/virtio_pci_modern_dev",
+                                   "drivers/virtio/virtio_pci_legacy_dev",
+                                   "drivers/virtio/virtio_pci", "drivers/block/virtio_blk"});
+    } else {
+      needed.push_back("drivers/block/brd");
+    }
+    for (const char* m : needed) {
       const std::string base = fmt::format("{}/kernel/{}.ko", k->modules(), m);
       const std::string name = fs::path(base).filename().string();
       std::string data;
@@ -412,7 +427,22 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   }
   std::vector<std::string> native_args;
   for (const auto& s : sets) native_args.insert(native_args.end(), {"--set", s});
-  ir.add_file("init", init_script(hierarchy, disk_kib, modules, native_args, repeat), 0755);
+  ir.add_file("init", init_script(hierarchy, disk_kib, virtio, modules, native_args, repeat),
+              0755);
+  // A virtio disk: a sparse image of the disk's size in the work directory.
+  std::string image;
+  if (virtio) {
+    image = work + "/disk.img";
+    std::error_code ec;
+    { std::ofstream(image, std::ios::binary | std::ios::trunc); }
+    fs::resize_file(image, disk_kib << 10, ec);
+    if (ec) {
+      err << "mmsim: error: cannot make the disk image " << image << ": " << ec.message()
+          << "\n";
+      oc.rc = kExitHost;
+      return oc;
+    }
+  }
   const std::string initrd = work + "/initramfs.cpio";
   const std::string data = work + "/ttyS1.txt";
   if (std::string werr; !util::write_file_atomically(initrd, ir.archive(), &werr)) {
@@ -426,6 +456,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   b.vmlinuz = k->vmlinuz();
   b.initrd = initrd;
   b.data_path = data;
+  b.disk_image = image;
   b.accel = cx.o.accel;
   b.timeout_s = cx.o.timeout_s;
   // 4 KiB pages: the simulation models no THP (yet); the guest's default

@@ -50,6 +50,21 @@ TEST(ValidateTable, AnEmptyTableIsPresentWithTheDefaults) {
   EXPECT_EQ(lr.scenario->validate.repeat, 3);
 }
 
+TEST(ValidateTable, TheDiskIsARamDiskUnlessVirtioIsAsked) {
+  EXPECT_EQ(parse("").scenario->validate.disk, "ram");
+  const LoadResult lr = parse("[validate]\ndisk = \"virtio\"\n");
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(lr.scenario->validate.disk, "virtio");
+}
+
+TEST(ValidateTable, AnUnknownDiskIsAnErrorAtItsPlace) {
+  const LoadResult lr = parse("[validate]\ndisk = \"nvme\"\n");
+  EXPECT_FALSE(lr.ok());
+  EXPECT_NE(all_of(lr).find("t.toml:10:8: error: validate.disk: \"nvme\" is not a disk"),
+            std::string::npos)
+      << all_of(lr);
+}
+
 TEST(ValidateTable, KernelsRepeatAndTolerancesAreReadInFileOrderWithTheirPlaces) {
   const LoadResult lr = parse(
       "[validate]\n"                     // 9
