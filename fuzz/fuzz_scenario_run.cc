@@ -52,6 +52,7 @@
 #include "memcg/config.h"
 #include "mm/config.h"
 #include "numa/config.h"
+#include "reclaim/config.h"
 #include "scenario/simulation.h"
 #include "sim/switches.h"
 
@@ -278,6 +279,7 @@ class Generator {
     each(mmsim::mm::mm_switches());
     each(mmsim::numa::numa_switches());
     each(mmsim::memcg::memcg_switches());
+    each(mmsim::reclaim::reclaim_switches());
 
     // NUMA scanning that starts within the 50 ms the run lasts, half the time.
     const auto numa = mmsim::numa::numa_switches();

@@ -17,7 +17,6 @@ namespace {
 
 constexpr std::array<LruList, 4> kEvictable = {LruList::kInactiveAnon, LruList::kActiveAnon,
                                                LruList::kInactiveFile, LruList::kActiveFile};
-constexpr size_t idx(LruList l) { return static_cast<size_t>(l); }
 // kswapd naps this long once its node is balanced before sleeping for good
 // (kswapd_try_to_sleep: HZ/10).
 constexpr Tick kKswapdNap = milliseconds(100);

@@ -130,8 +130,8 @@ std::vector<std::string> qemu_argv(const GuestMachine& g, const BootSpec& b,
                      "console=ttyS0 panic=-1 " + b.cmdline, "-serial", "stdio", "-serial",
                      "file:" + b.data_path, "-monitor", "none"});
   if (!b.disk_image.empty()) {
-    a.insert(a.end(), {"-drive", fmt::format("file={},if=virtio,format=raw,cache=unsafe",
-                                             b.disk_image)});
+    a.insert(a.end(),
+             {"-drive", fmt::format("file={},if=virtio,format=raw,cache=unsafe", b.disk_image)});
   }
   return a;
 }

@@ -32,10 +32,10 @@ std::string guest_misfit(const GuestMachine& g, uint64_t host_mem_bytes);
 struct BootSpec {
   std::string vmlinuz;
   std::string initrd;
-  std::string cmdline;    // the kernel's command line (console=ttyS0 ... added)
-  std::string data_path;  // ttyS1's output goes here
+  std::string cmdline;     // the kernel's command line (console=ttyS0 ... added)
+  std::string data_path;   // ttyS1's output goes here
   std::string disk_image;  // a raw image for a virtio disk (/dev/vda), if any
-  std::string accel;      // "kvm", "tcg" or "auto" (KVM if it boots, else TCG)
+  std::string accel;       // "kvm", "tcg" or "auto" (KVM if it boots, else TCG)
   double timeout_s = 1800;
   double kvm_probe_s = 30;  // auto: KVM must print the up line within this
   std::string up_line = "MMSIM-GUEST-UP";

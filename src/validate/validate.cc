@@ -393,10 +393,10 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
                                        "fs/jbd2/jbd2", "fs/ext4/ext4"};
     if (virtio) {
       // virtio-blk's chain, in dependency order.
-      needed.insert(needed.end(), {"drivers/virtio/virtio_ring", "drivers/virtio/virtio",
-                                   "drivers/virtio/virtio_pci_modern_dev",
-                                   "drivers/virtio/virtio_pci_legacy_dev",
-                                   "drivers/virtio/virtio_pci", "drivers/block/virtio_blk"});
+      needed.insert(needed.end(),
+                    {"drivers/virtio/virtio_ring", "drivers/virtio/virtio",
+                     "drivers/virtio/virtio_pci_modern_dev", "drivers/virtio/virtio_pci_legacy_dev",
+                     "drivers/virtio/virtio_pci", "drivers/block/virtio_blk"});
     } else {
       needed.push_back("drivers/block/brd");
     }
@@ -427,8 +427,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   }
   std::vector<std::string> native_args;
   for (const auto& s : sets) native_args.insert(native_args.end(), {"--set", s});
-  ir.add_file("init", init_script(hierarchy, disk_kib, virtio, modules, native_args, repeat),
-              0755);
+  ir.add_file("init", init_script(hierarchy, disk_kib, virtio, modules, native_args, repeat), 0755);
   // A virtio disk: a sparse image of the disk's size in the work directory.
   std::string image;
   if (virtio) {
@@ -437,8 +436,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     { std::ofstream(image, std::ios::binary | std::ios::trunc); }
     fs::resize_file(image, disk_kib << 10, ec);
     if (ec) {
-      err << "mmsim: error: cannot make the disk image " << image << ": " << ec.message()
-          << "\n";
+      err << "mmsim: error: cannot make the disk image " << image << ": " << ec.message() << "\n";
       oc.rc = kExitHost;
       return oc;
     }
