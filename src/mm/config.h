@@ -63,6 +63,8 @@ struct MmConfig {
   // New anonymous folios start on the active list (before 5.9) or the
   // inactive one (lru_cache_add_inactive_or_unevictable).
   bool anon_fault_active = false;
+  // The swap device's size in pages ([swap] size; 0: no swap). Not a switch.
+  uint64_t swap_pages = 0;
 
   int64_t folio_kb() const {
     return pagecache_folio_kb == kFolioFollowsReadahead ? read_ahead_kb : pagecache_folio_kb;

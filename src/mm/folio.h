@@ -28,6 +28,7 @@ struct Folio {
     kActive = 512,       // PG_active: on an active LRU list
     kReferenced = 1024,  // PG_referenced: seen referenced once by reclaim or an access
     kWorkingset = 2048,  // PG_workingset: part of the workingset (refaulted, or was active)
+    kSwapCache = 4096,   // PG_swapcache: an anonymous folio with a swap slot
   };
   NodeId node;
   uint16_t flags = 0;

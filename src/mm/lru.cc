@@ -78,6 +78,21 @@ void LruSet::age_nonresident(uint32_t memcg, NodeId n, uint64_t pages) {
   }
 }
 
+void LruSet::note_cost(uint32_t memcg, NodeId n, bool file, double pages) {
+  for (;;) {
+    Lruvec& v = lruvec(memcg, n);
+    (file ? v.file_cost : v.anon_cost) += pages;
+    double lrusize = 0;
+    for (size_t l = 0; l < kNrLruLists - 1; ++l) lrusize += static_cast<double>(v.lists[l].size);
+    if (v.anon_cost + v.file_cost > lrusize / 4) {
+      v.anon_cost /= 2;
+      v.file_cost /= 2;
+    }
+    if (memcg == 0) return;
+    memcg = memcg < parent_.size() ? parent_[memcg] : 0;
+  }
+}
+
 void LruSet::count_activation(uint32_t memcg, NodeId n, bool file) {
   for (;;) {
     Lruvec& v = lruvec(memcg, n);

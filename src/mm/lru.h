@@ -78,6 +78,10 @@ class LruSet {
   uint64_t hier_size(uint32_t memcg, NodeId n, LruList l) const;
   // workingset_age_nonresident: the lruvec's age and its ancestors' advance.
   void age_nonresident(uint32_t memcg, NodeId n, uint64_t pages = 1);
+  // lru_note_cost: `pages` of reclaim cost (written out, or restored
+  // workingset) for a type, on the lruvec and its ancestors; each halves
+  // both costs once they pass a quarter of its pages.
+  void note_cost(uint32_t memcg, NodeId n, bool file, double pages);
   // A refault that activated a folio of memcg on node n (and its ancestors).
   void count_activation(uint32_t memcg, NodeId n, bool file);
 

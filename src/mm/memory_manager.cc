@@ -32,35 +32,49 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
   vmstat_.set_shown(Vm::workingset_restore_anon, restore && refault == RefaultStat::kSplit);
   vmstat_.set_shown(Vm::workingset_restore_file, restore && refault == RefaultStat::kSplit);
   setup_watermarks();
+  if (config_.swap_pages) swap_ = std::make_unique<SwapSpace>(config_.swap_pages);
   for (Vm v : {Vm::pgscan_anon, Vm::pgscan_file, Vm::pgsteal_anon, Vm::pgsteal_file})
     vmstat_.set_shown(v, config_.reclaim_lru_type_stats);
 }
 
 void MemoryManager::workingset_refault(Folio& f, const Shadow& shadow) {
-  // Counted in this kernel's counter (only page cache is evicted here).
+  // Counted in this kernel's counter: _file for page cache, _anon for a
+  // page read back from swap.
   const RefaultStat stat = config_.workingset_refault_stat;
   if (stat == RefaultStat::kNone) return;  // before 3.15: no refault detection
   const bool split = stat == RefaultStat::kSplit;
-  vmstat_.add(split ? Vm::workingset_refault_file : Vm::workingset_refault);
+  const bool file = !f.test(Folio::kAnon);
+  auto pick = [&](Vm combined, Vm anon, Vm file_stat) {
+    return split ? (file ? file_stat : anon) : combined;
+  };
+  vmstat_.add(
+      pick(Vm::workingset_refault, Vm::workingset_refault_anon, Vm::workingset_refault_file));
   // The refault distance: evictions and activations at the evicting
-  // lruvec since this page's. Within the workingset (active file pages, and
-  // anon pages when there is swap to reclaim them to: none modelled) the
-  // page comes back active.
+  // lruvec since this page's. Within the workingset the page comes back
+  // active: active file pages (and inactive ones for an anon refault),
+  // plus anon pages when there is swap space to reclaim them to.
   const NodeId node(shadow.node);
   const uint64_t distance = lru_.lruvec(shadow.memcg, node).nonresident_age - shadow.age;
-  const uint64_t workingset = lru_.hier_size(shadow.memcg, node, LruList::kActiveFile);
+  uint64_t workingset = lru_.hier_size(shadow.memcg, node, LruList::kActiveFile);
+  if (!file) workingset += lru_.hier_size(shadow.memcg, node, LruList::kInactiveFile);
+  if (swap_ && swap_->nr_free() > 0) {
+    workingset += lru_.hier_size(shadow.memcg, node, LruList::kActiveAnon);
+    if (file) workingset += lru_.hier_size(shadow.memcg, node, LruList::kInactiveAnon);
+  }
   if (distance > workingset) return;
   f.flags |= Folio::kActive;
   lru_.age_nonresident(f.memcg, f.node);
-  lru_.count_activation(f.memcg, f.node, true);
-  vmstat_.add(split ? Vm::workingset_activate_file : Vm::workingset_activate);
+  lru_.count_activation(f.memcg, f.node, file);
+  vmstat_.add(
+      pick(Vm::workingset_activate, Vm::workingset_activate_anon, Vm::workingset_activate_file));
   if (shadow.workingset) {
     // It was active before its eviction: a workingset restore, which
-    // costs the file LRU (lru_note_cost_folio).
+    // costs its LRU type (lru_note_cost_folio).
     f.flags |= Folio::kWorkingset;
-    lru_.lruvec(f.memcg, f.node).file_cost += 1;
+    lru_.note_cost(f.memcg, f.node, file, 1);
     if (config_.workingset_restore_stat)
-      vmstat_.add(split ? Vm::workingset_restore_file : Vm::workingset_restore);
+      vmstat_.add(
+          pick(Vm::workingset_restore, Vm::workingset_restore_anon, Vm::workingset_restore_file));
   }
 }
 
@@ -304,6 +318,10 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
   const Pte pte = t.get(i);
   t.set(i, Pte{});
   double memcg_ns = cache_.meta_miss_ns(cost::Meta::kPte, mm.id(), vpn.v, sizeof(uint64_t));
+  if (pte.swap()) {
+    swap_entry_free(pte.pfn);
+    return memcg_ns;
+  }
   if (!pte.maps_folio()) return memcg_ns;
   const Pfn pfn(pte.pfn);
   Folio& f = folios_.folio(pfn);
@@ -344,6 +362,7 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
 
 void MemoryManager::free_anon_folio(Pfn pfn) {
   Folio& f = folios_.folio(pfn);
+  if (f.test(Folio::kSwapCache)) swap_cache_del(pfn);
   if (f.test(Folio::kLru)) lru_.del(pfn);  // not when isolated for migration
   vmstat_.add(Vm::nr_anon_pages, -1);
   if (memcg_) memcg_->uncharge(pfn, f);
@@ -565,6 +584,11 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     account_fault(ctx, false);
     return out;
   }
+  if (pte.swap()) {
+    Fault f = do_swap_page(mm, *vma, vpn, pte, write, ctx);
+    f.result.cost.sys_ns += cost.sys_ns;
+    return f;
+  }
 
   if (vma->is_anonymous()) {
     if (!write) {
@@ -655,6 +679,10 @@ MemoryManager::Fault MemoryManager::do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pt
     Folio& old = folios_.folio(Pfn(pte.pfn));
     const bool reuse = (vma.flags & Vma::kShared) || (old.test(Folio::kAnon) && old.mapcount == 1);
     if (reuse) {
+      // An exclusive anonymous folio written to gives up its swap slot: the
+      // copy on the device is stale from now on (folio_free_swap).
+      if (old.test(Folio::kSwapCache) && swap_->slot(swap_slot_of_.at(pte.pfn)).count == 0)
+        swap_cache_del(Pfn(pte.pfn));
       // wp_page_reuse / wp_page_shared: make the PTE writable and dirty.
       Pte w = pte;
       w.flags |= Pte::kWrite | Pte::kDirty | Pte::kYoung;
@@ -696,12 +724,12 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
   // get_unmapped_area: nothing longer than the user address space fits.
   // __vm_enough_memory under vm.overcommit_memory = 0 (OVERCOMMIT_GUESS): an
   // accountable mapping (private writable, or shared anonymous) larger than
-  // all RAM (there is no swap) fails.
+  // all RAM and swap together fails.
   const bool shared = args.vm_flags & Vma::kShared;
   const bool accountable =
       (!args.file && shared) || (args.vm_flags & (Vma::kWrite | Vma::kShared)) == Vma::kWrite;
-  if (args.pages > kTaskSizePages ||
-      (accountable && args.pages > topo_.total_mem_bytes() / kPageSize)) {
+  const uint64_t ram_and_swap = topo_.total_mem_bytes() / kPageSize + config_.swap_pages;
+  if (args.pages > kTaskSizePages || (accountable && args.pages > ram_and_swap)) {
     r.error = MmError::kNoMem;
     return r;
   }
@@ -902,6 +930,14 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
     const bool cow = pvma.is_cow_mapping();
     parent.pgtable().for_each(pvma.start, pvma.end, [&](Vpn vpn, PteTable& t, uint32_t i) {
       Pte pte = t.get(i);
+      if (pte.swap()) {
+        // copy_nonpresent_pte: the child refers to the same slot.
+        child.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), pte);
+        ++swap_->slot(pte.pfn).count;
+        cost.sys_ns += costs_.pte_copy_ns;
+        ++page_events_;
+        return;
+      }
       if (pte.migration() || !pte.present()) return;
       if (cow && (pte.flags & Pte::kWrite)) {
         pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kWrite);
@@ -1079,12 +1115,173 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
   f.node = node;
   f.flags &= static_cast<uint16_t>(~Folio::kLocked);
   if (!f.test(Folio::kAnon)) files_[f.mapping]->store(f.index, to.v);
+  if (f.test(Folio::kSwapCache)) {
+    const uint32_t slot = swap_slot_of_.at(from.v);
+    swap_slot_of_.erase(from.v);
+    swap_slot_of_[to.v] = slot;
+    swap_->slot(slot).cache = to.v;
+  }
   if (memcg_) memcg_->migrate(from, to, f);
   lru_.add(to);  // the new folio goes on the LRU in the old one's place
   old.mapcount = 0;
   old.mlock_count = 0;
   old.flags = Folio::kInUse;
   folios_.free(from);
+}
+
+void MemoryManager::swap_cache_del(Pfn pfn) {
+  Folio& f = folios_.folio(pfn);
+  const auto it = swap_slot_of_.find(pfn.v);
+  check(it != swap_slot_of_.end(), "a swap-cache folio without a slot");
+  const uint32_t slot = it->second;
+  swap_slot_of_.erase(it);
+  f.flags &= static_cast<uint16_t>(~Folio::kSwapCache);
+  swap_->slot(slot).cache = SwapSlot::kNoFolio;
+  swap_->put_if_unused(slot);
+}
+
+void MemoryManager::swap_entry_free(uint32_t slot) {
+  SwapSlot& s = swap_->slot(slot);
+  check(s.count > 0, "a swap entry of a slot nobody refers to");
+  --s.count;
+  if (s.count == 0 && s.cache != SwapSlot::kNoFolio) {
+    // free_swap_and_cache: a cached copy that nothing maps goes too.
+    const Pfn cached(s.cache);
+    const Folio& f = folios_.folio(cached);
+    if (f.mapcount == 0 && !f.test(Folio::kLocked)) free_anon_folio(cached);
+  }
+  swap_->put_if_unused(slot);
+}
+
+MemoryManager::SwapOutResult MemoryManager::swap_out_folio(Pfn pfn, CpuId cpu) {
+  SwapOutResult r;
+  if (!swap_) return r;
+  {
+    const Folio& f = folios_.folio(pfn);
+    if (!f.test(Folio::kAnon) || f.test(Folio::kLocked) || f.test(Folio::kMlocked)) return r;
+  }
+  // add_to_swap: a slot, and the folio into the swap cache, dirty (its
+  // contents are not on the device yet).
+  if (!folios_.folio(pfn).test(Folio::kSwapCache)) {
+    const auto slot = swap_->alloc();
+    if (!slot) return r;
+    swap_->slot(*slot).cache = pfn.v;
+    swap_slot_of_[pfn.v] = *slot;
+    folios_.folio(pfn).flags |= Folio::kSwapCache | Folio::kDirty;
+  }
+  const uint32_t slot = swap_slot_of_.at(pfn.v);
+  Folio& f = folios_.folio(pfn);
+  // try_to_unmap: each PTE becomes a swap entry (its dirty bit moving to
+  // the folio), each mm's TLB flushed.
+  if (f.mapcount > 0) {
+    auto& maps = scratch_maps_;
+    maps.clear();
+    rmap_walk(pfn, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
+    for (auto [mm, vpn] : maps) {
+      PteTable& t = mm->pgtable().table_alloc(vpn);
+      const uint32_t i = vpn.v & (kPtesPerTable - 1);
+      if (t.get(i).flags & Pte::kDirty) f.flags |= Folio::kDirty;
+      Pte entry;
+      entry.pfn = slot;
+      entry.flags = Pte::kSwap;
+      t.set(i, entry);
+      ++swap_->slot(slot).count;
+      --f.mapcount;
+      --mm->rss_anon;
+      ++page_events_;
+      r.ns += cache_.meta_miss_ns(cost::Meta::kPte, mm->id(), vpn.v, sizeof(uint64_t)) +
+              costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
+      mm->revoke(vpn, Vpn(vpn.v + 1));
+    }
+  }
+  if (f.mapcount > 0) return r;  // not every mapping went
+  if (f.test(Folio::kDirty)) {
+    // pageout: the write goes to the device (pswpout); the folio stays in
+    // the swap cache until a later scan finds it written and clean. The
+    // write is asynchronous: its submission costs a lock round, the I/O no
+    // one's CPU time.
+    f.flags &= static_cast<uint16_t>(~Folio::kDirty);
+    vmstat_.add(Vm::pswpout);
+    r.ns += costs_.lock_ns;
+    r.what = SwapOut::kWritten;
+    return r;
+  }
+  // __remove_mapping: clean and written, the folio leaves the swap cache for
+  // good, with a shadow in its slot, and is freed.
+  SwapSlot& s = swap_->slot(slot);
+  s.shadow.memcg = evicting_memcg_;
+  s.shadow.node = f.node.v;
+  s.shadow.age = lru_.lruvec(evicting_memcg_, f.node).nonresident_age;
+  s.shadow.workingset = f.test(Folio::kWorkingset);
+  lru_.age_nonresident(evicting_memcg_, f.node);
+  free_anon_folio(pfn);
+  r.ns += costs_.page_free_ns;
+  r.what = SwapOut::kFreed;
+  return r;
+}
+
+MemoryManager::Fault MemoryManager::do_swap_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, bool write,
+                                                 FaultCtx& ctx) {
+  Fault out;
+  FaultResult& r = out.result;
+  const uint32_t slot = pte.pfn;
+  bool major = false;
+  Pfn pfn(swap_->slot(slot).cache);
+  r.cost.sys_ns += costs_.pagecache_lookup_ns;  // the swap cache's lookup
+  if (swap_->slot(slot).cache == SwapSlot::kNoFolio) {
+    // Not in the swap cache: a new folio, charged, read from the device
+    // (pswpin; the fault waits for it: major). SIMPLIFICATION: no swap
+    // readahead (page-cluster): one page per fault.
+    auto p = alloc_folio(vma.policy, ctx.node, vpn.v, ctx.cpu, &out.memcg_ns);
+    if (!p) {
+      r.status = FaultStatus::kOom;
+      return out;
+    }
+    // page_add_anon_rmap: the VMA's own anon_vma if this mm alone refers to
+    // the slot, else the root of its chain, which every forked VMA is on.
+    AnonVma& own = anon_vma_prepare(vma);
+    const AnonVma& av = swap_->slot(slot).count == 1 ? own : *vma.avc.front();
+    Folio& f = folios_.folio(*p);
+    f.flags |= Folio::kAnon | Folio::kUptodate | Folio::kSwapCache;
+    f.mapping = av.id;
+    f.index = vpn.v;
+    if (memcg_) {
+      const ChargeResult c = memcg_->charge(ctx.memcg, *p, f, ctx.cpu);
+      out.memcg_ns += c.ns;
+      if (!c.ok) {
+        f.flags = Folio::kInUse;
+        folios_.free(*p);
+        r.status = FaultStatus::kOom;
+        return out;
+      }
+    }
+    vmstat_.add(Vm::nr_anon_pages);
+    workingset_refault(f, swap_->slot(slot).shadow);
+    lru_.add(*p);
+    swap_->slot(slot).cache = p->v;
+    swap_slot_of_[p->v] = slot;
+    vmstat_.add(Vm::pswpin);
+    r.cost.sys_ns += costs_.page_alloc_ns;
+    r.cost.io_ns += costs_.storage_read_ns;
+    pfn = *p;
+    major = true;
+  }
+  // swap_free: this PTE's reference to the slot goes; the folio maps in its
+  // place, writable only for a write (do_swap_page's maybe_mkwrite).
+  --swap_->slot(slot).count;
+  mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), Pte{});
+  out.memcg_ns += map_folio(mm, vma, vpn, pfn.v, write);
+  r.cost.sys_ns += costs_.pte_set_ns;
+  // should_try_to_free_swap: the slot is given up when the device is over
+  // half full, the VMA is locked, or a write made the only user's copy the
+  // newer one.
+  const Folio& f = folios_.folio(pfn);
+  if (swap_->full_half() || (vma.flags & Vma::kLocked) ||
+      (write && f.mapcount == 1 && swap_->slot(slot).count == 0))
+    swap_cache_del(pfn);
+  swap_->put_if_unused(slot);
+  account_fault(ctx, major);
+  return out;
 }
 
 std::vector<std::string> MemoryManager::check_invariants() const {
@@ -1095,11 +1292,20 @@ std::vector<std::string> MemoryManager::check_invariants() const {
   // Count PTEs per folio across every page table.
   std::vector<int32_t> ptes(folios_.table_size(), 0);
   std::vector<int32_t> locked(folios_.table_size(), 0);
+  std::vector<uint32_t> swap_refs(swap_ ? swap_->total() : 0, 0);
   for (Mm* mm : live_mms_) {
     for (const auto& vp : mm->vmas()) {
       const Vma& vma = *vp;
       mm->pgtable().for_each(vma.start, vma.end, [&](Vpn vpn, PteTable& t, uint32_t i) {
         const Pte pte = t.get(i);
+        if (pte.swap()) {
+          if (pte.pfn >= swap_refs.size() || !swap_->slot(pte.pfn).used) {
+            err("mm " + std::to_string(mm->id()) + " has a swap entry of a free slot");
+          } else {
+            ++swap_refs[pte.pfn];
+          }
+          return;
+        }
         if (!pte.maps_folio()) return;
         if (pte.pfn >= ptes.size() || !folios_.folio(Pfn(pte.pfn)).test(Folio::kInUse)) {
           err("mm " + std::to_string(mm->id()) + " maps a free folio");
@@ -1150,9 +1356,15 @@ std::vector<std::string> MemoryManager::check_invariants() const {
       err("folio " + std::to_string(p) + " is on no LRU list");
     if (f.test(Folio::kAnon)) {
       ++anon;
-      // One under migration is freed when the migration ends.
-      if (f.mapcount == 0 && !f.test(Folio::kLocked))
+      // One under migration is freed when the migration ends; one in the
+      // swap cache when its slot goes or reclaim frees it.
+      if (f.mapcount == 0 && !f.test(Folio::kLocked) && !f.test(Folio::kSwapCache))
         err("unmapped anonymous folio " + std::to_string(p) + " not freed");
+      if (f.test(Folio::kSwapCache)) {
+        const auto it = swap_slot_of_.find(p);
+        if (it == swap_slot_of_.end() || swap_->slot(it->second).cache != p)
+          err("swap-cache folio " + std::to_string(p) + " is not its slot's");
+      }
     } else {
       ++file;
       if (f.mapcount > 0) ++mapped;
@@ -1175,6 +1387,15 @@ std::vector<std::string> MemoryManager::check_invariants() const {
   if (vmstat_[Vm::nr_mapped] != mapped) err("nr_mapped != mapped page-cache folios");
   if (vmstat_[Vm::nr_mlock] != mlocked) err("nr_mlock != mlocked folios");
   for (auto& e : lru_.check_invariants()) err(std::move(e));
+  for (uint64_t sl = 0; sl < swap_refs.size(); ++sl) {
+    const SwapSlot& s = swap_->slot(static_cast<uint32_t>(sl));
+    if (!s.used) continue;
+    if (s.count != swap_refs[sl])
+      err("swap slot " + std::to_string(sl) + " count " + std::to_string(s.count) + " but " +
+          std::to_string(swap_refs[sl]) + " swap entries");
+    if (s.count == 0 && s.cache == SwapSlot::kNoFolio)
+      err("swap slot " + std::to_string(sl) + " is used by nothing");
+  }
   int64_t cached = 0;
   for (const auto& f : files_) cached += static_cast<int64_t>(f->nrpages);
   if (cached != file) err("page-cache sizes disagree with folios");

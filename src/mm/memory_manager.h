@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "cost/cache_model.h"
@@ -17,6 +18,7 @@
 #include "mm/folio.h"
 #include "mm/lru.h"
 #include "mm/mm_types.h"
+#include "mm/swap.h"
 #include "mm/vmstat.h"
 #include "topo/topology.h"
 
@@ -247,6 +249,20 @@ class MemoryManager {
   // Returns the time it took, or nullopt if it cannot go (locked, mlocked,
   // dirty, or shmem: with no swap modelled, swap-backed pages stay).
   std::optional<double> evict_folio(Pfn pfn, CpuId cpu);
+  // Reclaim of an anonymous folio to swap (shrink_folio_list's add_to_swap,
+  // try_to_unmap, pageout): a slot, every PTE made a swap entry, then the
+  // write if the folio is dirty (pswpout; the folio stays in the swap cache
+  // until a later scan finds it clean, as after asynchronous writeback), or
+  // its freeing if it is clean. kCannot: no free slot, or it is locked,
+  // mlocked or shmem (shmem is not swapped here), or still mapped.
+  enum class SwapOut : uint8_t { kFreed, kWritten, kCannot };
+  struct SwapOutResult {
+    SwapOut what = SwapOut::kCannot;
+    double ns = 0;
+  };
+  SwapOutResult swap_out_folio(Pfn pfn, CpuId cpu);
+  // The swap device, if the machine has one.
+  const SwapSpace* swap() const { return swap_.get(); }
   // The memcg whose reclaim evicts (its lruvec's nonresident age goes in the
   // shadow entry); set by the reclaimer around evict_folio.
   void set_evicting_memcg(uint32_t memcg) { evicting_memcg_ = memcg; }
@@ -344,6 +360,13 @@ class MemoryManager {
   };
   Fault do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx);
   Fault do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx);
+  // A fault on a swap entry: the folio from the swap cache, or read back.
+  Fault do_swap_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, bool write, FaultCtx& ctx);
+  // delete_from_swap_cache: the folio gives its slot up (which goes back
+  // once no PTE refers to it).
+  void swap_cache_del(Pfn pfn);
+  // Drops a swap PTE's reference to its slot (free_swap_and_cache).
+  void swap_entry_free(uint32_t slot);
   // A completed fault: pgfault; vmstat (and memcg) pgmajfault when `major`;
   // the task's maj_flt when `major`, or when `retried` and the kernel counts
   // retried faults as major.
@@ -368,6 +391,8 @@ class MemoryManager {
   uint64_t nr_pte_tables_ = 0;
   MemcgHooks* memcg_ = nullptr;
   ReclaimHooks* reclaim_ = nullptr;
+  std::unique_ptr<SwapSpace> swap_;
+  std::unordered_map<uint32_t, uint32_t> swap_slot_of_;  // swap-cache folio -> its slot
   uint32_t evicting_memcg_ = 0;
   std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
 };

@@ -32,6 +32,7 @@ struct Pte {
     kDirty = 16,
     kMigration = 32,
     kSavedWrite = 64,  // write permission to restore after a hinting fault
+    kSwap = 128,       // a swap entry: not present, pfn is the swap slot
   };
   uint32_t pfn = 0;
   uint8_t flags = 0;
@@ -42,6 +43,7 @@ struct Pte {
   bool accessible() const { return (flags & (kPresent | kProtNone)) == kPresent; }
   bool protnone() const { return flags & kProtNone; }
   bool migration() const { return flags & kMigration; }
+  bool swap() const { return flags & kSwap; }
   bool maps_folio() const { return (present() || migration()) && pfn != kZeroPfn; }
 };
 

@@ -26,6 +26,8 @@ enum class Vm : uint8_t {
   nr_dirty,
   // events
   pgpgin,
+  pswpin,
+  pswpout,
   pgfault,
   pgmajfault,
   pgalloc_normal,
@@ -89,6 +91,8 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(Vm::kCount)> k
     "nr_mlock",
     "nr_dirty",
     "pgpgin",
+    "pswpin",
+    "pswpout",
     "pgfault",
     "pgmajfault",
     "pgalloc_normal",

@@ -37,6 +37,16 @@ std::vector<uint32_t> Vmscan::memcgs_under(uint32_t target) const {
   return out;
 }
 
+bool Vmscan::can_reclaim_anon() const {
+  const mm::SwapSpace* swap = mm_.swap();
+  return swap && swap->nr_free() > 0;
+}
+
+bool Vmscan::can_age_anon() const {
+  const mm::SwapSpace* swap = mm_.swap();
+  return swap && swap->total() > 0;
+}
+
 bool Vmscan::inactive_is_low(uint32_t memcg, NodeId node, bool file) const {
   // The inactive list is low when smaller than the active one divided by
   // sqrt(10 x its type's size in GiB) (1 below 1 GiB).
@@ -60,13 +70,15 @@ void Vmscan::snapshot_refaults(uint32_t memcg, NodeId node) {
 void Vmscan::prepare_scan_count(NodeId node, ScanControl& sc) {
   mm::LruSet& lru = mm_.lru();
   const mm::Lruvec& target = lru.lruvec(sc.target_memcg, node);
+  sc.anon_cost = target.anon_cost;
+  sc.file_cost = target.file_cost;
   const size_t i = static_cast<size_t>(sc.target_memcg) * mm_.topology().nr_nodes() + node.v;
   const uint64_t snap = i < refaults_snapshot_.size() ? refaults_snapshot_[i] : 0;
   // Deactivate a type's active pages when its refaults activated pages since
   // the last run (the workingset grows), or its inactive list is low.
   sc.may_deactivate_file =
       target.activate_file != snap || inactive_is_low(sc.target_memcg, node, true);
-  sc.may_deactivate_anon = can_reclaim_anon() && inactive_is_low(sc.target_memcg, node, false);
+  sc.may_deactivate_anon = can_age_anon() && inactive_is_low(sc.target_memcg, node, false);
   const uint64_t inactive_file = lru.hier_size(sc.target_memcg, node, LruList::kInactiveFile);
   sc.cache_trim_mode = (inactive_file >> sc.priority) != 0 && !sc.may_deactivate_file;
   // file_is_tiny (global reclaim): the file cache and free pages together
@@ -100,9 +112,9 @@ std::array<uint64_t, 4> Vmscan::get_scan_count(const mm::Lruvec& vec, NodeId,
   // SCAN_FRACT: anon and file shares by swappiness and recent costs.
   double ap = 0, fp = 0;
   if (balance == kFract) {
-    const double total = vec.anon_cost + vec.file_cost;
-    const double a = total + vec.anon_cost;
-    const double f = total + vec.file_cost;
+    const double total = sc.anon_cost + sc.file_cost;
+    const double a = total + sc.anon_cost;
+    const double f = total + sc.file_cost;
     const double t2 = a + f;
     ap = static_cast<double>(swappiness) * (t2 + 1) / (a + 1);
     fp = static_cast<double>(200 - swappiness) * (t2 + 1) / (f + 1);
@@ -186,7 +198,7 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
   if (sc.who == Reclaimer::kKswapd) vm.add(Vm::pgscan_kswapd, scanned);
   if (sc.who == Reclaimer::kDirect) vm.add(Vm::pgscan_direct, scanned);
   vm.add(file ? Vm::pgscan_file : Vm::pgscan_anon, scanned);
-  uint64_t reclaimed = 0, activated = 0;
+  uint64_t reclaimed = 0, activated = 0, written = 0;
   mm_.set_evicting_memcg(sc.target_memcg);
   for (Pfn pfn : taken) {
     Folio& f = mm_.folios().folio(pfn);
@@ -216,16 +228,33 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
     } else {
       verdict = kReclaim;
     }
-    if (verdict == kReclaim || verdict == kReclaimClean) {
+    if ((verdict == kReclaim || verdict == kReclaimClean) && f.test(Folio::kAnon)) {
+      // To swap: unmapped and written, to be freed at a later scan once
+      // clean (put back at the tail, as writeback's end rotates it); freed
+      // now if it already was. No slot free: activated.
+      const auto out = mm_.swap_out_folio(pfn, sc.cpu);
+      sc.ns += out.ns;
+      if (out.what == mm::MemoryManager::SwapOut::kFreed) {
+        ++reclaimed;
+        continue;
+      }
+      if (out.what == mm::MemoryManager::SwapOut::kWritten) {
+        ++written;
+        lru.add_tail(pfn);
+        continue;
+      }
+      verdict = kActivate;
+    } else if (verdict == kReclaim || verdict == kReclaimClean) {
       if (auto ns = mm_.evict_folio(pfn, sc.cpu)) {
         sc.ns += *ns;
         ++reclaimed;
         continue;
       }
       // Dirty page cache is not written from here: PG_reclaim, and to the
-      // active list until the flusher has cleaned it; anything else that
-      // cannot go (locked) is kept.
-      verdict = f.test(Folio::kDirty) ? kActivate : kKeep;
+      // active list until the flusher has cleaned it; shmem is not swapped
+      // (SIMPLIFICATION) and goes active as if no slot were free; anything
+      // else that cannot go (locked) is kept.
+      verdict = f.test(Folio::kDirty) || f.test(Folio::kShmem) ? kActivate : kKeep;
     }
     if (verdict == kActivate) {
       f.flags |= Folio::kActive;
@@ -239,6 +268,8 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
     lru.age_nonresident(memcg, node, activated);
     vm.add(Vm::pgactivate, static_cast<int64_t>(activated));
   }
+  // lru_note_cost (6.1): pages written by this pass cost their type.
+  if (written) lru.note_cost(memcg, node, file, written);
   if (sc.who == Reclaimer::kKswapd) vm.add(Vm::pgsteal_kswapd, static_cast<int64_t>(reclaimed));
   if (sc.who == Reclaimer::kDirect) vm.add(Vm::pgsteal_direct, static_cast<int64_t>(reclaimed));
   vm.add(file ? Vm::pgsteal_file : Vm::pgsteal_anon, static_cast<int64_t>(reclaimed));
@@ -295,7 +326,7 @@ void Vmscan::shrink_lruvec(uint32_t memcg, NodeId node, ScanControl& sc) {
   }
   // Old anon pages are deactivated even when anon was not scanned, if there
   // is swap to reclaim them to.
-  if (can_reclaim_anon() && inactive_is_low(memcg, node, false))
+  if (can_age_anon() && inactive_is_low(memcg, node, false))
     shrink_active_list(LruList::kActiveAnon, mm::kSwapClusterMax, memcg, node, sc);
 }
 

@@ -6,10 +6,10 @@
 // and high watermarks, direct reclaim (try_to_free_pages) and memcg limit
 // reclaim (try_to_free_mem_cgroup_pages) on the same lists.
 //
-// There is no swap device yet, so anonymous and shmem folios are never
-// scanned (get_scan_count's SCAN_FILE when no swap is free) and stay; page
-// cache is reclaimed. Dirty page cache is not written back by reclaim: it is
-// activated (PG_reclaim) as direct reclaim does, for the flusher to clean.
+// Anonymous folios go to the swap device ([swap] size), if there is one with
+// free slots (else get_scan_count scans page cache only); shmem is not
+// swapped. Dirty page cache is not written back by reclaim: it is activated
+// (PG_reclaim) as direct reclaim does, for the flusher to clean.
 #pragma once
 
 #include <array>
@@ -44,6 +44,9 @@ struct ScanControl {
   bool may_deactivate_file = false;
   bool cache_trim_mode = false;
   bool file_is_tiny = false;
+  // The target lruvec's recent reclaim costs (lru_note_cost).
+  double anon_cost = 0;
+  double file_cost = 0;
   bool cgroup_reclaim() const { return who == Reclaimer::kMemcg; }
 };
 
@@ -106,8 +109,10 @@ class Vmscan final : public mm::ReclaimHooks {
   // Takes up to n folios off the list's tail (isolate_lru_folios).
   std::vector<Pfn> isolate(mm::LruList l, uint64_t n, uint32_t memcg, NodeId node);
   bool inactive_is_low(uint32_t memcg, NodeId node, bool file) const;
-  // Whether anon folios can be reclaimed (a swap device with free space).
-  bool can_reclaim_anon() const { return false; }
+  // Whether anon folios can be reclaimed (a swap device with free space),
+  // and aged (a swap device at all).
+  bool can_reclaim_anon() const;
+  bool can_age_anon() const;
   // The memcgs reclaim visits for a target (its subtree), by id.
   std::vector<uint32_t> memcgs_under(uint32_t target) const;
   void snapshot_refaults(uint32_t memcg, NodeId node);

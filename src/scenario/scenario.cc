@@ -1310,6 +1310,20 @@ LoadResult parse_table(toml::table root, const std::string& file,
     TableReader r(*t, "memcg", ctx);
     read_memcg(r, sc);
   }
+  if (const toml::table* t = top.table("swap")) {
+    // [swap]: a swap device of `size` bytes (a partition or file; no
+    // readahead, asynchronous writes).
+    TableReader r(*t, "swap", ctx);
+    if (auto v = r.size("size")) {
+      if (*v % kPageSize != 0 || *v > (uint64_t{1} << 44)) {
+        r.error(t->get("size"), "size",
+                fmt::format("{} bytes is not a whole number of 4 KiB pages up to 16 TiB", *v));
+      } else {
+        sc.kernel.swap_bytes = *v;
+      }
+    }
+    r.finish();
+  }
   check_kernel(root, sc, ctx);
   if (const toml::node* n = top.get("cgroups")) {
     const toml::array* a = n->as_array();
@@ -1611,6 +1625,7 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.seed = s.seed;
   wc.time_limit = s.time_limit;
   wc.mm = s.kernel.mm;
+  wc.mm.swap_pages = s.kernel.swap_bytes / kPageSize;
   wc.numa = s.kernel.numa_config(topo.nr_nodes());
   wc.sample_interval = s.sample_interval;
   wc.limits = s.limits;

@@ -40,6 +40,7 @@ struct KernelConfig {
   numa::NumaConfig numa;           // [kernel] numa_balancing sysctls, [numa] rules
   memcg::MemcgConfig memcg;        // [memcg]
   reclaim::ReclaimConfig reclaim;  // [kernel] swappiness
+  uint64_t swap_bytes = 0;         // [swap] size: the swap device (0: none)
   KernelConfig();
   // Every switch to its preset for `v`.
   void apply_version(KernelVersion v);

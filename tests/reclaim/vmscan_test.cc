@@ -232,3 +232,96 @@ TEST(KswapdRun, TheHotSetIsActivatedAndStaysWhileTheStreamGoesThrough) {
 
 }  // namespace
 }  // namespace mmsim::reclaim
+
+namespace mmsim::reclaim {
+namespace {
+
+// Anonymous memory 1.25 times the machine's, written once and read twice,
+// with a swap device.
+testing::Ran run_swap_scenario(const std::string& swap = "[swap]\nsize = \"64MiB\"\n") {
+  return testing::run_text(R"(
+[machine]
+sockets = 2
+cores_per_socket = 2
+mem_per_node = "16MiB"
+llc_per_socket = "8MiB"
+[kernel]
+version = "6.1"
+numa_balancing = 0
+)" + swap + R"(
+[run]
+program = "main"
+[[programs.main]]
+op = "map"
+region = "a"
+size = "40MiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+[[programs.main]]
+op = "loop"
+count = 2
+body = [ { op = "sweep", region = "a" } ]
+)");
+}
+
+TEST(Swap, AnonymousPagesBeyondMemoryGoToSwapAndFaultBackMajor) {
+  const auto ran = run_swap_scenario();
+  EXPECT_TRUE(ran.result.check_failures.empty());
+  EXPECT_TRUE(ran.result.errors.empty());
+  EXPECT_GT(ran.vm("pswpout"), 0);
+  EXPECT_GT(ran.vm("pswpin"), 0);
+  // Every page read back from the device was a major fault, and a refault
+  // of a page whose eviction left a shadow in its slot.
+  EXPECT_EQ(ran.vm("pgmajfault"), ran.vm("pswpin"));
+  EXPECT_EQ(ran.vm("workingset_refault_anon"), ran.vm("pswpin"));
+  EXPECT_GT(ran.vm("pgsteal_anon"), 0);
+}
+
+TEST(Swap, APageReadBackAndNotWrittenKeepsItsSlotAndGoesAgainWithoutAWrite) {
+  // The sweeps only read: pages read back stay in the swap cache with their
+  // slot, so evicting them again writes nothing.
+  const auto ran = run_swap_scenario();
+  EXPECT_LT(ran.vm("pswpout"), ran.vm("pgsteal_anon"));
+}
+
+TEST(Swap, WithoutASwapDeviceAnonymousPagesAreNeverScannedAndTheRunIsOutOfMemory) {
+  const auto ran = run_swap_scenario("");
+  EXPECT_EQ(ran.vm("pgscan_anon"), 0);
+  EXPECT_EQ(ran.vm("pswpout"), 0);
+  ASSERT_FALSE(ran.result.errors.empty());  // the 40 MiB mapping is past RAM
+}
+
+TEST(Swap, AForkedChildSharesTheSwapEntryAndItsParentFindsTheChildsSwapCache) {
+  mm::MmConfig c = testing::test_mm_config();
+  c.swap_pages = 16;
+  MmWorld w(c);
+  auto parent = w.mgr.mm_alloc();
+  const Vpn a = w.map(*parent, 1, testing::kRW);
+  w.fault(*parent, a, true);
+  const Pfn pfn(parent->pgtable().get(a).pfn);
+  w.mgr.lru().del(pfn);  // isolated, as reclaim does
+  // Written out (dirty), then freed (clean) at the next look.
+  EXPECT_EQ(w.mgr.swap_out_folio(pfn, CpuId(0)).what, mm::MemoryManager::SwapOut::kWritten);
+  EXPECT_EQ(w.mgr.swap_out_folio(pfn, CpuId(0)).what, mm::MemoryManager::SwapOut::kFreed);
+  EXPECT_TRUE(parent->pgtable().get(a).swap());
+  auto child = w.mgr.mm_alloc();
+  w.mgr.dup_mmap(*parent, *child, CpuId(0));
+  const uint32_t slot = parent->pgtable().get(a).pfn;
+  EXPECT_EQ(w.mgr.swap()->slot(slot).count, 2u);
+  // The child reads it back (major); the parent then finds it cached (minor).
+  EXPECT_EQ(w.fault(*child, a, false), mm::FaultStatus::kOk);
+  EXPECT_EQ(w.majflt, 1u);
+  EXPECT_EQ(w.fault(*parent, a, false), mm::FaultStatus::kOk);
+  EXPECT_EQ(w.majflt, 1u);
+  EXPECT_EQ(parent->pgtable().get(a).pfn, child->pgtable().get(a).pfn);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::pswpin], 1);
+  w.expect_consistent();  // the rmap finds both mappings (the chain's root anon_vma)
+  w.teardown(*child);
+  w.teardown(*parent);
+  EXPECT_EQ(w.mgr.swap()->nr_free(), 16u);
+}
+
+}  // namespace
+}  // namespace mmsim::reclaim
