@@ -15,7 +15,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <ostream>
 #include <sstream>
 #include <thread>
@@ -137,6 +140,11 @@ HostInfo host_info() {
     }
   }
   h.nodes = nodes > 0 ? nodes : 1;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    uint64_t kb = 0;
+    if (std::sscanf(line.c_str(), "SwapTotal: %" SCNu64 " kB", &kb) == 1) h.swap_bytes = kb << 10;
+  }
   return h;
 }
 

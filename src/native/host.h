@@ -50,6 +50,7 @@ struct HostInfo {
   std::string sysname, release, version, arch;
   int cpus = 0;
   int nodes = 0;
+  uint64_t swap_bytes = 0;  // SwapTotal of /proc/meminfo
 };
 HostInfo host_info();
 

@@ -447,6 +447,29 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
           sc.kernel.mm.fault_around_kb, path));
     }
   }
+  // Reclaim: the sysctls, and the swap device (which mmsim does not set up).
+  {
+    auto sysctl = [&](const char* key, const char* file, int64_t value) {
+      const std::string path = o.sysctl_root + "/vm/" + file;
+      if (::access(path.c_str(), F_OK) == 0) {
+        fit.settings.push_back({key, std::to_string(value), path, ""});
+      } else {
+        fit.not_applied.push_back(
+            fmt::format("{} = {}: no {}; the host's applies", key, value, path));
+      }
+    };
+    sysctl("kernel.swappiness", "swappiness", sc.kernel.reclaim.swappiness);
+    sysctl("kernel.watermark_scale_factor", "watermark_scale_factor",
+           sc.kernel.mm.watermark_scale_factor);
+    if (sc.kernel.mm.min_free_kbytes != mm::kAutoMinFree)
+      sysctl("kernel.min_free_kbytes", "min_free_kbytes", sc.kernel.mm.min_free_kbytes);
+    if (host.swap_bytes != sc.kernel.swap_bytes) {
+      fit.not_applied.push_back(fmt::format(
+          "swap.size = {} bytes: this host has {} bytes of swap, which applies (mmsim sets no "
+          "swap device up)",
+          sc.kernel.swap_bytes, host.swap_bytes));
+    }
+  }
   if (sc.kernel.mm.read_ahead_kb != 128) {
     fit.not_applied.push_back(
         fmt::format("kernel.read_ahead_kb = {}: readahead is set per block device "
