@@ -407,6 +407,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                          "scenario: where its files are made (default /var/tmp)");
   native_cmd->add_option("--debugfs-root", ns.options.debugfs_root, "Where debugfs is mounted")
       ->capture_default_str();
+  native_cmd->add_option("--sysfs-root", ns.options.sysfs_root, "Where sysfs is mounted")
+      ->capture_default_str();
   native_cmd->add_option("--seconds", no.seconds,
                          "numa-shared-cow: seconds each process sums (default 10)");
   native_cmd->add_option("--procs", no.procs, "numa-shared-cow: processes forked (default 2)");

@@ -85,7 +85,8 @@ void MemoryManager::setup_watermarks() {
   for (const auto& n : topo_.nodes()) total_pages += folios_.capacity_pages(n.id);
   int64_t min_kb = config_.min_free_kbytes;
   if (min_kb == kAutoMinFree) {
-    const auto kb = static_cast<double>(total_pages * (kPageSize / 1024));
+    const uint64_t kib_per_page = kPageSize / 1024;
+    const auto kb = static_cast<double>(total_pages * kib_per_page);
     min_kb = std::clamp<int64_t>(static_cast<int64_t>(std::sqrt(kb * 16)), 128, 262144);
   }
   const uint64_t pages_min = static_cast<uint64_t>(min_kb) / (kPageSize / 1024);

@@ -463,6 +463,11 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
            sc.kernel.mm.watermark_scale_factor);
     if (sc.kernel.mm.min_free_kbytes != mm::kAutoMinFree)
       sysctl("kernel.min_free_kbytes", "min_free_kbytes", sc.kernel.mm.min_free_kbytes);
+    // mmsim models the two-list LRU: a kernel with the multi-generational
+    // one (6.1+, on by default in Debian's 6.12) has it switched off.
+    const std::string lru_gen = o.sysfs_root + "/kernel/mm/lru_gen/enabled";
+    if (::access(lru_gen.c_str(), F_OK) == 0)
+      fit.settings.push_back({"reclaim.lru_gen", "0", lru_gen, ""});
     if (host.swap_bytes != sc.kernel.swap_bytes) {
       fit.not_applied.push_back(fmt::format(
           "swap.size = {} bytes: this host has {} bytes of swap, which applies (mmsim sets no "

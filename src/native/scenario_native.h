@@ -30,6 +30,7 @@ struct ScenarioNativeOptions {
   std::string sysctl_root = "/proc/sys";
   std::string debugfs_root = "/sys/kernel/debug";
   std::string cgroup_root = "/sys/fs/cgroup";
+  std::string sysfs_root = "/sys";
 };
 
 // A kernel setting the scenario asks for, and what became of it on the host.

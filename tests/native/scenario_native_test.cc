@@ -65,15 +65,18 @@ struct FakeHost {
     // A fake cgroup v1 tree: the run's cgroup is a plain directory, whose
     // files do not exist (the report's memcg values are 0).
     fs::create_directories(t.file("cg/memory"));
+    fs::create_directories(t.file("sysfs"));
     sysctl = t.file("sys");
     debugfs = t.file("debug");
     cgroups = t.file("cg");
+    sysfs = t.file("sysfs");
   }
   std::vector<std::string> args(const std::string& scenario) const {
-    return {"native", scenario,         "--exec", kExec,           "--sysctl-root",
-            sysctl,   "--debugfs-root", debugfs,  "--cgroup-root", cgroups};
+    // --cgroup-root last: a test drops it to use the host's cgroups.
+    return {"native",         scenario, "--exec",       kExec, "--sysctl-root", sysctl,
+            "--debugfs-root", debugfs,  "--sysfs-root", sysfs, "--cgroup-root", cgroups};
   }
-  std::string sysctl, debugfs, cgroups;
+  std::string sysctl, debugfs, cgroups, sysfs;
 };
 
 scenario::Scenario load(const std::string& text, std::vector<std::string> sets = {}) {
