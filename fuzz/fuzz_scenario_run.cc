@@ -109,6 +109,11 @@ class Generator {
     out += kernel();
     out += cgroups();
     out += files();
+    // A swap device now and then, small like the machine (anon reclaim,
+    // swap entries through fork, unmap and exit).
+    if (chance(3)) {
+      out += "\n[swap]\nsize = " + quoted(pick({"64KiB", "1MiB", "4MiB", "64MiB"})) + "\n";
+    }
     if (chance(16)) out += costs();
     fast_forward = !chance(4);
 
