@@ -76,6 +76,14 @@ std::span<const Switch<NumaConfig>> numa_switches() {
             {4, 16}),
        [](const C& c) -> int64_t { return c.skip_shared_cow; },
        [](C& c, int64_t v) { c.skip_shared_cow = v != 0; }},
+      {rule("shared_cow_refcount",
+            "the shared-COW skip tests the reference count (page_count != 1) rather than the "
+            "mapcount, so page cache in a private writable mapping is never marked "
+            "(mm/mprotect.c change_pte_range: read in 5.17-rc5 to 6.9; 5.15 has the mapcount, "
+            "5.16 was not read; 6.10 tests folio_likely_mapped_shared, the mapcount again)",
+            {5, 17}, {6, 9}),
+       [](const C& c) -> int64_t { return c.shared_cow_refcount; },
+       [](C& c, int64_t v) { c.shared_cow_refcount = v != 0; }},
       {rule("skip_dirty_file",
             "change_prot_numa skips dirty page-cache pages and migrate_misplaced_page refuses "
             "them (mm/mprotect.c change_pte_range, mm/migrate.c)",

@@ -40,6 +40,10 @@ struct NumaConfig {
   int64_t numa_balancing_scan_size_mb = 256;
   bool skip_shared = false;
   bool skip_shared_cow = false;
+  // The shared-COW skip tests the folio's reference count, not its mapcount
+  // (5.17-6.9): a page-cache page (the cache holds a reference) or a
+  // swap-cache page in a COW mapping is always left alone.
+  bool shared_cow_refcount = false;
   bool skip_dirty_file = false;
   bool skip_target_node = false;
   bool migrate_rate_limit = false;

@@ -18,7 +18,16 @@ bool shared(const SkipContext& c) { return c.folio->mapcount != 1; }
 
 // A copy-on-write page that more than one mm maps: hinting faults on it make
 // the tasks sharing it fight over its node.
-bool shared_cow(const SkipContext& c) { return c.vma.is_cow_mapping() && c.folio->mapcount != 1; }
+// Before 5.17 and from 6.10 that is its mapcount (folio_likely_mapped_shared
+// for a small folio); in 5.17-6.9 its reference count: the mappings, plus the
+// page cache's or the swap cache's own reference (pins are not modelled).
+bool shared_cow(const SkipContext& c) {
+  if (!c.vma.is_cow_mapping()) return false;
+  const mm::Folio& f = *c.folio;
+  if (!c.refcount) return f.mapcount != 1;
+  const bool cached = !f.test(mm::Folio::kAnon) || f.test(mm::Folio::kSwapCache);
+  return f.mapcount + (cached ? 1 : 0) != 1;
+}
 
 // A dirty page of a file's page cache (page_is_file_cache: shmem pages are
 // swap-backed, not file cache) cannot be migrated cheaply.
@@ -47,7 +56,7 @@ const std::array kRules = {
 std::span<const SkipRule> prot_numa_skip_rules() { return kRules; }
 
 bool ProtNumaFilter::skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Folio* folio) const {
-  const SkipContext c{vma, pte, folio, target_node_};
+  const SkipContext c{vma, pte, folio, target_node_, config_.shared_cow_refcount};
   // Every rule of kRules, each under its switch.
   return already_prot_none(c) || no_normal_page(c) || (config_.skip_shared && shared(c)) ||
          (config_.skip_shared_cow && shared_cow(c)) || (config_.skip_dirty_file && dirty_file(c)) ||
@@ -55,9 +64,11 @@ bool ProtNumaFilter::skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Foli
 }
 
 const SkipRule* prot_numa_skip(const NumaConfig& config, const SkipContext& ctx) {
+  SkipContext c = ctx;
+  c.refcount = config.shared_cow_refcount;
   for (const SkipRule& r : kRules) {
     if (r.enabled && !(config.*(r.enabled))) continue;
-    if (r.applies(ctx)) return &r;
+    if (r.applies(c)) return &r;
   }
   return nullptr;
 }

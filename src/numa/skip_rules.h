@@ -21,6 +21,7 @@ struct SkipContext {
   const mm::Pte& pte;
   const mm::Folio* folio;             // nullptr: no normal page (the zero page)
   std::optional<NodeId> target_node;  // set for a single-threaded task's private VMA
+  bool refcount = false;              // shared_cow tests the reference count (5.17-6.9)
 };
 
 struct SkipRule {

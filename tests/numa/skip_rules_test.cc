@@ -221,6 +221,32 @@ TEST(NumaSkipRules, SharedCowLetsACowPageOfOneMmThrough) {
   EXPECT_EQ(s.skipped_by(c.parent, c.a, cfg), "");
 }
 
+TEST(NumaSkipRules, From5_17To6_9APageCachePageMappedOnceInACowMappingIsSkipped) {
+  // page_count: the page cache's reference and the one mapping make 2.
+  SkipWorld s;
+  mm::AddressSpace& f = s.w.mgr.create_file("lib.so", 1, false);
+  mm::Mm& mm = s.process();
+  const Vpn a = s.w.map(mm, 1, kRW, &f);  // MAP_PRIVATE, writable: a COW mapping
+  s.touch(mm, a, false);
+  ASSERT_EQ(s.w.folio_at(mm, a).mapcount, 1);
+  NumaConfig cfg = no_switches();
+  cfg.skip_shared_cow = true;
+  EXPECT_EQ(s.skipped_by(mm, a, cfg), "");  // mapcount form (4.16-5.16, 6.10+)
+  cfg.shared_cow_refcount = true;
+  EXPECT_EQ(s.skipped_by(mm, a, cfg), "shared_cow");
+}
+
+TEST(NumaSkipRules, TheRefcountFormLetsAnAnonymousPageOfOneMmThrough) {
+  SkipWorld s;
+  mm::Mm& mm = s.process();
+  const Vpn a = s.w.map(mm, 1, kRW);
+  s.touch(mm, a, true);
+  NumaConfig cfg = no_switches();
+  cfg.skip_shared_cow = true;
+  cfg.shared_cow_refcount = true;
+  EXPECT_EQ(s.skipped_by(mm, a, cfg), "");
+}
+
 TEST(NumaSkipRules, SharedCowLetsASharedMappingPageOfTwoMmsThrough) {
   // MAP_SHARED is not a COW mapping, however many mms map the page.
   SkipWorld s;
