@@ -158,6 +158,7 @@ double Balancer::task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now) {
     mm::Vma& vma = **it;
     // VMAs task_numa_work never scans.
     if (vma.policy.mode != mm::MemPolicy::Mode::kDefault) continue;  // no MPOL_F_MOF
+    if (cfg_.skip_shmem_default_policy && vma.file && vma.file->shmem) continue;
     if (vma.file && (vma.flags & (mm::Vma::kRead | mm::Vma::kWrite)) == mm::Vma::kRead) continue;
     if (!(vma.flags & (mm::Vma::kRead | mm::Vma::kWrite | mm::Vma::kExec))) continue;
     // A private mapping of a single-user mm is aimed at this CPU's node.

@@ -84,6 +84,19 @@ std::span<const Switch<NumaConfig>> numa_switches() {
             {5, 17}, {6, 9}),
        [](const C& c) -> int64_t { return c.shared_cow_refcount; },
        [](C& c, int64_t v) { c.shared_cow_refcount = v != 0; }},
+      {{.section = "numa",
+        .key = "skip_shmem_default_policy",
+        .kind = SwitchKind::kBool,
+        .doc = "task_numa_work skips a shmem VMA (tmpfs, memfd, shared anonymous) that has no "
+               "policy of its own: vma_policy_mof took the shared policy's absence for no "
+               "MPOL_F_MOF (mm/mempolicy.c, since fc3147245d19 in 3.13; fixed by \"mm: "
+               "mempolicy: fix automatic numa balancing for shmem\", 2026, which Debian's "
+               "6.12.117 carries; 6.1.192 does not)",
+        .default_value = 0,
+        .presets = {{.from = {3, 13}, .until = {6, 11}, .value = 1},
+                    {.from = {6, 13}, .value = 1}}},
+       [](const C& c) -> int64_t { return c.skip_shmem_default_policy; },
+       [](C& c, int64_t v) { c.skip_shmem_default_policy = v != 0; }},
       {rule("skip_dirty_file",
             "change_prot_numa skips dirty page-cache pages and migrate_misplaced_page refuses "
             "them (mm/mprotect.c change_pte_range, mm/migrate.c)",

@@ -45,6 +45,11 @@ struct NumaConfig {
   // swap-cache page in a COW mapping is always left alone.
   bool shared_cow_refcount = false;
   bool skip_dirty_file = false;
+  // task_numa_work's vma_policy_mof: a shmem VMA (tmpfs, memfd,
+  // MAP_SHARED|MAP_ANONYMOUS) with no policy of its own is not scanned: the
+  // shared policy's absence was taken for "no MPOL_F_MOF" (3.13 on; fixed
+  // in 2026 and in the 6.12 stable series Debian ships).
+  bool skip_shmem_default_policy = false;
   bool skip_target_node = false;
   bool migrate_rate_limit = false;
   int64_t ratelimit_pages = 32768;

@@ -217,6 +217,8 @@ llc_per_socket = "1MiB"
 [kernel]
 numa_balancing = 1
 numa_balancing_scan_delay_ms = 1
+[numa]
+skip_shmem_default_policy = false  # shmem scanned, as 6.12 and the fixed kernels do
 [run]
 program = "main"
 [[programs.main]]
@@ -296,6 +298,8 @@ seed = 512
 preset = "2s-16c"
 [kernel]
 numa_balancing_scan_delay_ms = 2
+[numa]
+skip_shmem_default_policy = false  # shmem scanned, as 6.12 and the fixed kernels do
 [run]
 program = "main"
 [[programs.main]]
@@ -376,3 +380,57 @@ TEST(NumaVersions, BalancingOnAKernelWithoutItIsAnError) {
 
 }  // namespace
 }  // namespace mmsim::numa
+
+namespace mmsim {
+namespace {
+
+// Two threads on two nodes sweep a MAP_SHARED anonymous (shmem) region.
+testing::Ran run_shmem_scan(const std::string& version) {
+  return testing::run_text(R"(
+[machine]
+sockets = 2
+cores_per_socket = 2
+mem_per_node = "64MiB"
+llc_per_socket = "1MiB"
+[kernel]
+version = ")" + version + R"("
+numa_balancing = 1
+numa_balancing_scan_delay_ms = 1
+numa_balancing_scan_period_min_ms = 1
+[run]
+program = "main"
+[[programs.main]]
+op = "map"
+region = "shm"
+size = "1MiB"
+flags = "shared"
+[[programs.main]]
+op = "touch"
+region = "shm"
+mode = "write"
+[[programs.main]]
+op = "threads"
+count = 2
+program = "reader"
+[[programs.main]]
+op = "wait"
+[[programs.reader]]
+op = "loop"
+duration = "50ms"
+body = [ { op = "sweep", region = "shm" } ]
+)");
+}
+
+TEST(NumaScan, A6_1KernelNeverScansAShmemMappingWithoutAPolicyOfItsOwn) {
+  const auto ran = run_shmem_scan("6.1");
+  EXPECT_EQ(ran.vm("numa_pte_updates"), 0);
+  EXPECT_EQ(ran.vm("numa_hint_faults"), 0);
+}
+
+TEST(NumaScan, Debians6_12KernelScansShmemUnderTheTasksDefaultPolicy) {
+  const auto ran = run_shmem_scan("6.12");
+  EXPECT_GT(ran.vm("numa_pte_updates"), 0);
+}
+
+}  // namespace
+}  // namespace mmsim
