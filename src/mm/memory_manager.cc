@@ -120,6 +120,20 @@ std::optional<Pfn> MemoryManager::alloc_folio(const MemPolicy& policy, NodeId lo
     *ns += p.ns;
     if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kMin)) return pfn;
     no_progress = p.pages ? 0 : no_progress + 1;
+    // ...and only while some node would be above min were all its
+    // reclaimable pages freed (file LRU pages, and anon ones with swap
+    // free): else the OOM path at once.
+    const bool swap_free = swap_ && swap_->nr_free() > 0;
+    bool could = false;
+    for (NodeId n : zonelist) {
+      uint64_t reclaimable =
+          lru_.node_size(n, LruList::kInactiveFile) + lru_.node_size(n, LruList::kActiveFile);
+      if (swap_free)
+        reclaimable +=
+            lru_.node_size(n, LruList::kInactiveAnon) + lru_.node_size(n, LruList::kActiveAnon);
+      could |= folios_.free_pages(n) + reclaimable > folios_.watermarks(n).min;
+    }
+    if (!could) break;
   }
   return std::nullopt;
 }

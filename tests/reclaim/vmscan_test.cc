@@ -126,6 +126,18 @@ TEST(DirectReclaim, AnAllocationBelowMinEverywhereReclaimsAndCountsAnAllocstall)
   r.w.expect_consistent();
 }
 
+TEST(DirectReclaim, WithNothingReclaimableAnAllocationGoesOutOfMemoryAfterOneTry) {
+  // should_reclaim_retry: no node would be above min even with every
+  // reclaimable page freed (anonymous memory, no swap): no more retries.
+  ReclaimWorld r;
+  const Vpn a = r.w.map(*r.mm, 2 * 4096, testing::kRW);
+  uint64_t i = 0;
+  while (r.w.fault(*r.mm, Vpn(a.v + i), true) == mm::FaultStatus::kOk) ++i;
+  EXPECT_LT(i, 2u * 4096);
+  EXPECT_EQ(r.w.mgr.vmstat()[Vm::allocstall_movable], 1);
+  r.w.expect_consistent();
+}
+
 TEST(Workingset, APageEvictedAndReadBackSoonIsActivatedOnRefault) {
   ReclaimWorld r;
   mm::AddressSpace& f = r.w.mgr.create_file("f", 4, false);
