@@ -22,14 +22,25 @@ namespace mmsim::workload {
 inline constexpr std::array<const char*, 4> kTimeMetrics = {"elapsed_s", "user_s", "sys_s",
                                                             "iowait_s"};
 
-// Counters sampled over time (RunResult::timeline).
-inline constexpr std::array<mm::Vm, 7> kTimelineCounters = {mm::Vm::pgfault,
-                                                            mm::Vm::numa_pte_updates,
-                                                            mm::Vm::numa_hint_faults,
-                                                            mm::Vm::numa_hint_faults_local,
-                                                            mm::Vm::numa_pages_migrated,
-                                                            mm::Vm::pgmigrate_success,
-                                                            mm::Vm::pgmigrate_fail};
+// Counters sampled over time (RunResult::timeline), as changes since the
+// run's start (for the nr_* gauges too: pages freed or put on a list since).
+inline constexpr std::array<mm::Vm, 17> kTimelineCounters = {mm::Vm::pgfault,
+                                                             mm::Vm::numa_pte_updates,
+                                                             mm::Vm::numa_hint_faults,
+                                                             mm::Vm::numa_hint_faults_local,
+                                                             mm::Vm::numa_pages_migrated,
+                                                             mm::Vm::pgmigrate_success,
+                                                             mm::Vm::pgmigrate_fail,
+                                                             mm::Vm::nr_free_pages,
+                                                             mm::Vm::nr_inactive_file,
+                                                             mm::Vm::nr_active_file,
+                                                             mm::Vm::nr_inactive_anon,
+                                                             mm::Vm::nr_active_anon,
+                                                             mm::Vm::pgscan_kswapd,
+                                                             mm::Vm::pgsteal_kswapd,
+                                                             mm::Vm::pgsteal_direct,
+                                                             mm::Vm::pswpout,
+                                                             mm::Vm::workingset_refault_file};
 
 struct Sample {
   double t_s = 0;
