@@ -342,6 +342,11 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
   Folio& f = folios_.folio(pfn);
   memcg_ns +=
       cache_.meta_miss_ns(cost::Meta::kStructPage, 0, pfn.v, cost::kStructPageBytes, f.node);
+  const bool anon = f.test(Folio::kAnon);
+  if ((pte.flags & Pte::kDirty) && !anon) folio_mark_dirty(f);
+  // zap_pte_range: a young PTE of a file folio counts as an access, before
+  // the rmap removal munlocks it (an mlocked folio is not activated).
+  if ((pte.flags & Pte::kYoung) && !anon) memcg_ns += folio_mark_accessed(pfn);
   if (vma.flags & Vma::kLocked) {
     if (--f.mlock_count == 0) {
       set_lru_flags(pfn, static_cast<uint16_t>(f.flags & ~Folio::kMlocked));
@@ -349,7 +354,6 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
       vmstat_.add(Vm::unevictable_pgs_munlocked);
     }
   }
-  const bool anon = f.test(Folio::kAnon);
   if (anon) {
     --mm.rss_anon;
   } else if (f.test(Folio::kShmem)) {
@@ -357,9 +361,6 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
   } else {
     --mm.rss_file;
   }
-  if ((pte.flags & Pte::kDirty) && !anon) folio_mark_dirty(f);
-  // zap_pte_range: a young PTE of a file folio counts as an access.
-  if ((pte.flags & Pte::kYoung) && !anon) memcg_ns += folio_mark_accessed(pfn);
   check(f.mapcount > 0, "zap of an unmapped folio");
   const bool last = --f.mapcount == 0;
   if (!anon && memcg_) memcg_ns += memcg_->file_rmap(pfn, f, false, last);
