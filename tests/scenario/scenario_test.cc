@@ -14,20 +14,12 @@
 #include "mm/config.h"
 #include "numa/config.h"
 #include "sim/switches.h"
+#include "support/base_scenario.h"
 
 namespace mmsim::scenario {
 namespace {
 
-// A valid scenario in 8 lines; tests append lines from line 9 on.
-constexpr const char* kBase =
-    "[machine]\n"            // 1
-    "preset = \"2s-16c\"\n"  // 2
-    "[run]\n"                // 3
-    "program = \"main\"\n"   // 4
-    "[[programs.main]]\n"    // 5
-    "op = \"map\"\n"         // 6
-    "region = \"a\"\n"       // 7
-    "size = \"64KiB\"\n";    // 8
+constexpr const char* kBase = testing::kBaseScenario;
 
 LoadResult parse(const std::string& text, const std::vector<std::string>& sets = {}) {
   return parse_scenario(text, "t.toml", sets);

@@ -4,19 +4,12 @@
 #include <string>
 
 #include "scenario/scenario.h"
+#include "support/base_scenario.h"
 
 namespace mmsim::scenario {
 namespace {
 
-constexpr const char* kBase =
-    "[machine]\n"            // 1
-    "preset = \"2s-16c\"\n"  // 2
-    "[run]\n"                // 3
-    "program = \"main\"\n"   // 4
-    "[[programs.main]]\n"    // 5
-    "op = \"map\"\n"         // 6
-    "region = \"a\"\n"       // 7
-    "size = \"64KiB\"\n";    // 8
+constexpr const char* kBase = testing::kBaseScenario;
 
 std::string errors_of(const std::string& extra) {
   const LoadResult lr = parse_scenario(std::string(kBase) + extra, "t.toml", {});
