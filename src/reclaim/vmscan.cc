@@ -331,6 +331,15 @@ void Vmscan::shrink_lruvec(uint32_t memcg, NodeId node, ScanControl& sc) {
 }
 
 void Vmscan::shrink_node(NodeId node, ScanControl& sc) {
+  // Nothing on the node's lists that reclaim could scan: no pass would do
+  // anything (a shortcut of the model, not a kernel rule).
+  const mm::LruSet& lru = mm_.lru();
+  uint64_t scannable =
+      lru.node_size(node, LruList::kInactiveFile) + lru.node_size(node, LruList::kActiveFile);
+  if (can_age_anon())
+    scannable +=
+        lru.node_size(node, LruList::kInactiveAnon) + lru.node_size(node, LruList::kActiveAnon);
+  if (scannable == 0) return;
   const uint64_t before = sc.nr_reclaimed;
   prepare_scan_count(node, sc);
   for (uint32_t memcg : memcgs_under(sc.target_memcg)) shrink_lruvec(memcg, node, sc);
