@@ -12,8 +12,7 @@ namespace mmsim::memcg {
 // CHARGE_BATCH (MEMCG_CHARGE_BATCH): pages a per-CPU stock holds; 32 until
 // 6.0, 64 from 6.1 (the charge_batch switch's presets).
 inline constexpr int64_t kChargeBatch = 32;
-inline constexpr int kMaxReclaimRetries = 5;     // MEM_CGROUP_RECLAIM_RETRIES (3.x)
-inline constexpr uint64_t kSwapClusterMax = 32;  // SWAP_CLUSTER_MAX: reclaim's least target
+inline constexpr int kMaxReclaimRetries = 5;  // MEM_CGROUP_RECLAIM_RETRIES (3.x)
 
 // How FILE_MAPPED is kept up to date around file rmap changes.
 enum class StatProtocol : int64_t {

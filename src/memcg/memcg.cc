@@ -115,7 +115,7 @@ mm::ChargeResult Controller::try_charge(uint32_t memcg, CpuId cpu) {
     }
     // try_to_free_mem_cgroup_pages on the level over its limit: at least
     // SWAP_CLUSTER_MAX pages.
-    const Reclaimed rc = reclaim(static_cast<uint32_t>(over), kSwapClusterMax, cpu);
+    const Reclaimed rc = reclaim(static_cast<uint32_t>(over), mm::kSwapClusterMax, cpu);
     r.ns += rc.ns;
     if (margin(static_cast<uint32_t>(over)) >= 1) continue;
     if (!drained) {  // drain_all_stock: the precharges of every CPU go back

@@ -37,6 +37,18 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
     vmstat_.set_shown(v, config_.reclaim_lru_type_stats);
 }
 
+Shadow MemoryManager::workingset_eviction(const Folio& f) {
+  // The shadow records the evicting lruvec's age, which the eviction then
+  // advances.
+  Shadow shadow;
+  shadow.memcg = evicting_memcg_;
+  shadow.node = f.node.v;
+  shadow.age = lru_.lruvec(evicting_memcg_, f.node).nonresident_age;
+  shadow.workingset = f.test(Folio::kWorkingset);
+  lru_.age_nonresident(evicting_memcg_, f.node);
+  return shadow;
+}
+
 void MemoryManager::workingset_refault(Folio& f, const Shadow& shadow) {
   // Counted in this kernel's counter: _file for page cache, _anon for a
   // page read back from swap.
@@ -1025,14 +1037,7 @@ std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
   if (f.test(Folio::kLru)) lru_.del(pfn);  // reclaim has isolated it already
   AddressSpace& file = *files_[f.mapping];
   file.store(f.index, AddressSpace::kNone);
-  // workingset_eviction: the shadow records the evicting lruvec's age.
-  Shadow shadow;
-  shadow.memcg = evicting_memcg_;
-  shadow.node = f.node.v;
-  shadow.age = lru_.lruvec(evicting_memcg_, f.node).nonresident_age;
-  shadow.workingset = f.test(Folio::kWorkingset);
-  lru_.age_nonresident(evicting_memcg_, f.node);
-  file.shadows[f.index] = shadow;
+  file.shadows[f.index] = workingset_eviction(f);
   vmstat_.add(Vm::nr_file_pages, -1);
   if (f.test(Folio::kShmem)) vmstat_.add(Vm::nr_shmem, -1);
   if (memcg_) memcg_->uncharge(pfn, f);
@@ -1224,12 +1229,7 @@ MemoryManager::SwapOutResult MemoryManager::swap_out_folio(Pfn pfn, CpuId cpu) {
   }
   // __remove_mapping: clean and written, the folio leaves the swap cache for
   // good, with a shadow in its slot, and is freed.
-  SwapSlot& s = swap_->slot(slot);
-  s.shadow.memcg = evicting_memcg_;
-  s.shadow.node = f.node.v;
-  s.shadow.age = lru_.lruvec(evicting_memcg_, f.node).nonresident_age;
-  s.shadow.workingset = f.test(Folio::kWorkingset);
-  lru_.age_nonresident(evicting_memcg_, f.node);
+  swap_->slot(slot).shadow = workingset_eviction(f);
   free_anon_folio(pfn);
   r.ns += costs_.page_free_ns;
   r.what = SwapOut::kFreed;

@@ -375,6 +375,9 @@ class MemoryManager {
   // eviction left `shadow`: counted in this kernel's counter, and activated
   // when its refault distance is within the workingset.
   void workingset_refault(Folio& f, const Shadow& shadow);
+  // workingset_eviction: the shadow a folio evicted now leaves (page-cache
+  // slot or swap slot), by the evicting memcg's lruvec.
+  Shadow workingset_eviction(const Folio& f);
 
   const topo::Topology& topo_;
   const cost::CostProfile& costs_;
