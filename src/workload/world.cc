@@ -643,7 +643,7 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
   const Vpn base = op_start(t, op);
   const Vpn end(base.v + pages);
   if (t.cursor == 0) declare_footprint(t, op);  // before its faults map the pages
-  const Tick h = horizon();                     // only this task's I/O waits schedule events here
+  Tick h = horizon();  // the next event not this task's own; a fault may schedule one
   const bool preemptible = others_waiting(t);
   const Tick deadline = numa_deadline(t);
   for (;;) {
@@ -681,6 +681,9 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
     } else if (!fault(t, blocked, op.write)) {
       return Step::kStopped;
     }
+    // The fault may have woken a kswapd, which runs beside this task from
+    // now: the task goes no further ahead of it.
+    h = horizon();
     t.escape = Vpn(UINT64_MAX);
     // The access that faulted now completes. (If the page is somehow still
     // blocked, stepping over it keeps the task from spinning.)
