@@ -34,14 +34,18 @@ CacheModel::CacheModel(const topo::Topology& topo, const CostProfile& costs)
   std::set<int> remote;
   for (size_t a = 0; a < n; ++a) {
     for (size_t b = 0; b < n; ++b) {
-      if (other_socket(a, b)) remote.insert(topo.distance(node(a), node(b)));
+      // Hops are between nodes with CPUs (a memory node is reached through
+      // its home node).
+      const bool cpus = !topo.node(node(a)).cpus.empty() && !topo.node(node(b)).cpus.empty();
+      if (other_socket(a, b) && cpus) remote.insert(topo.distance(node(a), node(b)));
     }
   }
   hops_.assign(n, std::vector<uint8_t>(n, 0));
   for (size_t a = 0; a < n; ++a) {
     for (size_t b = 0; b < n; ++b) {
       if (!other_socket(a, b)) continue;
-      const auto rank = std::distance(remote.begin(), remote.find(topo.distance(node(a), node(b))));
+      const auto rank =
+          std::distance(remote.begin(), remote.lower_bound(topo.distance(node(a), node(b))));
       hops_[a][b] = static_cast<uint8_t>(std::min<long>(2, 1 + rank));
     }
   }
@@ -91,6 +95,12 @@ uint64_t CacheModel::meta_bytes_per_page(bool file) const {
 }
 
 double CacheModel::dram_ns(NodeId from, NodeId to) const {
+  // A CPU-less memory node is reached through its home node, and adds its
+  // own latency over DRAM there, by their SLIT distance.
+  const NodeId home = topo_.home(to);
+  if (home != to && home != from) {
+    return dram_ns(from, home) + costs_.mem_latency_ns * (topo_.distance_factor(home, to) - 1.0);
+  }
   const uint8_t hops = hops_[from.v][to.v];
   if (hops == 0)
     return costs_.mem_latency_ns * (from == to ? 1.0 : topo_.distance_factor(from, to));

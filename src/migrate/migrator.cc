@@ -94,6 +94,11 @@ void Migrator::end_pass(Migration& m) {
     return;
   }
   if (m.success) {
+    // A move from a slow tier to the top one is a promotion (5.18+).
+    const NodeId from = mm_.folios().folio(m.folio).node;
+    const mm::MemoryTiers& tiers = mm_.tiers();
+    if (mm_.config().promote_stats && !tiers.toptier(from) && tiers.toptier(m.target))
+      mm_.vmstat().add(mm::Vm::pgpromote_success);
     mm_.migrate_remap(m.folio, m.new_folio);
     mm_.migrate_folio_finish(m.folio, m.new_folio);
     mm_.vmstat().add(mm::Vm::pgmigrate_success);

@@ -128,6 +128,36 @@ std::span<const Switch<MmConfig>> mm_switches() {
         .presets = {{.until = {5, 8}, .value = 1}}},
        [](const MmConfig& c) { return static_cast<int64_t>(c.anon_fault_active); },
        [](MmConfig& c, int64_t v) { c.anon_fault_active = v != 0; }},
+      {{.section = "kernel",
+        .key = "memory_tiers",
+        .kind = SwitchKind::kChoice,
+        .doc = "how nodes form memory tiers: none; cpu-nodes (CPU-less nodes below nodes with "
+               "CPUs, mm/migrate.c node_demotion, 5.15); kmem (mm/memory-tiers.c: boot memory "
+               "is DRAM, dax/kmem memory a slow tier, 6.1); kmem-hmat (dax/kmem memory placed by "
+               "HMAT latency and bandwidth, mt_calc_adistance, 6.7); hmat (CPU-less boot nodes "
+               "too, memory_tier_late_init, 6.10)",
+        .default_value = static_cast<int64_t>(TierRule::kHmat),
+        .presets =
+            {{.until = {5, 14}, .value = static_cast<int64_t>(TierRule::kNone)},
+             {.from = {5, 15}, .until = {6, 0}, .value = static_cast<int64_t>(TierRule::kCpuNodes)},
+             {.from = {6, 1}, .until = {6, 6}, .value = static_cast<int64_t>(TierRule::kKmem)},
+             {.from = {6, 7}, .until = {6, 9}, .value = static_cast<int64_t>(TierRule::kKmemHmat)}},
+        .words = {{"none", static_cast<int64_t>(TierRule::kNone)},
+                  {"cpu-nodes", static_cast<int64_t>(TierRule::kCpuNodes)},
+                  {"kmem", static_cast<int64_t>(TierRule::kKmem)},
+                  {"kmem-hmat", static_cast<int64_t>(TierRule::kKmemHmat)},
+                  {"hmat", static_cast<int64_t>(TierRule::kHmat)}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.memory_tiers); },
+       [](MmConfig& c, int64_t v) { c.memory_tiers = static_cast<TierRule>(v); }},
+      {{.section = "kernel",
+        .key = "demotion_enabled",
+        .kind = SwitchKind::kBool,
+        .doc = "/sys/kernel/mm/numa/demotion_enabled: reclaim migrates a node's cold pages to "
+               "its demotion target in the next tier instead of evicting them "
+               "(mm/vmscan.c can_demote, 5.15; off by default)",
+        .default_value = 0},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.demotion_enabled); },
+       [](MmConfig& c, int64_t v) { c.demotion_enabled = v != 0; }},
   };
   return table;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "mm/tiers.h"
 #include "sim/switches.h"
 
 namespace mmsim::mm {
@@ -63,8 +64,22 @@ struct MmConfig {
   // New anonymous folios start on the active list (before 5.9) or the
   // inactive one (lru_cache_add_inactive_or_unevictable).
   bool anon_fault_active = false;
+  // How nodes form memory tiers, and whether reclaim demotes to the next.
+  TierRule memory_tiers = TierRule::kHmat;
+  bool demotion_enabled = false;
   // The swap device's size in pages ([swap] size; 0: no swap). Not a switch.
   uint64_t swap_pages = 0;
+  // kernel.numa_balancing has its memory-tiering bit (2): kswapd balances
+  // to the promo watermark (5.18); and (6.1) slow-tier folios keep an
+  // access time, which a migration across the top tier's boundary forgets.
+  // Set from the numa switches; not switches themselves.
+  bool numa_tiering = false;
+  bool tiering_access_time = false;
+  // /proc/vmstat has pgpromote_success (with the tiering mode) and
+  // pgpromote_candidate (with the hot threshold). Set from the numa
+  // switches.
+  bool promote_stats = false;
+  bool promote_candidate_stat = false;
 
   int64_t folio_kb() const {
     return pagecache_folio_kb == kFolioFollowsReadahead ? read_ahead_kb : pagecache_folio_kb;

@@ -50,6 +50,8 @@ uint64_t FolioAllocator::mark_pages(NodeId n, Mark m) const {
       return w.low;
     case Mark::kHigh:
       return w.high;
+    case Mark::kPromo:
+      return w.promo;
   }
   return 0;
 }

@@ -57,10 +57,11 @@ struct MemPolicy {
 // A node's free-page watermarks (zone->_watermark; one zone per node).
 struct Watermarks {
   uint64_t min = 0, low = 0, high = 0;
+  uint64_t promo = 0;  // WMARK_PROMO: kswapd's goal in memory-tiering mode
 };
 // Which watermark an allocation must leave free pages above (alloc_flags'
 // ALLOC_WMARK_*); kNone: any free page (unit tests without reclaim).
-enum class Mark : uint8_t { kNone, kMin, kLow, kHigh };
+enum class Mark : uint8_t { kNone, kMin, kLow, kHigh, kPromo };
 
 // Owns all folios and the per-node free-page accounting.
 class FolioAllocator {

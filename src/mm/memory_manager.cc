@@ -18,7 +18,8 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
       config_(config),
       folios_(topo, vmstat_),
       lru_(folios_, vmstat_, topo.nr_nodes()),
-      cache_(topo, costs) {
+      cache_(topo, costs),
+      tiers_(topo, config.memory_tiers) {
   // The counters this kernel's /proc/vmstat has.
   const RefaultStat refault = config_.workingset_refault_stat;
   vmstat_.set_shown(Vm::workingset_refault, refault == RefaultStat::kCombined);
@@ -35,6 +36,11 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
   if (config_.swap_pages) swap_ = std::make_unique<SwapSpace>(config_.swap_pages);
   for (Vm v : {Vm::pgscan_anon, Vm::pgscan_file, Vm::pgsteal_anon, Vm::pgsteal_file})
     vmstat_.set_shown(v, config_.reclaim_lru_type_stats);
+  // Demotion came with tiers (5.15), promotion with the tiering mode.
+  const bool tiers = config_.memory_tiers != TierRule::kNone;
+  for (Vm v : {Vm::pgdemote_kswapd, Vm::pgdemote_direct}) vmstat_.set_shown(v, tiers);
+  vmstat_.set_shown(Vm::pgpromote_success, tiers && config_.promote_stats);
+  vmstat_.set_shown(Vm::pgpromote_candidate, tiers && config_.promote_candidate_stat);
 }
 
 Shadow MemoryManager::workingset_eviction(const Folio& f) {
@@ -112,6 +118,7 @@ void MemoryManager::setup_watermarks() {
         w.min / 4, managed * static_cast<uint64_t>(config_.watermark_scale_factor) / 10000);
     w.low = w.min + gap;
     w.high = w.low + gap;
+    w.promo = w.high + gap;
     folios_.set_watermarks(n.id, w);
   }
 }
@@ -140,7 +147,7 @@ std::optional<Pfn> MemoryManager::alloc_folio(const MemPolicy& policy, NodeId lo
     for (NodeId n : zonelist) {
       uint64_t reclaimable =
           lru_.node_size(n, LruList::kInactiveFile) + lru_.node_size(n, LruList::kActiveFile);
-      if (swap_free)
+      if (swap_free || can_demote(n))
         reclaimable +=
             lru_.node_size(n, LruList::kInactiveAnon) + lru_.node_size(n, LruList::kActiveAnon);
       could |= folios_.free_pages(n) + reclaimable > folios_.watermarks(n).min;
@@ -1053,12 +1060,13 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
   mm.pgtable().for_each(start, end, [&](Vpn, PteTable& t, uint32_t i) {
     Pte pte = t.get(i);
     if (!pte.present()) return;  // migration entries: not present
-    const Folio* f = pte.pfn == kZeroPfn ? nullptr : &folios_.folio(Pfn(pte.pfn));
+    Folio* f = pte.pfn == kZeroPfn ? nullptr : &folios_.folio(Pfn(pte.pfn));
     if (skip.skip(vma, pte, f)) return;
     if (pte.flags & Pte::kWrite)
       pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kWrite) | Pte::kSavedWrite);
     pte.flags |= Pte::kProtNone;
     t.set(i, pte);
+    if (f) skip.marked(*f);
     ++r.updated;
   });
   if (r.updated) {
@@ -1134,6 +1142,11 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
   check(!old.test(Folio::kLru), "migration of a folio not isolated from its LRU");
   f = old;
   f.node = node;
+  // folio_migrate_flags: in memory-tiering mode the field holds a slow
+  // node's access time, meaningless once the folio crosses the top tier's
+  // boundary.
+  if (config_.tiering_access_time && tiers_.toptier(old.node) != tiers_.toptier(node))
+    f.last_cpupid = ~0u;
   f.flags &= static_cast<uint16_t>(~Folio::kLocked);
   if (!f.test(Folio::kAnon)) files_[f.mapping]->store(f.index, to.v);
   if (f.test(Folio::kSwapCache)) {
@@ -1148,6 +1161,43 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
   old.mlock_count = 0;
   old.flags = Folio::kInUse;
   folios_.free(from);
+}
+
+std::optional<double> MemoryManager::demote_folio(Pfn pfn, CpuId cpu) {
+  Folio& f = folios_.folio(pfn);
+  const NodeId src = f.node;
+  const auto target = tiers_.demotion_target(src);
+  if (!target || f.test(Folio::kLocked) || f.test(Folio::kMlocked)) return std::nullopt;
+  // alloc_demote_page: GFP_NOWAIT without reclaim, on the target alone
+  // first, then on any lower-tier node; each may wake its node's kswapd and
+  // go down to its min watermark.
+  const Mark fast = reclaim_ ? Mark::kLow : Mark::kNone;
+  const Mark slow = reclaim_ ? Mark::kMin : Mark::kNone;
+  auto on = [&](NodeId n) -> std::optional<Pfn> {
+    if (auto p = folios_.alloc_on(n, fast)) return p;
+    if (reclaim_) reclaim_->wake_kswapd(n);
+    return folios_.alloc_on(n, slow);
+  };
+  std::optional<Pfn> fresh = on(*target);
+  for (NodeId n : tiers_.lower_tier_nodes(src)) {
+    if (fresh) break;
+    if (n != *target) fresh = on(n);
+  }
+  if (!fresh) {
+    vmstat_.add(Vm::pgmigrate_fail);
+    return std::nullopt;
+  }
+  // migrate_pages: every PTE a migration entry, the copy, the PTEs back on
+  // the new folio, done within the reclaimer's time (SIMPLIFICATION: no
+  // task waits on the entries meanwhile; tasks that ran ahead are told).
+  const NodeId dst = folios_.folio(*fresh).node;
+  MigrateStep un = migrate_unmap(pfn, cpu);
+  double ns = un.cost_ns + cache_.page_copy_ns(topo_.cpu_to_node(cpu), src, dst);
+  ns += migrate_remap(pfn, *fresh).cost_ns;
+  migrate_folio_finish(pfn, *fresh);
+  for (const auto& [mm, vpn, offset] : un.unmapped) mm->revoke(vpn, Vpn(vpn.v + 1));
+  vmstat_.add(Vm::pgmigrate_success);
+  return ns;
 }
 
 void MemoryManager::swap_cache_del(Pfn pfn) {

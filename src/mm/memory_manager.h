@@ -19,6 +19,7 @@
 #include "mm/lru.h"
 #include "mm/mm_types.h"
 #include "mm/swap.h"
+#include "mm/tiers.h"
 #include "mm/vmstat.h"
 #include "topo/topology.h"
 
@@ -73,6 +74,9 @@ class ProtNumaSkip {
   virtual ~ProtNumaSkip() = default;
   // `folio` is nullptr when the PTE maps no normal page (the zero page).
   virtual bool skip(const Vma& vma, const Pte& pte, const Folio* folio) const = 0;
+  // Called for each folio whose PTE was made PROT_NONE (the memory-tiering
+  // mode stamps the scan time in it).
+  virtual void marked(Folio&) const {}
 };
 
 enum class MmError { kOk, kInval, kNoMem, kOom };
@@ -222,6 +226,10 @@ class MemoryManager {
   // Without reclaim (unit tests of mm alone) allocations may use every free
   // page; with it they follow the watermarks.
   void set_reclaim(ReclaimHooks* hooks) { reclaim_ = hooks; }
+  // wakeup_kswapd for a node, if reclaim is modelled.
+  void wake_kswapd(NodeId n) {
+    if (reclaim_) reclaim_->wake_kswapd(n);
+  }
   // __alloc_pages for a user page (GFP_HIGHUSER_MOVABLE): the fast path at
   // the low watermark over the zonelist; else every zonelist node's kswapd
   // is woken and the min watermark tried; else direct reclaim and retry, up
@@ -261,6 +269,16 @@ class MemoryManager {
     double ns = 0;
   };
   SwapOutResult swap_out_folio(Pfn pfn, CpuId cpu);
+  // Reclaim's demotion of an isolated folio (shrink_folio_list's demote
+  // pass, demote_folio_list): migrated to its node's demotion target, or
+  // else to another lower-tier node, with no reclaim for the page. Returns
+  // the time, or nullopt if it cannot move (no page below, locked).
+  std::optional<double> demote_folio(Pfn pfn, CpuId cpu);
+  // can_demote: demotion is on and the node has a tier below it.
+  bool can_demote(NodeId n) const {
+    return config_.demotion_enabled && tiers_.demotion_target(n).has_value();
+  }
+  const MemoryTiers& tiers() const { return tiers_; }
   // The swap device, if the machine has one.
   const SwapSpace* swap() const { return swap_.get(); }
   // The memcg whose reclaim evicts (its lruvec's nonresident age goes in the
@@ -386,6 +404,7 @@ class MemoryManager {
   FolioAllocator folios_;
   LruSet lru_;
   cost::CacheModel cache_;
+  MemoryTiers tiers_;
   std::vector<std::unique_ptr<AddressSpace>> files_;
   std::vector<std::unique_ptr<AnonVma>> anon_vmas_;
   std::vector<Mm*> live_mms_;

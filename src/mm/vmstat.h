@@ -74,6 +74,10 @@ enum class Vm : uint8_t {
   workingset_restore,
   workingset_restore_anon,
   workingset_restore_file,
+  pgpromote_success,
+  pgpromote_candidate,
+  pgdemote_kswapd,
+  pgdemote_direct,
   kCount
 };
 
@@ -139,6 +143,10 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(Vm::kCount)> k
     "workingset_restore",
     "workingset_restore_anon",
     "workingset_restore_file",
+    "pgpromote_success",
+    "pgpromote_candidate",
+    "pgdemote_kswapd",
+    "pgdemote_direct",
 };
 
 class VmStat {

@@ -411,7 +411,7 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
   {
     const std::string path = o.sysctl_root + "/kernel/numa_balancing";
     if (::access(path.c_str(), F_OK) == 0) {
-      fit.settings.push_back({"kernel.numa_balancing", nc.enabled ? "1" : "0", path, ""});
+      fit.settings.push_back({"kernel.numa_balancing", std::to_string(nc.mode), path, ""});
     } else if (nc.enabled) {
       fit.not_applied.push_back(fmt::format(
           "kernel.numa_balancing = 1: this kernel has no NUMA balancing ({} is missing)", path));

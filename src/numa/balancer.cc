@@ -26,7 +26,8 @@ Balancer::Balancer(const NumaConfig& cfg, const topo::Topology& topo, mm::Memory
       view_(view),
       nodes_(topo.nr_nodes()),
       ratelimit_window_end_(topo.nr_nodes()),
-      ratelimit_pages_(topo.nr_nodes(), 0) {}
+      ratelimit_pages_(topo.nr_nodes(), 0),
+      promote_(topo.nr_nodes()) {}
 
 void Balancer::task_init(uint32_t pid, mm::Mm& mm, bool new_mm, Tick now) {
   if (tasks_.size() <= pid) tasks_.resize(pid + 1);
@@ -164,7 +165,7 @@ double Balancer::task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now) {
     // A private mapping of a single-user mm is aimed at this CPU's node.
     std::optional<NodeId> target_node;
     if (!(vma.flags & mm::Vma::kShared) && mm.users == 1) target_node = topo_.cpu_to_node(cpu);
-    const ProtNumaFilter filter(cfg_, target_node);
+    const ProtNumaFilter filter(cfg_, target_node, mm_.tiers(), jiffies_ms(now));
     uint64_t end;
     do {
       start = std::max(start, vma.start.v);
@@ -199,14 +200,18 @@ void Balancer::scan_done(uint32_t pid, double scan_cost_ns) {
 
 // do_numa_page, should_numa_migrate_memory -----------------------------------
 
-HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu) {
+HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, Tick now) {
   HintDecision d;
   const mm::Pte pte = mm_.restore_numa_pte(mm, vpn);
   mm::Folio& folio = mm_.folios().folio(Pfn(pte.pfn));
   const mm::Vma* vma = mm.find_vma(vpn);
   if (!pte.writable()) d.flags |= kTnfNoGroup;
   if (folio.mapcount > 1 && (vma->flags & mm::Vma::kShared)) d.flags |= kTnfShared;
-  d.last_cpupid = folio.last_cpupid;
+  // In memory-tiering mode a slow-tier folio's field holds its access
+  // time, not a cpupid.
+  const bool stamped =
+      cfg_.tiering() && cfg_.promote_hot_threshold && !mm_.tiers().toptier(folio.node);
+  d.last_cpupid = stamped ? kCpupidUnset : folio.last_cpupid;
   d.page_node = folio.node;
   const NodeId this_node = topo_.cpu_to_node(cpu);
   mm_.vmstat().add(mm::Vm::numa_hint_faults);
@@ -216,7 +221,7 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
   }
   // mpol_misplaced, default policy (MPOL_F_MOF | MPOL_F_MORON): this CPU's
   // node, if the two-stage filter agrees.
-  if (should_numa_migrate_memory(pid, folio, folio.node, this_node, cpu) &&
+  if (should_numa_migrate_memory(pid, folio, folio.node, this_node, cpu, now) &&
       folio.node != this_node) {
     d.target = this_node;
   }
@@ -224,11 +229,18 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
 }
 
 bool Balancer::should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId src, NodeId dst,
-                                          CpuId cpu) {
+                                          CpuId cpu, Tick now) {
   const TaskNuma& t = task(pid);
+  // Memory tiering (6.1+): a slow-tier page is promoted by hotness, not by
+  // who shares it. (5.18-6.0 decide as for any page.)
+  if (cfg_.tiering() && cfg_.promote_hot_threshold && !mm_.tiers().toptier(src))
+    return promote_hot_page(folio, dst, now);
   const uint32_t last = folio.last_cpupid;
   folio.last_cpupid = make_cpupid(cpu, pid);
   const bool unset = last == kCpupidUnset;
+  // A slow-tier page whose field was left unset by the tiering mode (since
+  // switched off) waits for a real cpupid.
+  if (cfg_.promote_hot_threshold && !mm_.tiers().toptier(src) && unset) return false;
   // 2: early in the task's life, or a repeat fault by this task.
   if ((t.preferred_nid == -1 || t.scan_seq <= kNumaScanSeqEarly) &&
       (unset || cpupid_match_pid(pid, last))) {
@@ -245,6 +257,60 @@ bool Balancer::should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId
   if (group_faults_cpu(g, dst.v) > group_faults_cpu(g, src.v) * kActiveNodeFraction) return true;
   return group_faults_cpu(g, dst.v) * group_faults_mem(g, src.v) * 3 >
          group_faults_cpu(g, src.v) * group_faults_mem(g, dst.v) * 4;
+}
+
+uint32_t Balancer::jiffies_ms(Tick now) const {
+  const int64_t jiffies = now.ns / cfg_.tick_ns();
+  return static_cast<uint32_t>(jiffies * 1000 / cfg_.tick_hz);
+}
+
+bool Balancer::promote_hot_page(mm::Folio& folio, NodeId dst, Tick now) {
+  PromoteState& p = promote_[dst.v];
+  const uint32_t now_ms = jiffies_ms(now);
+  // pgdat_free_space_enough: with plenty free above the promo watermark
+  // everything goes up, and the threshold starts over.
+  const mm::FolioAllocator& fa = mm_.folios();
+  const uint64_t enough =
+      std::max<uint64_t>(uint64_t{1} << (30 - kPageShift), fa.capacity_pages(dst) >> 4);
+  if (fa.free_pages(dst) > fa.watermarks(dst).promo + enough) {
+    p.threshold_ms = 0;
+    return true;
+  }
+  // numa_promotion_adjust_threshold: once per scan_period_max, the
+  // threshold steps down by 1/8 of the default when the candidates of the
+  // period beat the rate limit's by 10%, and up when they fall 10% short.
+  const int64_t def_th = cfg_.numa_balancing_hot_threshold_ms;
+  const uint64_t rate_limit = static_cast<uint64_t>(cfg_.numa_balancing_promote_rate_limit_mbps)
+                              << (20 - kPageShift);
+  const auto period = static_cast<uint32_t>(cfg_.numa_balancing_scan_period_max_ms);
+  if (now_ms - p.th_start_ms > period) {
+    p.th_start_ms = now_ms;
+    const uint64_t ref_cand = rate_limit * period / 1000;
+    const uint64_t diff = p.candidates - p.th_nr_cand;
+    const int64_t unit = def_th * 2 / 16;
+    int64_t th = p.threshold_ms ? p.threshold_ms : def_th;
+    if (diff > ref_cand * 11 / 10) {
+      th = std::max(th - unit, unit);
+    } else if (diff < ref_cand * 9 / 10) {
+      th = std::min(th + unit, def_th * 2);
+    }
+    p.th_nr_cand = p.candidates;
+    p.threshold_ms = th;
+  }
+  const int64_t th = p.threshold_ms ? p.threshold_ms : def_th;
+  // numa_hint_fault_latency: now less the scan's stamp, which now replaces.
+  const uint32_t latency = (now_ms - folio.last_cpupid) & kAccessTimeMask;
+  folio.last_cpupid = now_ms & kAccessTimeMask;
+  if (latency >= th) return false;
+  // numa_promotion_rate_limit: counted as a candidate; refused once this
+  // second's candidates reach the limit.
+  p.candidates += 1;
+  mm_.vmstat().add(mm::Vm::pgpromote_candidate);
+  if (now_ms - p.rl_start_ms > 1000) {
+    p.rl_start_ms = now_ms;
+    p.rl_nr_cand = p.candidates;
+  }
+  return p.candidates - p.rl_nr_cand < rate_limit;
 }
 
 bool Balancer::migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick now) {
@@ -265,9 +331,13 @@ bool Balancer::migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick 
     if (ratelimit_pages_[target.v] > static_cast<uint64_t>(cfg_.ratelimit_pages)) return false;
     ratelimit_pages_[target.v] += 1;
   }
-  // migrate_balanced_pgdat: the destination must stay above its high watermark.
+  // migrate_balanced_pgdat: the destination must stay above its high
+  // watermark; in memory-tiering mode its kswapd is woken to make room.
   const uint64_t high = mm_.folios().watermarks(target).high;
-  if (mm_.folios().free_pages(target) <= high + 1) return false;
+  if (mm_.folios().free_pages(target) <= high + 1) {
+    if (cfg_.tiering()) mm_.wake_kswapd(target);
+    return false;
+  }
   // isolate_lru_page: isolation fails for a folio off the LRU or already being migrated.
   if (!f.test(mm::Folio::kLru) || f.test(mm::Folio::kLocked)) return false;
   return true;
@@ -279,6 +349,12 @@ std::optional<NodeId> Balancer::task_numa_fault(uint32_t pid, const mm::Mm& mm,
                                                 uint32_t last_cpupid, NodeId mem_node,
                                                 NodeId cpu_node, int pages, uint32_t flags,
                                                 Tick now, int64_t runtime_ns) {
+  // No statistics from a fault on a slow-tier page in tiering mode, or
+  // from one without a cpupid: it says nothing about where the task runs.
+  if (cfg_.promote_hot_threshold && !mm_.tiers().toptier(mem_node) &&
+      (cfg_.tiering() || last_cpupid == kCpupidUnset)) {
+    return std::nullopt;
+  }
   TaskNuma& t = task(pid);
   int priv = last_cpupid == kCpupidUnset ? 1 : (cpupid_match_pid(pid, last_cpupid) ? 1 : 0);
   if (!priv && !(flags & kTnfNoGroup)) task_numa_group(pid, last_cpupid, flags, priv);

@@ -128,7 +128,7 @@ class Balancer {
   // The first half of do_numa_page (with mpol_misplaced and
   // should_numa_migrate_memory) (restores the PTE, counts the fault,
   // swaps last_cpupid, picks the target). Its time is costs().pte_protect_ns.
-  HintDecision do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu);
+  HintDecision do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, Tick now);
   // migrate_misplaced_page's refusals (numamigrate_isolate_page, the
   // 3.8-4.18 rate limit): may this folio go to `target` now?
   bool migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick now);
@@ -154,8 +154,13 @@ class Balancer {
     return (static_cast<size_t>(stat) * nodes_ + static_cast<size_t>(node)) * 2 +
            static_cast<size_t>(priv);
   }
-  bool should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId src, NodeId dst,
-                                  CpuId cpu);
+  bool should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId src, NodeId dst, CpuId cpu,
+                                  Tick now);
+  // The memory-tiering branch (6.0+) for a slow-tier folio faulting towards
+  // dst: free space, the adjusted hot threshold, the rate limit.
+  bool promote_hot_page(mm::Folio& folio, NodeId dst, Tick now);
+  // jiffies_to_msecs(jiffies).
+  uint32_t jiffies_ms(Tick now) const;
   void task_numa_placement(uint32_t pid, const mm::Mm& mm, Tick now, int64_t runtime_ns);
   void update_task_scan_period(uint32_t pid, const mm::Mm& mm, int64_t shared, int64_t priv,
                                Tick now);
@@ -180,6 +185,17 @@ class Balancer {
   // the current 100 ms window.
   std::vector<Tick> ratelimit_window_end_;
   std::vector<uint64_t> ratelimit_pages_;
+  // Memory tiering's per-node promotion state (pglist_data's nbp_*), in ms
+  // of jiffies, with the node's pgpromote_candidate.
+  struct PromoteState {
+    int64_t threshold_ms = 0;  // 0: the default threshold
+    uint32_t th_start_ms = 0;
+    uint64_t th_nr_cand = 0;
+    uint32_t rl_start_ms = 0;
+    uint64_t rl_nr_cand = 0;
+    uint64_t candidates = 0;
+  };
+  std::vector<PromoteState> promote_;
 };
 
 }  // namespace mmsim::numa

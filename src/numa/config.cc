@@ -33,6 +33,7 @@ SwitchInfo sysctl(std::string_view key, std::string_view doc, int64_t def, int64
 }  // namespace
 
 bool has_numa_balancing(KernelVersion v) { return v >= KernelVersion{3, 8}; }
+bool has_tiering_mode(KernelVersion v) { return v >= KernelVersion{5, 18}; }
 
 std::span<const Switch<NumaConfig>> numa_switches() {
   using C = NumaConfig;
@@ -40,11 +41,12 @@ std::span<const Switch<NumaConfig>> numa_switches() {
       {{.section = "kernel",
         .key = "numa_balancing",
         .kind = SwitchKind::kInt,
-        .doc = "kernel.numa_balancing: automatic NUMA balancing on (1) or off (0); auto: on "
+        .doc = "kernel.numa_balancing: automatic NUMA balancing off (0), on (1), memory "
+               "tiering only (2: promote hot pages of slow tiers, 5.18+) or both (3); auto: 1 "
                "with more than one node (kernel/sched/fair.c, 3.8+)",
         .default_value = -1,
         .lo = 0,
-        .hi = 1,
+        .hi = 3,
         .words = {{"auto", -1}}},
        [](const C& c) { return c.numa_balancing; },
        [](C& c, int64_t v) { c.numa_balancing = v; }},
@@ -64,6 +66,26 @@ std::span<const Switch<NumaConfig>> numa_switches() {
               "MB"),
        [](const C& c) { return c.numa_balancing_scan_size_mb; },
        [](C& c, int64_t v) { c.numa_balancing_scan_size_mb = v; }},
+      {sysctl("numa_balancing_promote_rate_limit_MBps",
+              "memory tiering: promotion candidates a node takes per second (6.1+)", 65536,
+              int64_t{1} << 30, "MB/s"),
+       [](const C& c) { return c.numa_balancing_promote_rate_limit_mbps; },
+       [](C& c, int64_t v) { c.numa_balancing_promote_rate_limit_mbps = v; }},
+      {sysctl("numa_balancing_hot_threshold_ms",
+              "memory tiering: a slow-tier page whose hinting fault comes this soon after its "
+              "scan is hot (debugfs sched/numa_balancing/hot_threshold_ms, 6.1+)",
+              1000, 3600000, "ms"),
+       [](const C& c) { return c.numa_balancing_hot_threshold_ms; },
+       [](C& c, int64_t v) { c.numa_balancing_hot_threshold_ms = v; }},
+      {rule("promote_hot_threshold",
+            "memory tiering picks hot slow-tier pages by hint-fault latency (the scan time "
+            "kept in the folio's cpupid field), limits promotion candidates per second, "
+            "adjusts the threshold each scan_period_max, and keeps no task statistics of "
+            "slow-tier faults (kernel/sched/fair.c should_numa_migrate_memory, 6.1); 5.18-6.0 "
+            "decide as for any page",
+            {6, 1}),
+       [](const C& c) -> int64_t { return c.promote_hot_threshold; },
+       [](C& c, int64_t v) { c.promote_hot_threshold = v != 0; }},
       {rule("skip_shared",
             "pages mapped by more than one mm are neither marked nor migrated, whatever the "
             "mapping (mm/mprotect.c change_pte_range, mm/migrate.c migrate_misplaced_page)",

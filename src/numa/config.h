@@ -30,6 +30,13 @@ enum class ScanPeriodUpdate : int64_t {
   k414 = 1,  // 4.14+: private share first, then the local ratio
 };
 
+// kernel.numa_balancing's bits (NUMA_BALANCING_NORMAL, _MEMORY_TIERING).
+inline constexpr int64_t kNumaBalancingNormal = 1;
+inline constexpr int64_t kNumaBalancingTiering = 2;
+// The memory-tiering mode's access time: milliseconds in the folio's cpupid
+// field, modulo its width (LAST_CPUPID_SHIFT = 21 with NR_CPUS 8192).
+inline constexpr uint32_t kAccessTimeMask = (1u << 21) - 1;
+
 struct NumaConfig {
   // kernel.numa_balancing: -1 (the default) is on when the machine has more
   // than one node, as the kernel decides at boot.
@@ -38,6 +45,14 @@ struct NumaConfig {
   int64_t numa_balancing_scan_period_min_ms = 1000;
   int64_t numa_balancing_scan_period_max_ms = 60000;
   int64_t numa_balancing_scan_size_mb = 256;
+  // Memory tiering (6.1+): promotion candidates per second, and the
+  // hint-fault latency under which a slow-tier page is hot.
+  int64_t numa_balancing_promote_rate_limit_mbps = 65536;
+  int64_t numa_balancing_hot_threshold_ms = 1000;
+  // The tiering mode selects hot slow-tier pages by hint-fault latency,
+  // rate-limits promotion and adjusts its threshold (6.1). Before (5.18-6.0)
+  // a slow-tier page is decided on as any other.
+  bool promote_hot_threshold = false;
   bool skip_shared = false;
   bool skip_shared_cow = false;
   // The shared-COW skip tests the folio's reference count, not its mapcount
@@ -60,15 +75,25 @@ struct NumaConfig {
   int64_t migrate_passes = 10;
   int64_t tick_hz = 250;
 
-  // Resolved for a machine (not a switch): is balancing on?
+  // Resolved for a machine (not a switch): the mode's bits, and whether
+  // balancing is on at all.
+  int64_t mode = 0;
   bool enabled = false;
+  // Tiering only (mode 2): scans leave top-tier pages alone (5.18).
+  bool skip_top_tier = false;
+  // The kernel has the memory-tiering mode (5.18+), whatever the mode set.
+  bool has_tiering = false;
+  bool normal() const { return mode & kNumaBalancingNormal; }
+  bool tiering() const { return mode & kNumaBalancingTiering; }
 
   int64_t tick_ns() const { return 1000000000 / tick_hz; }
   int64_t scan_size_pages() const { return numa_balancing_scan_size_mb << (20 - 12); }
 };
 
-// Whether this kernel has automatic NUMA balancing at all (3.8+).
+// Whether this kernel has automatic NUMA balancing at all (3.8+), and its
+// memory-tiering mode (5.18+).
 bool has_numa_balancing(KernelVersion v);
+bool has_tiering_mode(KernelVersion v);
 
 std::span<const Switch<NumaConfig>> numa_switches();
 

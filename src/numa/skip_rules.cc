@@ -42,6 +42,9 @@ bool on_target_node(const SkipContext& c) {
   return c.target_node && c.folio->node == *c.target_node;
 }
 
+// Memory tiering without normal balancing (mode 2): only slow-tier pages
+// are worth a hinting fault.
+bool top_tier(const SkipContext& c) { return c.tiers && c.tiers->toptier(c.folio->node); }
 const std::array kRules = {
     SkipRule{"already_prot_none", "3.8+", nullptr, already_prot_none},
     SkipRule{"no_normal_page", "3.8+", nullptr, no_normal_page},
@@ -49,6 +52,7 @@ const std::array kRules = {
     SkipRule{"shared_cow", "4.16+", &NumaConfig::skip_shared_cow, shared_cow},
     SkipRule{"dirty_file", "4.17+", &NumaConfig::skip_dirty_file, dirty_file},
     SkipRule{"on_target_node", "4.10+", &NumaConfig::skip_target_node, on_target_node},
+    SkipRule{"top_tier", "5.18+ (numa_balancing = 2)", &NumaConfig::skip_top_tier, top_tier},
 };
 
 }  // namespace
@@ -56,11 +60,16 @@ const std::array kRules = {
 std::span<const SkipRule> prot_numa_skip_rules() { return kRules; }
 
 bool ProtNumaFilter::skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Folio* folio) const {
-  const SkipContext c{vma, pte, folio, target_node_, config_.shared_cow_refcount};
+  const SkipContext c{vma, pte, folio, target_node_, config_.shared_cow_refcount, &tiers_};
   // Every rule of kRules, each under its switch.
   return already_prot_none(c) || no_normal_page(c) || (config_.skip_shared && shared(c)) ||
          (config_.skip_shared_cow && shared_cow(c)) || (config_.skip_dirty_file && dirty_file(c)) ||
-         (config_.skip_target_node && on_target_node(c));
+         (config_.skip_target_node && on_target_node(c)) || (config_.skip_top_tier && top_tier(c));
+}
+
+void ProtNumaFilter::marked(mm::Folio& folio) const {
+  if (config_.tiering() && config_.promote_hot_threshold && !tiers_.toptier(folio.node))
+    folio.last_cpupid = now_ms_ & kAccessTimeMask;
 }
 
 const SkipRule* prot_numa_skip(const NumaConfig& config, const SkipContext& ctx) {

@@ -19,9 +19,10 @@ namespace mmsim::numa {
 struct SkipContext {
   const mm::Vma& vma;
   const mm::Pte& pte;
-  const mm::Folio* folio;             // nullptr: no normal page (the zero page)
-  std::optional<NodeId> target_node;  // set for a single-threaded task's private VMA
-  bool refcount = false;              // shared_cow tests the reference count (5.17-6.9)
+  const mm::Folio* folio;                  // nullptr: no normal page (the zero page)
+  std::optional<NodeId> target_node;       // set for a single-threaded task's private VMA
+  bool refcount = false;                   // shared_cow tests the reference count (5.17-6.9)
+  const mm::MemoryTiers* tiers = nullptr;  // top_tier: the machine's tiers
 };
 
 struct SkipRule {
@@ -43,15 +44,23 @@ const SkipRule* prot_numa_skip(const NumaConfig& config, const SkipContext& ctx)
 // PTE is skipped does not depend on the order of the tests (only which rule
 // prot_numa_skip names does), so the filter calls the rules the config turns
 // on directly: this runs for every PTE a scan visits.
+//
+// In memory-tiering mode it also stamps each slow-tier folio it marks with
+// the scan time (in ms, at jiffy granularity), from which the hinting fault
+// measures the page's access latency.
 class ProtNumaFilter final : public mm::ProtNumaSkip {
  public:
-  ProtNumaFilter(const NumaConfig& config, std::optional<NodeId> target_node)
-      : config_(config), target_node_(target_node) {}
+  ProtNumaFilter(const NumaConfig& config, std::optional<NodeId> target_node,
+                 const mm::MemoryTiers& tiers, uint32_t now_ms)
+      : config_(config), target_node_(target_node), tiers_(tiers), now_ms_(now_ms) {}
   bool skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Folio* folio) const override;
+  void marked(mm::Folio& folio) const override;
 
  private:
   const NumaConfig& config_;
   std::optional<NodeId> target_node_;
+  const mm::MemoryTiers& tiers_;
+  uint32_t now_ms_;
 };
 
 }  // namespace mmsim::numa

@@ -26,7 +26,11 @@ constexpr Tick kKswapdNap = milliseconds(100);
 Vmscan::Vmscan(mm::MemoryManager& mm, ReclaimConfig config)
     : mm_(mm), config_(config), kswapd_(mm.topology().nr_nodes()) {}
 
-bool Vmscan::balanced(NodeId node) const { return mm_.folios().above(node, mm::Mark::kHigh); }
+bool Vmscan::balanced(NodeId node) const {
+  // In memory-tiering mode kswapd frees up to the promo watermark, making
+  // room for promotions (pgdat_balanced).
+  return mm_.folios().above(node, mm_.config().numa_tiering ? mm::Mark::kPromo : mm::Mark::kHigh);
+}
 
 std::vector<uint32_t> Vmscan::memcgs_under(uint32_t target) const {
   std::vector<uint32_t> out;
@@ -37,14 +41,18 @@ std::vector<uint32_t> Vmscan::memcgs_under(uint32_t target) const {
   return out;
 }
 
-bool Vmscan::can_reclaim_anon() const {
-  const mm::SwapSpace* swap = mm_.swap();
-  return swap && swap->nr_free() > 0;
+bool Vmscan::can_demote(NodeId node, const ScanControl& sc) const {
+  return mm_.can_demote(node) && (!sc.cgroup_reclaim() || config_.memcg_reclaim_demotes);
 }
 
-bool Vmscan::can_age_anon() const {
+bool Vmscan::can_reclaim_anon(NodeId node, const ScanControl& sc) const {
   const mm::SwapSpace* swap = mm_.swap();
-  return swap && swap->total() > 0;
+  return (swap && swap->nr_free() > 0) || can_demote(node, sc);
+}
+
+bool Vmscan::can_age_anon(NodeId node, const ScanControl& sc) const {
+  const mm::SwapSpace* swap = mm_.swap();
+  return (swap && swap->total() > 0) || can_demote(node, sc);
 }
 
 bool Vmscan::inactive_is_low(uint32_t memcg, NodeId node, bool file) const {
@@ -78,7 +86,7 @@ void Vmscan::prepare_scan_count(NodeId node, ScanControl& sc) {
   // the last run (the workingset grows), or its inactive list is low.
   sc.may_deactivate_file =
       target.activate_file != snap || inactive_is_low(sc.target_memcg, node, true);
-  sc.may_deactivate_anon = can_age_anon() && inactive_is_low(sc.target_memcg, node, false);
+  sc.may_deactivate_anon = can_age_anon(node, sc) && inactive_is_low(sc.target_memcg, node, false);
   const uint64_t inactive_file = lru.hier_size(sc.target_memcg, node, LruList::kInactiveFile);
   sc.cache_trim_mode = (inactive_file >> sc.priority) != 0 && !sc.may_deactivate_file;
   // file_is_tiny (global reclaim): the file cache and free pages together
@@ -92,11 +100,11 @@ void Vmscan::prepare_scan_count(NodeId node, ScanControl& sc) {
   }
 }
 
-std::array<uint64_t, 4> Vmscan::get_scan_count(const mm::Lruvec& vec, NodeId,
+std::array<uint64_t, 4> Vmscan::get_scan_count(const mm::Lruvec& vec, NodeId node,
                                                const ScanControl& sc) const {
   enum { kFract, kEqual, kAnon, kFile } balance;
   const int64_t swappiness = config_.swappiness;
-  if (!can_reclaim_anon()) {
+  if (!can_reclaim_anon(node, sc)) {
     balance = kFile;
   } else if (sc.cgroup_reclaim() && swappiness == 0) {
     balance = kFile;
@@ -198,7 +206,10 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
   if (sc.who == Reclaimer::kKswapd) vm.add(Vm::pgscan_kswapd, scanned);
   if (sc.who == Reclaimer::kDirect) vm.add(Vm::pgscan_direct, scanned);
   vm.add(file ? Vm::pgscan_file : Vm::pgscan_anon, scanned);
-  uint64_t reclaimed = 0, activated = 0, written = 0;
+  uint64_t reclaimed = 0, activated = 0, written = 0, demoted = 0;
+  // The demote pass: folios to be reclaimed move to the next tier down
+  // instead; those that cannot are reclaimed as usual.
+  const bool demote = can_demote(node, sc);
   mm_.set_evicting_memcg(sc.target_memcg);
   for (Pfn pfn : taken) {
     Folio& f = mm_.folios().folio(pfn);
@@ -227,6 +238,14 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
       verdict = kReclaimClean;
     } else {
       verdict = kReclaim;
+    }
+    if ((verdict == kReclaim || verdict == kReclaimClean) && demote) {
+      if (auto ns = mm_.demote_folio(pfn, sc.cpu)) {
+        sc.ns += *ns;
+        ++reclaimed;
+        ++demoted;
+        continue;
+      }
     }
     if ((verdict == kReclaim || verdict == kReclaimClean) && f.test(Folio::kAnon)) {
       // To swap: unmapped and written, to be freed at a later scan once
@@ -270,6 +289,10 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
   }
   // lru_note_cost (6.1): pages written by this pass cost their type.
   if (written) lru.note_cost(memcg, node, file, written);
+  if (demoted) {
+    vm.add(sc.who == Reclaimer::kKswapd ? Vm::pgdemote_kswapd : Vm::pgdemote_direct,
+           static_cast<int64_t>(demoted));
+  }
   if (sc.who == Reclaimer::kKswapd) vm.add(Vm::pgsteal_kswapd, static_cast<int64_t>(reclaimed));
   if (sc.who == Reclaimer::kDirect) vm.add(Vm::pgsteal_direct, static_cast<int64_t>(reclaimed));
   vm.add(file ? Vm::pgsteal_file : Vm::pgsteal_anon, static_cast<int64_t>(reclaimed));
@@ -326,7 +349,7 @@ void Vmscan::shrink_lruvec(uint32_t memcg, NodeId node, ScanControl& sc) {
   }
   // Old anon pages are deactivated even when anon was not scanned, if there
   // is swap to reclaim them to.
-  if (can_age_anon() && inactive_is_low(memcg, node, false))
+  if (can_age_anon(node, sc) && inactive_is_low(memcg, node, false))
     shrink_active_list(LruList::kActiveAnon, mm::kSwapClusterMax, memcg, node, sc);
 }
 
@@ -336,7 +359,7 @@ void Vmscan::shrink_node(NodeId node, ScanControl& sc) {
   const mm::LruSet& lru = mm_.lru();
   uint64_t scannable =
       lru.node_size(node, LruList::kInactiveFile) + lru.node_size(node, LruList::kActiveFile);
-  if (can_age_anon())
+  if (can_age_anon(node, sc))
     scannable +=
         lru.node_size(node, LruList::kInactiveAnon) + lru.node_size(node, LruList::kActiveAnon);
   if (scannable == 0) return;

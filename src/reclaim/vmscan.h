@@ -8,8 +8,10 @@
 //
 // Anonymous folios go to the swap device ([swap] size), if there is one with
 // free slots (else get_scan_count scans page cache only); shmem is not
-// swapped. Dirty page cache is not written back by reclaim: it is activated
-// (PG_reclaim) as direct reclaim does, for the flusher to clean.
+// swapped. With demotion on (demotion_enabled), what a node would reclaim
+// moves to the next memory tier down instead, anonymous or not, and counts
+// as reclaimed (pgdemote_kswapd, pgdemote_direct). Dirty page cache is not written back by reclaim:
+// it is activated (PG_reclaim) as direct reclaim does, for the flusher to clean.
 #pragma once
 
 #include <array>
@@ -90,7 +92,8 @@ class Vmscan final : public mm::ReclaimHooks {
   // its descendants on every node, from the CPU's node outwards.
   Progress try_to_free_mem_cgroup_pages(uint32_t memcg, uint64_t pages, CpuId cpu);
 
-  // pgdat_balanced: free pages above the high watermark.
+  // pgdat_balanced: free pages above the high watermark (the promo one in
+  // memory-tiering mode).
   bool balanced(NodeId node) const;
 
  private:
@@ -109,10 +112,13 @@ class Vmscan final : public mm::ReclaimHooks {
   // Takes up to n folios off the list's tail (isolate_lru_folios).
   std::vector<Pfn> isolate(mm::LruList l, uint64_t n, uint32_t memcg, NodeId node);
   bool inactive_is_low(uint32_t memcg, NodeId node, bool file) const;
-  // Whether anon folios can be reclaimed (a swap device with free space),
-  // and aged (a swap device at all).
-  bool can_reclaim_anon() const;
-  bool can_age_anon() const;
+  // Whether the node's anon folios can be reclaimed (a swap device with
+  // free space, or demotion to a lower tier), and aged (a swap device at
+  // all, or demotion).
+  bool can_reclaim_anon(NodeId node, const ScanControl& sc) const;
+  bool can_age_anon(NodeId node, const ScanControl& sc) const;
+  // can_demote: the node has a tier below and this reclaim may use it.
+  bool can_demote(NodeId node, const ScanControl& sc) const;
   // The memcgs reclaim visits for a target (its subtree), by id.
   std::vector<uint32_t> memcgs_under(uint32_t target) const;
   void snapshot_refaults(uint32_t memcg, NodeId node);

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <ostream>
 
+#include "mm/tiers.h"
 #include "util/atomic_file.h"
 
 namespace mmsim::report {
@@ -100,8 +101,8 @@ ordered_json kernel_json(const scenario::KernelConfig& k, size_t nodes) {
   const numa::NumaConfig effective = k.numa_config(nodes);
   scenario::for_each_switch(k, [&](const SwitchInfo& sw, int64_t value) {
     ordered_json v = switch_json(sw, value);
-    // numa_balancing as the kernel reports it once booted: 0 or 1.
-    if (sw.key == "numa_balancing") v = effective.enabled ? 1 : 0;
+    // numa_balancing as the kernel reports it once booted: its mode.
+    if (sw.key == "numa_balancing") v = effective.mode;
     if (sw.section == "kernel") {
       j[std::string(sw.key)] = v;
     } else {
@@ -287,14 +288,22 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
   line(fmt::format("machine  {}: {} nodes, {} CPUs; costs: {}", topo.name(), topo.nr_nodes(),
                    topo.nr_cpus(),
                    info.host_run ? "none (a run on this host)" : cost_profile_text(sc, topo)));
+  // The memory tiers, when a node is below the top one
+  // (/sys/devices/virtual/memory_tiering).
+  const mm::MemoryTiers tiers(topo, sc.kernel.mm.memory_tiers);
+  if (tiers.tiered()) {
+    std::string t = tiers.describe();
+    std::replace(t.begin(), t.end(), '\n', ' ');
+    while (!t.empty() && t.back() == ' ') t.pop_back();
+    line(fmt::format("tiers    {}", t));
+  }
   const numa::NumaConfig nc = sc.kernel.numa_config(topo.nr_nodes());
   // Every switch, from the tables, one line per scenario table.
   std::map<std::string, std::string> by_section;
   scenario::for_each_switch(sc.kernel, [&](const SwitchInfo& sw, int64_t value) {
     if (sw.section == "numa" && !nc.enabled) return;
     if (sw.section == "memcg" && !sc.kernel.memcg.enabled() && sw.key != "stat_protocol") return;
-    const std::string v =
-        sw.key == "numa_balancing" ? std::to_string(nc.enabled ? 1 : 0) : sw.format(value);
+    const std::string v = sw.key == "numa_balancing" ? std::to_string(nc.mode) : sw.format(value);
     by_section[std::string(sw.section)].append(fmt::format(" {}={}", sw.key, v));
   });
   line(fmt::format("kernel   {}:{}", sc.kernel.version.str(), by_section["kernel"]));
@@ -388,10 +397,20 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
   }
   if (!r.timeline.empty()) {
     line("");
-    line("timeline (changes per interval)");
+    line("timeline (changes per interval; counters that never change omitted)");
+    // The counters that move, each in a column as wide as its name.
+    std::vector<size_t> cols;
+    for (size_t i = 0; i < workload::kTimelineCounters.size(); ++i) {
+      if (std::any_of(r.timeline.begin(), r.timeline.end(),
+                      [&](const workload::Sample& smp) { return smp.vm[i] != 0; }))
+        cols.push_back(i);
+    }
+    auto name = [](size_t i) {
+      return mm::kVmNames[static_cast<size_t>(workload::kTimelineCounters[i])];
+    };
     std::string hdr = fmt::format("  {:>9}", "t_s");
-    for (auto c : workload::kTimelineCounters)
-      hdr += fmt::format(" {:>12}", mm::kVmNames[static_cast<size_t>(c)].substr(0, 12));
+    for (size_t i : cols)
+      hdr += fmt::format(" {:>{}}", name(i), std::max<size_t>(12, name(i).size()));
     hdr += fmt::format(" {:>6}", "in_D");
     if (!r.memcg.empty())
       hdr += fmt::format(" {:>12} {:>12} {:>12}", "memcg_cache", "memcg_mapped", "memcg_pgpgin");
@@ -399,7 +418,8 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
     std::array<int64_t, workload::kTimelineCounters.size()> prev{};
     for (const auto& smp : r.timeline) {
       std::string row = fmt::format("  {:>9.3f}", smp.t_s);
-      for (size_t i = 0; i < smp.vm.size(); ++i) row += fmt::format(" {:>12}", smp.vm[i] - prev[i]);
+      for (size_t i : cols)
+        row += fmt::format(" {:>{}}", smp.vm[i] - prev[i], std::max<size_t>(12, name(i).size()));
       prev = smp.vm;
       row += fmt::format(" {:>6}", smp.tasks_in_d);
       if (!r.memcg.empty())

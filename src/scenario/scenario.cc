@@ -599,8 +599,7 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
       op.writable = true;
     }
     if (auto fl = r.choice("flags", {"private", "shared"})) op.shared = (*fl == "shared");
-    const size_t nodes =
-        sc.host_machine ? 1024 : size_t{sc.machine.sockets} * sc.machine.nodes_per_socket;
+    const size_t nodes = sc.host_machine ? 1024 : static_cast<size_t>(sc.machine.nr_nodes());
     if (auto pol = r.choice("policy", {"default", "bind", "preferred", "interleave"})) {
       using Mode = mm::MemPolicy::Mode;
       op.policy.mode = *pol == "bind"         ? Mode::kBind
@@ -721,8 +720,7 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
                                ? 65535
                                : size_t{sc.machine.sockets} * sc.machine.cores_per_socket *
                                      sc.machine.threads_per_core;
-    const size_t nr_nodes =
-        sc.host_machine ? 1024 : size_t{sc.machine.sockets} * sc.machine.nodes_per_socket;
+    const size_t nr_nodes = sc.host_machine ? 1024 : static_cast<size_t>(sc.machine.nr_nodes());
     auto id_list = [&](const char* key, const char* what, size_t n) {
       std::vector<uint16_t> ids;
       const toml::node* node = r.get(key);
@@ -832,6 +830,44 @@ void read_machine(TableReader& r, Scenario& sc) {
     m.llc_per_socket = *v;
     changed = true;
   }
+  // CPU-less memory nodes (before the matrix, whose expected size they set).
+  if (auto v = r.integer("memory_nodes_per_socket", 0, 65535)) {
+    m.memory_nodes_per_socket = static_cast<uint16_t>(*v);
+    changed = true;
+  }
+  if (auto v = r.size("memory_node_mem")) {
+    m.memory_node_mem = *v;
+    changed = true;
+  }
+  auto u32 = [&](const char* key, uint32_t& field) {
+    if (auto v = r.integer(key, 1, 1000000)) {
+      field = static_cast<uint32_t>(*v);
+      changed = true;
+    }
+  };
+  u32("memory_node_latency_ns", m.memory_node_latency_ns);
+  u32("dram_latency_ns", m.dram_latency_ns);
+  auto mbps = [&](const char* key, uint64_t& field) {
+    if (auto v = r.integer(key, 1, int64_t{1} << 40)) {
+      field = static_cast<uint64_t>(*v);
+      changed = true;
+    }
+  };
+  mbps("memory_node_bandwidth_mbps", m.memory_node_bandwidth_mbps);
+  mbps("dram_bandwidth_mbps", m.dram_bandwidth_mbps);
+  if (const toml::node* n = r.get("memory_node_online")) {
+    const auto* str = n->as_string();
+    if (str && str->get() == "boot") {
+      m.memory_node_online = topo::MemoryOnline::kBoot;
+      changed = true;
+    } else if (str && str->get() == "kmem") {
+      m.memory_node_online = topo::MemoryOnline::kKmem;
+      changed = true;
+    } else {
+      r.error(n, "memory_node_online",
+              "expected \"boot\" (ordinary memory at boot) or \"kmem\" (onlined by dax/kmem)");
+    }
+  }
   if (const toml::node* n = r.get("distance")) {
     std::vector<std::vector<int>> d;
     bool ok = n->is_array();
@@ -871,8 +907,8 @@ void read_machine(TableReader& r, Scenario& sc) {
     }
   } else if (changed && before_overrides) {
     // A preset's matrix no longer fits a changed shape; use the default one.
-    const size_t nodes = size_t{m.sockets} * m.nodes_per_socket;
-    if (m.distance.size() != nodes) m.distance.clear();
+    if (m.distance.size() != m.nr_nodes() && m.distance.size() != m.nr_cpu_nodes())
+      m.distance.clear();
   }
   if (sc.host_machine && changed) {
     r.error(r.raw().get("preset"), "preset", "the host machine cannot be reshaped");
@@ -922,10 +958,15 @@ void check_kernel(const toml::table& root, Scenario& sc, Ctx& ctx) {
     const toml::node* at = kernel && kernel->is_table() ? kernel->as_table()->get(key) : nullptr;
     return at ? at->source() : (kernel ? kernel->source() : root.source());
   };
-  if (n.numa_balancing == 1 && !numa::has_numa_balancing(sc.kernel.version)) {
+  if (n.numa_balancing >= 1 && !numa::has_numa_balancing(sc.kernel.version)) {
     ctx.error(where("numa_balancing"), "kernel.numa_balancing",
               fmt::format("automatic NUMA balancing arrived in 3.8; kernel {} has none",
                           sc.kernel.version.str()));
+  } else if (n.numa_balancing >= 2 && !numa::has_tiering_mode(sc.kernel.version)) {
+    ctx.error(where("numa_balancing"), "kernel.numa_balancing",
+              fmt::format("{}: the memory-tiering mode (2, 3) arrived in 5.18; kernel {} takes 0 "
+                          "or 1",
+                          n.numa_balancing, sc.kernel.version.str()));
   }
   if (n.numa_balancing_scan_period_min_ms > n.numa_balancing_scan_period_max_ms) {
     ctx.error(where("numa_balancing_scan_period_min_ms"),
@@ -1404,9 +1445,7 @@ LoadResult parse_table(toml::table root, const std::string& file,
         if (auto fs = r.choice("fs", {"disk", "tmpfs"})) f.tmpfs = *fs == "tmpfs";
         f.cached = r.boolean("cached").value_or(false);
         if (f.cached && !sc.host_machine) {
-          const uint64_t machine_pages = uint64_t{sc.machine.sockets} *
-                                         sc.machine.nodes_per_socket *
-                                         (sc.machine.mem_per_node / kPageSize);
+          const uint64_t machine_pages = sc.machine.total_mem_bytes() / kPageSize;
           cached_pages = workload::add_sat(cached_pages, f.pages);
           if (f.pages > machine_pages) {
             r.error(a->get(i)->as_table()->get("cached"), "cached",
@@ -1420,7 +1459,7 @@ LoadResult parse_table(toml::table root, const std::string& file,
           }
         }
         const int64_t max_node =
-            sc.host_machine ? 1023 : int64_t{sc.machine.sockets} * sc.machine.nodes_per_socket - 1;
+            sc.host_machine ? 1023 : static_cast<int64_t>(sc.machine.nr_nodes()) - 1;
         f.cached_node =
             static_cast<uint16_t>(r.integer("node", 0, std::max<int64_t>(0, max_node)).value_or(0));
         r.finish();
@@ -1627,6 +1666,11 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.mm = s.kernel.mm;
   wc.mm.swap_pages = s.kernel.swap_bytes / kPageSize;
   wc.numa = s.kernel.numa_config(topo.nr_nodes());
+  // What the tiering mode changes in mm, and the counters it brings.
+  wc.mm.numa_tiering = wc.numa.tiering();
+  wc.mm.tiering_access_time = wc.numa.tiering() && wc.numa.promote_hot_threshold;
+  wc.mm.promote_stats = numa::has_tiering_mode(s.kernel.version);
+  wc.mm.promote_candidate_stat = wc.numa.promote_hot_threshold;
   wc.sample_interval = s.sample_interval;
   wc.limits = s.limits;
   wc.memcg = s.kernel.memcg;
@@ -1639,8 +1683,12 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
 
 numa::NumaConfig KernelConfig::numa_config(size_t nodes) const {
   numa::NumaConfig c = numa;
-  c.enabled = numa::has_numa_balancing(version) &&
-              (c.numa_balancing == 1 || (c.numa_balancing == -1 && nodes > 1));
+  c.mode = !numa::has_numa_balancing(version) ? 0
+           : c.numa_balancing == -1           ? (nodes > 1 ? numa::kNumaBalancingNormal : 0)
+                                              : c.numa_balancing;
+  c.enabled = c.mode != 0;
+  c.skip_top_tier = c.tiering() && !c.normal();
+  c.has_tiering = numa::has_tiering_mode(version);
   return c;
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -46,6 +47,41 @@ std::vector<std::vector<int>> slit(size_t nodes, int local, int remote) {
   std::vector<std::vector<int>> d(nodes, std::vector<int>(nodes, remote));
   for (size_t i = 0; i < nodes; ++i) d[i][i] = local;
   return d;
+}
+
+// What a memory node adds to the SLIT distance of its socket's DRAM: the
+// latency ratio in tenths, as firmware derives SLIT from HMAT latencies.
+int memory_node_extra_distance(const MachineSpec& spec) {
+  if (spec.dram_latency_ns == 0) return kRemoteDistance - kLocalDistance;
+  const double ratio =
+      static_cast<double>(spec.memory_node_latency_ns) / static_cast<double>(spec.dram_latency_ns);
+  return std::max(1, static_cast<int>(std::lround(kLocalDistance * (ratio - 1.0))));
+}
+
+// Completes a matrix over the CPU nodes with the memory nodes (numbered
+// after them, socket by socket): a memory node is as far from a CPU node as
+// its socket's first node is, plus its extra distance; two memory nodes are
+// as far as their sockets' first nodes, plus both extras.
+void extend_distance(std::vector<std::vector<int>>& d, const MachineSpec& spec) {
+  const size_t cpu_nodes = spec.nr_cpu_nodes();
+  const size_t nodes = spec.nr_nodes();
+  if (nodes == cpu_nodes) return;
+  const int extra = memory_node_extra_distance(spec);
+  const size_t mnps = spec.memory_nodes_per_socket;
+  const auto home = [&](size_t n) {
+    return n < cpu_nodes ? n : ((n - cpu_nodes) / mnps) * spec.nodes_per_socket;
+  };
+  const auto own = [&](size_t n) { return n < cpu_nodes ? 0 : extra; };
+  const std::vector<std::vector<int>> base = d;
+  d.assign(nodes, std::vector<int>(nodes, kLocalDistance));
+  for (size_t a = 0; a < nodes; ++a) {
+    for (size_t b = 0; b < nodes; ++b) {
+      if (a == b) continue;
+      const size_t ha = home(a), hb = home(b);
+      const int through = ha == hb ? kLocalDistance : base[ha][hb];
+      d[a][b] = std::min(kMaxDistance, through + own(a) + own(b));
+    }
+  }
 }
 
 // Sysfs parsing helpers. Every one returns nullopt on malformed text.
@@ -217,16 +253,41 @@ Topology::Topology(const MachineSpec& spec) : name_(spec.name) {
     }
   }
   for (const Cpu& cpu : cpus_) nodes_[cpu.node.v].cpus.push_back(cpu.id);
-
-  if (spec.distance.empty()) {
-    distance_ = slit(nr_nodes, kLocalDistance, kRemoteDistance);
-    for (uint32_t a = 0; a < nr_nodes; ++a) {
-      for (uint32_t b = 0; b < nr_nodes; ++b) {
-        if (a != b && nodes_[a].socket == nodes_[b].socket) distance_[a][b] = kSameSocketDistance;
-      }
+  for (uint32_t n = 0; n < nr_nodes; ++n) {
+    nodes_[n].latency_ns = spec.dram_latency_ns;
+    nodes_[n].bandwidth_mbps = spec.dram_bandwidth_mbps;
+  }
+  // The CPU-less memory nodes, socket by socket after the CPU nodes.
+  const uint32_t mnps = spec.memory_nodes_per_socket;
+  for (uint32_t s = 0; s < sockets; ++s) {
+    for (uint32_t i = 0; i < mnps; ++i) {
+      Node node;
+      node.id = NodeId(static_cast<uint16_t>(nodes_.size()));
+      node.socket = static_cast<uint16_t>(s);
+      node.mem_bytes = spec.memory_node_mem;
+      node.latency_ns = spec.memory_node_latency_ns;
+      node.bandwidth_mbps = spec.memory_node_bandwidth_mbps;
+      node.online = spec.memory_node_online;
+      nodes_.push_back(node);
     }
-  } else {
+  }
+
+  if (spec.distance.size() == nodes_.size()) {
     distance_ = spec.distance;
+  } else {
+    if (spec.distance.empty()) {
+      distance_ = slit(nr_nodes, kLocalDistance, kRemoteDistance);
+      for (uint32_t a = 0; a < nr_nodes; ++a) {
+        for (uint32_t b = 0; b < nr_nodes; ++b) {
+          if (a != b && nodes_[a].socket == nodes_[b].socket) {
+            distance_[a][b] = kSameSocketDistance;
+          }
+        }
+      }
+    } else {
+      distance_ = spec.distance;
+    }
+    extend_distance(distance_, spec);
   }
   llc_.assign(sockets, spec.llc_per_socket);
   build_fallback();
@@ -259,6 +320,19 @@ Topology::Topology(std::string name, std::vector<Node> nodes, std::vector<Cpu> c
 }
 
 void Topology::build_fallback() {
+  // A CPU-less node's home is the nearest node with CPUs.
+  home_.resize(nodes_.size());
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    home_[n] = nodes_[n].id;
+    if (!nodes_[n].cpus.empty()) continue;
+    int best = INT32_MAX;
+    for (const Node& c : nodes_) {
+      if (!c.cpus.empty() && distance_[n][c.id.v] < best) {
+        best = distance_[n][c.id.v];
+        home_[n] = c.id;
+      }
+    }
+  }
   fallback_.resize(nodes_.size());
   for (size_t from = 0; from < nodes_.size(); ++from) {
     std::vector<NodeId>& order = fallback_[from];
@@ -288,12 +362,53 @@ std::vector<std::string> validate_machine_spec(const MachineSpec& spec) {
   count_at_least_one("threads_per_core", spec.threads_per_core);
   count_at_least_one("nodes_per_socket", spec.nodes_per_socket);
 
-  const uint64_t nodes = uint64_t{spec.sockets} * spec.nodes_per_socket;
+  const uint64_t cpu_nodes = spec.nr_cpu_nodes();
+  const uint64_t nodes = spec.nr_nodes();
   const uint64_t cpus = uint64_t{spec.sockets} * spec.cores_per_socket * spec.threads_per_core;
-  if (nodes > kMaxNodes) {
+  if (cpu_nodes > kMaxNodes) {
     problems.push_back(fmt::format(
         "nodes_per_socket: {} sockets x {} nodes per socket = {} nodes, more than the {} allowed",
-        spec.sockets, spec.nodes_per_socket, nodes, kMaxNodes));
+        spec.sockets, spec.nodes_per_socket, cpu_nodes, kMaxNodes));
+  } else if (nodes > kMaxNodes) {
+    problems.push_back(fmt::format(
+        "memory_nodes_per_socket: {} sockets x ({} + {}) nodes per socket = {} "
+        "nodes, more than the {} allowed",
+        spec.sockets, spec.nodes_per_socket, spec.memory_nodes_per_socket, nodes, kMaxNodes));
+  }
+  if (spec.memory_nodes_per_socket > 0) {
+    if (spec.memory_node_mem == 0 || spec.memory_node_mem % kPageSize != 0) {
+      problems.push_back(fmt::format(
+          "memory_node_mem: must be a positive multiple of the {}-byte page size, got {}",
+          kPageSize, spec.memory_node_mem));
+    }
+    if (spec.memory_node_latency_ns == 0) {
+      problems.push_back(
+          "memory_node_latency_ns: missing (a memory node's idle latency from its socket's "
+          "CPUs, which its SLIT distance and memory tier follow)");
+    }
+    if (spec.dram_latency_ns == 0) {
+      problems.push_back(
+          "dram_latency_ns: missing (the CPU nodes' own DRAM latency, the base of the memory "
+          "nodes' distances and tiers)");
+    }
+    if (spec.memory_node_latency_ns != 0 && spec.dram_latency_ns != 0 &&
+        spec.memory_node_latency_ns <= spec.dram_latency_ns) {
+      problems.push_back(fmt::format(
+          "memory_node_latency_ns: {} ns is not above dram_latency_ns ({} ns): a memory node "
+          "is modelled as the slower memory of its socket",
+          spec.memory_node_latency_ns, spec.dram_latency_ns));
+    }
+  }
+  if (spec.mem_per_node % kPageSize == 0 && spec.memory_node_mem % kPageSize == 0 && nodes >= 1 &&
+      nodes <= kMaxNodes && spec.memory_nodes_per_socket > 0 &&
+      spec.mem_per_node / kPageSize <= kMaxMachinePages &&
+      spec.memory_node_mem / kPageSize <= kMaxMachinePages &&
+      (cpu_nodes * (spec.mem_per_node / kPageSize) +
+       (nodes - cpu_nodes) * (spec.memory_node_mem / kPageSize)) > kMaxMachinePages) {
+    problems.push_back(fmt::format(
+        "memory_node_mem: the machine's memory is more than the model's {} bytes (16 TiB less "
+        "two pages: page frame numbers are 32 bits)",
+        kMaxMachinePages * kPageSize));
   }
   if (cpus > kMaxCpus) {
     problems.push_back(fmt::format(
@@ -310,12 +425,12 @@ std::vector<std::string> validate_machine_spec(const MachineSpec& spec) {
         fmt::format("mem_per_node: must be a positive multiple of the {}-byte page size, got {}",
                     kPageSize, spec.mem_per_node));
   }
-  if (spec.mem_per_node % kPageSize == 0 && nodes >= 1 && nodes <= kMaxNodes &&
-      spec.mem_per_node / kPageSize > kMaxMachinePages / nodes) {
+  if (spec.mem_per_node % kPageSize == 0 && cpu_nodes >= 1 && cpu_nodes <= kMaxNodes &&
+      spec.mem_per_node / kPageSize > kMaxMachinePages / cpu_nodes) {
     problems.push_back(fmt::format(
         "mem_per_node: {} nodes x {} bytes is more than the model's {} bytes (16 TiB less two "
         "pages: page frame numbers are 32 bits)",
-        nodes, spec.mem_per_node, kMaxMachinePages * kPageSize));
+        cpu_nodes, spec.mem_per_node, kMaxMachinePages * kPageSize));
   }
   if (spec.llc_per_socket == 0) {
     problems.push_back("llc_per_socket: must be at least 1 byte, got 0");
@@ -326,21 +441,28 @@ std::vector<std::string> validate_machine_spec(const MachineSpec& spec) {
   const bool nodes_known = spec.sockets >= 1 && spec.nodes_per_socket >= 1 && nodes <= kMaxNodes;
   if (spec.distance.empty() || !nodes_known) return problems;
   const auto& d = spec.distance;
-  bool square = d.size() == nodes;
+  // With memory nodes, a matrix over the CPU nodes only is completed from
+  // their latency.
+  const uint64_t rows = d.size() == cpu_nodes ? cpu_nodes : nodes;
+  bool square = d.size() == rows;
   if (!square) {
     problems.push_back(
-        fmt::format("distance: has {} rows, expected {} (one per node)", d.size(), nodes));
+        nodes == cpu_nodes
+            ? fmt::format("distance: has {} rows, expected {} (one per node)", d.size(), nodes)
+            : fmt::format("distance: has {} rows, expected {} (one per node) or {} (one per CPU "
+                          "node; the memory nodes' entries then follow from their latency)",
+                          d.size(), nodes, cpu_nodes));
   }
   for (size_t i = 0; i < d.size(); ++i) {
-    if (d[i].size() != nodes) {
+    if (d[i].size() != rows) {
       square = false;
       problems.push_back(
-          fmt::format("distance: row {} has {} entries, expected {}", i, d[i].size(), nodes));
+          fmt::format("distance: row {} has {} entries, expected {}", i, d[i].size(), rows));
     }
   }
   if (!square) return problems;
-  for (size_t i = 0; i < nodes; ++i) {
-    for (size_t j = 0; j < nodes; ++j) {
+  for (size_t i = 0; i < rows; ++i) {
+    for (size_t j = 0; j < rows; ++j) {
       const int v = d[i][j];
       if (i == j && v != kLocalDistance) {
         problems.push_back(
@@ -403,10 +525,42 @@ std::optional<MachineSpec> preset(std::string_view name) {
     }
     return spec;
   }
+  if (name == "dram-cxl") {
+    // A two-socket server with one CXL memory expander per socket, each a
+    // CPU-less NUMA node: the machine of memory-tiering work. Illustrative
+    // shape (16 cores, a 60 MB L3 and 16 GiB of DRAM per socket, 64 GiB
+    // of CXL memory per expander); the performance figures are published:
+    // - DRAM latency 100 ns: local DDR round trips are "sub-100 ns" (The
+    //   Next Platform, "Just How Bad Is CXL Memory Latency?", 2022-12-05).
+    // - CXL latency 180 ns: CXL memory adds 70-90 ns to a local DRAM access
+    //   (Li, Berger et al., "Pond", ASPLOS 2023); the middle of that range.
+    // - DRAM bandwidth 307,200 MB/s: eight DDR5-4800 channels per socket
+    //   (4800 MT/s x 8 bytes = 38.4 GB/s each, JEDEC DDR5 arithmetic).
+    // - CXL bandwidth 36,000 MB/s: Micron CZ120, a CXL 2.0 x8 expander, "up
+    //   to 36 GB/s" (Tom's Hardware, 2023).
+    // The SLIT follows from the latencies (10 local, 18 to the socket's CXL
+    // node, 21 to the other socket). The expanders' memory is onlined by
+    // dax/kmem, as firmware marks CXL memory EFI_MEMORY_SP by default.
+    spec.sockets = 2;
+    spec.cores_per_socket = 16;
+    spec.threads_per_core = 1;
+    spec.nodes_per_socket = 1;
+    spec.mem_per_node = 16 * kGiB;
+    spec.llc_per_socket = 60 * 1000 * 1000;
+    spec.distance = slit(2, kLocalDistance, 21);
+    spec.memory_nodes_per_socket = 1;
+    spec.memory_node_mem = 64 * kGiB;
+    spec.dram_latency_ns = 100;
+    spec.memory_node_latency_ns = 180;
+    spec.dram_bandwidth_mbps = 307200;
+    spec.memory_node_bandwidth_mbps = 36000;
+    spec.memory_node_online = MemoryOnline::kKmem;
+    return spec;
+  }
   return std::nullopt;
 }
 
-std::vector<std::string> preset_names() { return {"2s-16c", "xeon-8s-144c", "host"}; }
+std::vector<std::string> preset_names() { return {"2s-16c", "xeon-8s-144c", "dram-cxl", "host"}; }
 
 std::optional<Topology> load_host(const std::string& sys_root, std::string* error) {
   const auto fail = [&](std::string message) -> std::optional<Topology> {

@@ -20,11 +20,21 @@ struct Cpu {
   uint16_t thread = 0;  // SMT thread number within the core
 };
 
+// How the memory of a CPU-less node comes online: at boot as ordinary
+// memory, or later by the dax/kmem driver (memory the firmware marked
+// EFI_MEMORY_SP, "specific purpose", as it commonly does for CXL memory).
+enum class MemoryOnline : uint8_t { kBoot, kKmem };
+
 struct Node {
   NodeId id;
   uint16_t socket = 0;
   uint64_t mem_bytes = 0;
   std::vector<CpuId> cpus;  // ascending
+  // The access performance the firmware reports for it (ACPI HMAT) from its
+  // socket's CPUs; 0: not reported.
+  uint32_t latency_ns = 0;
+  uint64_t bandwidth_mbps = 0;
+  MemoryOnline online = MemoryOnline::kBoot;
 };
 
 // What a machine is made of; every Topology is built from one of these.
@@ -33,10 +43,32 @@ struct MachineSpec {
   uint16_t sockets = 1;
   uint16_t cores_per_socket = 1;
   uint16_t threads_per_core = 1;
-  uint16_t nodes_per_socket = 1;           // sub-NUMA clustering; 1 on most machines
-  uint64_t mem_per_node = 0;               // bytes
-  uint64_t llc_per_socket = 0;             // bytes
-  std::vector<std::vector<int>> distance;  // SLIT, nodes x nodes; empty = 10 local, 20 remote
+  uint16_t nodes_per_socket = 1;  // sub-NUMA clustering; 1 on most machines
+  uint64_t mem_per_node = 0;      // bytes
+  uint64_t llc_per_socket = 0;    // bytes
+  // SLIT, nodes x nodes; empty = 10 local, 20 remote. It may cover only the
+  // CPU nodes: the memory nodes' entries then follow from their latency.
+  std::vector<std::vector<int>> distance;
+  // CPU-less memory nodes (CXL memory expanders and the like): this many per
+  // socket, numbered after every CPU node, each with memory_node_mem bytes.
+  uint16_t memory_nodes_per_socket = 0;
+  uint64_t memory_node_mem = 0;
+  // The HMAT's figures from a socket's CPUs: idle load latency and
+  // bandwidth of its memory nodes and of its own DRAM.
+  uint32_t memory_node_latency_ns = 0;
+  uint64_t memory_node_bandwidth_mbps = 0;
+  uint32_t dram_latency_ns = 0;
+  uint64_t dram_bandwidth_mbps = 0;
+  MemoryOnline memory_node_online = MemoryOnline::kKmem;
+
+  uint64_t nr_cpu_nodes() const { return uint64_t{sockets} * nodes_per_socket; }
+  uint64_t nr_nodes() const {
+    return uint64_t{sockets} * (uint64_t{nodes_per_socket} + memory_nodes_per_socket);
+  }
+  uint64_t total_mem_bytes() const {
+    return nr_cpu_nodes() * mem_per_node +
+           uint64_t{sockets} * memory_nodes_per_socket * memory_node_mem;
+  }
 };
 
 // The modelled machine. Immutable once built.
@@ -67,6 +99,9 @@ class Topology {
   // distance scales by this.
   double distance_factor(NodeId a, NodeId b) const { return distance_[a.v][b.v] / 10.0; }
   uint64_t llc_bytes(uint16_t socket) const { return llc_[socket]; }
+  // The node with CPUs a node's memory is attached to: itself, or for a
+  // CPU-less node the nearest node with CPUs (ties: the lowest id).
+  NodeId home(NodeId n) const { return home_[n.v]; }
   // The node itself first, then the others by increasing distance, ties by id:
   // the kernel's zonelist fallback order.
   const std::vector<NodeId>& fallback_order(NodeId from) const { return fallback_[from.v]; }
@@ -80,12 +115,13 @@ class Topology {
   std::vector<std::vector<int>> distance_;
   std::vector<uint64_t> llc_;
   std::vector<std::vector<NodeId>> fallback_;
+  std::vector<NodeId> home_;
 };
 
 // Problems with a spec as "key: message" strings (key relative to [machine]).
 std::vector<std::string> validate_machine_spec(const MachineSpec& spec);
 
-// Named presets: "2s-16c", "xeon-8s-144c". ("host" is read by load_host.)
+// Named presets: "2s-16c", "xeon-8s-144c", "dram-cxl". ("host" is read by load_host.)
 std::optional<MachineSpec> preset(std::string_view name);
 std::vector<std::string> preset_names();
 

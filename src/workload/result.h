@@ -24,7 +24,7 @@ inline constexpr std::array<const char*, 4> kTimeMetrics = {"elapsed_s", "user_s
 
 // Counters sampled over time (RunResult::timeline), as changes since the
 // run's start (for the nr_* gauges too: pages freed or put on a list since).
-inline constexpr std::array<mm::Vm, 17> kTimelineCounters = {mm::Vm::pgfault,
+inline constexpr std::array<mm::Vm, 21> kTimelineCounters = {mm::Vm::pgfault,
                                                              mm::Vm::numa_pte_updates,
                                                              mm::Vm::numa_hint_faults,
                                                              mm::Vm::numa_hint_faults_local,
@@ -40,7 +40,11 @@ inline constexpr std::array<mm::Vm, 17> kTimelineCounters = {mm::Vm::pgfault,
                                                              mm::Vm::pgsteal_kswapd,
                                                              mm::Vm::pgsteal_direct,
                                                              mm::Vm::pswpout,
-                                                             mm::Vm::workingset_refault_file};
+                                                             mm::Vm::workingset_refault_file,
+                                                             mm::Vm::pgpromote_candidate,
+                                                             mm::Vm::pgpromote_success,
+                                                             mm::Vm::pgdemote_kswapd,
+                                                             mm::Vm::pgdemote_direct};
 
 struct Sample {
   double t_s = 0;

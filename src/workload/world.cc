@@ -487,7 +487,7 @@ bool World::numa_tick(TaskExec& t) {
 bool World::numa_hint_fault(TaskExec& t, Vpn vpn, Pfn pfn) {
   mm::Mm& mm = *t.proc->mm;
   mm::OpCost cost;
-  const numa::HintDecision d = balancer_.do_numa_page(t.task.pid, mm, vpn, t.task.cpu);
+  const numa::HintDecision d = balancer_.do_numa_page(t.task.pid, mm, vpn, t.task.cpu, t.clock);
   cost.sys_ns += costs_.pte_protect_ns;
   charge_sys(t, cost);
   if (!d.target) {

@@ -106,7 +106,7 @@ struct NumaWorld {
     NumaConfig rules;
     rules.skip_shared_cow = true;
     rules.skip_dirty_file = true;
-    const ProtNumaFilter filter(rules, std::nullopt);
+    const ProtNumaFilter filter(rules, std::nullopt, w.mgr.tiers(), 0);
     w.mgr.change_prot_numa(mm, *mm.find_vma(a), a, Vpn(a.v + n), filter, CpuId(0));
   }
   // One hinting fault's accounting (task_numa_fault) for a single page.
@@ -441,7 +441,7 @@ TEST(NumaHintFault, RestoredPteRegainsItsSavedWriteBit) {
   ASSERT_TRUE(mm.pgtable().get(a).protnone());
   ASSERT_FALSE(mm.pgtable().get(a).writable());
 
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0));
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0), Tick{});
 
   EXPECT_FALSE(mm.pgtable().get(a).protnone());
   EXPECT_TRUE(mm.pgtable().get(a).writable());
@@ -456,7 +456,7 @@ TEST(NumaHintFault, RestoredReadOnlyPteStaysReadOnlyAndIsNotGrouped) {
   n.touch(mm, a, 1, false);  // a page-cache page, mapped read-only (COW)
   n.mark(mm, a, 1);
 
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0));
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0), Tick{});
 
   EXPECT_FALSE(mm.pgtable().get(a).protnone());
   EXPECT_FALSE(mm.pgtable().get(a).writable());
@@ -471,7 +471,7 @@ TEST(NumaHintFault, EarlyFaultWithUnsetCpupidPicksTheFaultingNode) {
   n.mark(mm, a, 1);
   ASSERT_EQ(n.folio_at(mm, a).last_cpupid, kCpupidUnset);
 
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()));
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), Tick{});
 
   ASSERT_TRUE(d.target.has_value());
   EXPECT_EQ(*d.target, NodeId(1));
@@ -493,7 +493,7 @@ TEST(NumaHintFault, EarlyFaultOfAGroupedTaskWithUnsetCpupidPicksTheFaultingNode)
   n.mark(mm, a, 1);
 
   // Step 2 decides: the group's (empty) CPU-fault counts would say no.
-  const HintDecision d = n.balancer.do_numa_page(2, mm, a, CpuId(cpu2));
+  const HintDecision d = n.balancer.do_numa_page(2, mm, a, CpuId(cpu2), Tick{});
 
   ASSERT_TRUE(d.target.has_value());
   EXPECT_EQ(*d.target, NodeId(1));
@@ -509,7 +509,7 @@ TEST(NumaHintFault, LastFaultFromAnotherNodeGivesNoTarget) {
   const uint32_t other = make_cpupid(CpuId(0), 7);
   n.folio_at(mm, a).last_cpupid = other;
 
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()));
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), Tick{});
 
   EXPECT_FALSE(d.target.has_value());
   EXPECT_EQ(d.last_cpupid, other);
@@ -523,7 +523,7 @@ TEST(NumaHintFault, FaultSwapsItsCpupidIntoTheFolio) {
   n.mark(mm, a, 1);
   n.folio_at(mm, a).last_cpupid = make_cpupid(CpuId(0), 7);
 
-  n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()));
+  n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), Tick{});
 
   EXPECT_EQ(n.folio_at(mm, a).last_cpupid, make_cpupid(CpuId(n.node1_cpu()), 1));
 }
@@ -535,7 +535,7 @@ TEST(NumaHintFault, LocalFaultIsCountedLocalAndGivesNoTarget) {
   n.touch(mm, a, 1, true, 0);
   n.mark(mm, a, 1);
 
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0));
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(0), Tick{});
 
   EXPECT_FALSE(d.target.has_value());
   EXPECT_TRUE(d.flags & kTnfFaultLocal);

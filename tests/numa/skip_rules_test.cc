@@ -69,7 +69,7 @@ struct SkipWorld {
   // change_prot_numa over [v, v + n) with the rules of `config`.
   uint64_t mark(mm::Mm& mm, Vpn v, uint64_t n, const NumaConfig& config,
                 std::optional<NodeId> target_node = std::nullopt) {
-    const ProtNumaFilter filter(config, target_node);
+    const ProtNumaFilter filter(config, target_node, w.mgr.tiers(), 0);
     return w.mgr.change_prot_numa(mm, *mm.find_vma(v), v, Vpn(v.v + n), filter, CpuId(0)).updated;
   }
 
@@ -81,15 +81,17 @@ TEST(NumaSkipRules, TheRulesAreTestedInTheKernelsOrderWithTheirSwitches) {
   const auto rules = prot_numa_skip_rules();
   std::vector<std::string> names;
   for (const auto& r : rules) names.emplace_back(r.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"already_prot_none", "no_normal_page", "shared",
-                                             "shared_cow", "dirty_file", "on_target_node"}));
-  ASSERT_EQ(rules.size(), 6u);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"already_prot_none", "no_normal_page", "shared", "shared_cow",
+                                      "dirty_file", "on_target_node", "top_tier"}));
+  ASSERT_EQ(rules.size(), 7u);
   EXPECT_EQ(rules[0].enabled, nullptr);
   EXPECT_EQ(rules[1].enabled, nullptr);
   EXPECT_EQ(rules[2].enabled, &NumaConfig::skip_shared);
   EXPECT_EQ(rules[3].enabled, &NumaConfig::skip_shared_cow);
   EXPECT_EQ(rules[4].enabled, &NumaConfig::skip_dirty_file);
   EXPECT_EQ(rules[5].enabled, &NumaConfig::skip_target_node);
+  EXPECT_EQ(rules[6].enabled, &NumaConfig::skip_top_tier);
 }
 
 // already_prot_none ----------------------------------------------------------
