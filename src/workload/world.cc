@@ -89,6 +89,9 @@ void World::run_checker(const char* when, bool always) {
   const uint64_t n = ++checker_calls_;
   const uint64_t stride = std::max<uint32_t>(config_.check_stride, 1);  // 0 means 1
   if (!always && n > stride && n % stride != 0) return;
+  const uint64_t events = mm_.page_events() - checked_at_events_;
+  if (!always && n > stride && stride > 1 && events < mm_.folios().in_use() / 16) return;
+  checked_at_events_ = mm_.page_events();
   auto errors = mm_.check_invariants();
   for (auto& e : memcg_.check_invariants()) errors.push_back(std::move(e));
   for (auto& e : errors) {

@@ -43,7 +43,10 @@ struct WorldConfig {
   bool check_invariants = false;    // run the DEBUG_VM-like checker (tests: on)
   // After the first check_stride kernel operations, the checker runs after
   // every check_stride-th one (always at the end of the run): a cheaper, less
-  // precise check of long runs (the fuzzer's). 1 (or 0): after each one.
+  // precise check of long runs (the fuzzer's). Such a stride also spreads a
+  // check's cost, which grows with the pages in use, over as many page
+  // events: a check waits until page events since the last one reach 1/16
+  // of the pages in use. 1 (or 0): after each operation.
   uint32_t check_stride = 1;
   bool fast_forward = true;  // off: run loops pass by pass (tests compare)
   Tick sample_interval;      // > 0: record a timeline of counters
@@ -252,8 +255,9 @@ class World final : public sim::EventHandler,
   uint64_t errors_not_kept_ = 0;
   std::vector<std::string> check_failures_;
   uint64_t checker_calls_ = 0;
-  uint64_t limit_pages_;     // config_.limits.memory_bytes in pages
-  std::string limit_error_;  // the run went past one of config_.limits and stopped
+  uint64_t checked_at_events_ = 0;  // page events at the last check
+  uint64_t limit_pages_;            // config_.limits.memory_bytes in pages
+  std::string limit_error_;         // the run went past one of config_.limits and stopped
   uint32_t live_tasks_ = 0;
   uint64_t ops_ = 0;  // program operations executed (limits.ops)
   Tick last_exit_;
