@@ -17,6 +17,8 @@
 #include <map>
 #include <ostream>
 #include <sstream>
+#include <string>
+#include <tuple>
 
 #include "native/plan_build.h"
 #include "plan/plan.h"
@@ -430,6 +432,33 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
             fmt::format("{} = {}: no sysctl and no debugfs file ({}/sched/numa_balancing/{}; "
                         "mount debugfs there to apply it)",
                         key, nc.*k.field, o.debugfs_root, k.knob));
+      }
+    }
+  }
+  // Memory tiering: demotion (sysfs), and the tiering mode's knobs.
+  {
+    const std::string path = o.sysfs_root + "/kernel/mm/numa/demotion_enabled";
+    if (::access(path.c_str(), F_OK) == 0) {
+      fit.settings.push_back(
+          {"kernel.demotion_enabled", sc.kernel.mm.demotion_enabled ? "1" : "0", path, ""});
+    } else if (sc.kernel.mm.demotion_enabled) {
+      fit.not_applied.push_back(fmt::format(
+          "kernel.demotion_enabled = true: this kernel has no demotion ({} is missing)", path));
+    }
+  }
+  if (nc.tiering() && nc.promote_hot_threshold) {
+    const std::string rate = o.sysctl_root + "/kernel/numa_balancing_promote_rate_limit_MBps";
+    const std::string hot = o.debugfs_root + "/sched/numa_balancing/hot_threshold_ms";
+    for (const auto& [key, path, value] :
+         {std::tuple{"kernel.numa_balancing_promote_rate_limit_MBps", rate,
+                     nc.numa_balancing_promote_rate_limit_mbps},
+          std::tuple{"kernel.numa_balancing_hot_threshold_ms", hot,
+                     nc.numa_balancing_hot_threshold_ms}}) {
+      if (::access(path.c_str(), F_OK) == 0) {
+        fit.settings.push_back({key, std::to_string(value), path, ""});
+      } else {
+        fit.not_applied.push_back(
+            fmt::format("{} = {}: no {}; the kernel's own applies", key, value, path));
       }
     }
   }

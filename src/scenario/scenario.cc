@@ -907,8 +907,8 @@ void read_machine(TableReader& r, Scenario& sc) {
     }
   } else if (changed && before_overrides) {
     // A preset's matrix no longer fits a changed shape; use the default one.
-    if (m.distance.size() != m.nr_nodes() && m.distance.size() != m.nr_cpu_nodes())
-      m.distance.clear();
+    // (A preset's matrix is over its CPU nodes; memory nodes' entries follow.)
+    if (m.distance.size() != m.nr_cpu_nodes()) m.distance.clear();
   }
   if (sc.host_machine && changed) {
     r.error(r.raw().get("preset"), "preset", "the host machine cannot be reshaped");

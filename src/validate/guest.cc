@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <ostream>
 
@@ -37,6 +38,17 @@ GuestMachine guest_machine(const topo::Topology& t) {
           t.distance(NodeId{static_cast<uint16_t>(a)}, NodeId{static_cast<uint16_t>(b)});
     }
   }
+  // An HMAT for machines with memory nodes whose performance is given (a
+  // kernel from 6.10 places such boot nodes in a tier by it).
+  bool cpuless = false, complete = true;
+  for (const auto& n : t.nodes()) {
+    g.latency_ns.push_back(n.latency_ns);
+    g.bandwidth_mbps.push_back(n.bandwidth_mbps);
+    g.home.push_back(t.home(n.id).v);
+    cpuless |= n.cpus.empty();
+    complete &= n.latency_ns != 0 && n.bandwidth_mbps != 0;
+  }
+  g.hmat = cpuless && complete;
   return g;
 }
 
@@ -111,13 +123,37 @@ std::vector<std::string> qemu_argv(const GuestMachine& g, const BootSpec& b,
                                 accel,
                                 "-cpu",
                                 accel == "kvm" ? "host" : "max"};
+  if (g.hmat) a.insert(a.end(), {"-machine", "hmat=on"});
   a.insert(a.end(), {"-m", qemu_size(g.total_mem()), "-smp", fmt::format("{}", g.nr_cpus())});
   for (size_t n = 0; n < nodes; ++n) {
     a.insert(a.end(), {"-object", fmt::format("memory-backend-ram,id=mem{},size={}", n,
                                               qemu_size(g.node_mem[n]))});
     std::string node = fmt::format("node,nodeid={},memdev=mem{}", n, n);
     for (const auto& r : ranges(g.node_cpus[n])) node += ",cpus=" + r;
+    // A CPU-less node's attached initiator: its home node.
+    if (g.hmat && g.node_cpus[n].empty()) node += fmt::format(",initiator={}", g.home[n]);
     a.insert(a.end(), {"-numa", node});
+  }
+  if (g.hmat) {
+    // Every CPU node's access latency and bandwidth to every node: the
+    // target's own figures from its home, scaled by the SLIT distance (the
+    // latency up, the bandwidth down) from other initiators.
+    for (size_t i = 0; i < nodes; ++i) {
+      if (g.node_cpus[i].empty()) continue;
+      for (size_t t = 0; t < nodes; ++t) {
+        const double scale =
+            static_cast<double>(g.distance[i][t]) / static_cast<double>(g.distance[g.home[t]][t]);
+        const auto lat = static_cast<uint64_t>(std::lround(g.latency_ns[t] * scale));
+        const auto bw = static_cast<uint64_t>(
+            std::max(1.0, std::round(static_cast<double>(g.bandwidth_mbps[t]) / scale)));
+        a.insert(a.end(), {"-numa", fmt::format("hmat-lb,initiator={},target={},hierarchy=memory,"
+                                                "data-type=access-latency,latency={}",
+                                                i, t, lat)});
+        a.insert(a.end(), {"-numa", fmt::format("hmat-lb,initiator={},target={},hierarchy=memory,"
+                                                "data-type=access-bandwidth,bandwidth={}M",
+                                                i, t, bw)});
+      }
+    }
   }
   for (size_t i = 0; i < nodes; ++i) {
     for (size_t j = 0; j < nodes; ++j) {

@@ -19,6 +19,12 @@ struct GuestMachine {
   std::vector<uint64_t> node_mem;                // bytes per node
   std::vector<std::vector<uint32_t>> node_cpus;  // the CPUs of each node (the model's numbers)
   std::vector<std::vector<int>> distance;        // SLIT
+  // The HMAT, when a CPU-less node has latency and bandwidth figures: each
+  // node's from its home node (its attached initiator), and that home.
+  std::vector<uint32_t> latency_ns;
+  std::vector<uint64_t> bandwidth_mbps;
+  std::vector<uint32_t> home;
+  bool hmat = false;
   size_t nr_cpus() const;
   uint64_t total_mem() const;
 };

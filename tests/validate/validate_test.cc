@@ -183,6 +183,35 @@ TEST(Guest, TheQemuMachineHasTheScenariosNodesCpusMemoryAndDistances) {
   EXPECT_TRUE(has("tcg"));
 }
 
+TEST(Guest, AMemoryNodeGetsItsHomeAsInitiatorAndAnHmatOfEveryCpuNodesAccess) {
+  topo::MachineSpec spec = *topo::preset("dram-cxl");
+  spec.sockets = 1;
+  spec.distance.clear();  // the preset's is over two sockets
+  spec.cores_per_socket = 2;
+  spec.mem_per_node = 512ull << 20;
+  spec.memory_node_mem = 512ull << 20;
+  const GuestMachine g = guest_machine(topo::Topology(spec));
+  ASSERT_TRUE(g.hmat);
+  BootSpec b;
+  const auto a = qemu_argv(g, b, "tcg");
+  auto has = [&](const std::string& x) { return std::find(a.begin(), a.end(), x) != a.end(); };
+  EXPECT_TRUE(has("hmat=on"));
+  EXPECT_TRUE(has("node,nodeid=1,memdev=mem1,initiator=0"));
+  EXPECT_TRUE(
+      has("hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,"
+          "latency=100"));
+  EXPECT_TRUE(
+      has("hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,"
+          "latency=180"));
+  EXPECT_TRUE(
+      has("hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,"
+          "bandwidth=36000M"));
+  EXPECT_TRUE(has("dist,src=0,dst=1,val=18"));
+  // Without the figures there is no HMAT.
+  spec.memory_node_bandwidth_mbps = 0;
+  EXPECT_FALSE(guest_machine(topo::Topology(spec)).hmat);
+}
+
 TEST(Guest, AMachineTooBigForThisHostSaysWhichSetWouldFit) {
   const topo::Topology t(two_by_two(16ull << 30));
   const std::string why = guest_misfit(guest_machine(t), 8ull << 30);
