@@ -111,7 +111,7 @@ std::optional<Pfn> FolioAllocator::alloc(const MemPolicy& policy, NodeId local, 
   for (NodeId n : topo_.fallback_order(t.preferred)) {
     if (t.allowed && std::find(t.allowed->begin(), t.allowed->end(), n) == t.allowed->end())
       continue;
-    if (nodes_[n.v].used >= nodes_[n.v].capacity || !above(n, mark)) continue;
+    if (free_pages(n) == 0 || !above(n, mark)) continue;
     Pfn pfn = take(n);
     if (n == t.preferred) {
       vmstat_.add(Vm::numa_hit);

@@ -2,6 +2,7 @@
 // allocator with the kernel's memory policies. Only allocated pages have state.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -90,7 +91,16 @@ class FolioAllocator {
   const Folio& folio(Pfn pfn) const { return folios_[pfn.v]; }
   uint64_t capacity_pages(NodeId n) const { return nodes_[n.v].capacity; }
   uint64_t used_pages(NodeId n) const { return nodes_[n.v].used; }
-  uint64_t free_pages(NodeId n) const { return nodes_[n.v].capacity - nodes_[n.v].used; }
+  uint64_t free_pages(NodeId n) const {
+    return nodes_[n.v].capacity - nodes_[n.v].used - nodes_[n.v].held;
+  }
+  // Keeps up to `pages` free pages of the node out of reach until set back
+  // to 0: the pages a kswapd pass frees become free at the pass's end.
+  void hold(NodeId n, uint64_t pages) {
+    NodeState& s = nodes_[n.v];
+    s.held = 0;
+    s.held = std::min(pages, s.capacity - s.used);
+  }
   size_t table_size() const { return folios_.size(); }
   // Folios allocated now, on every node.
   uint64_t in_use() const { return folios_.size() - free_slots_.size(); }
@@ -100,6 +110,7 @@ class FolioAllocator {
   struct NodeState {
     uint64_t capacity = 0;
     uint64_t used = 0;
+    uint64_t held = 0;  // free, but not yet (see hold)
     Watermarks wmark;
   };
   // The preferred node and the allowed set (nullptr: all) of an allocation.

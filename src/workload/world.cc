@@ -229,17 +229,28 @@ void World::wake(TaskExec& t, Tick at) {
 void World::start_kswapds(Tick at) {
   for (NodeId n : vmscan_.take_wakeups()) {
     if (!vmscan_.kswapd_wake(n, at)) continue;
-    queue_.schedule(at, this, kKswapd, n.v, ++kswapd_gen_[n.v]);
+    // It runs once the scheduler has switched to it.
+    queue_.schedule(at + to_tick(costs_.context_switch_ns), this, kKswapd, n.v, ++kswapd_gen_[n.v]);
   }
 }
 
 void World::kswapd_event(NodeId node, uint64_t gen, Tick now) {
+  mm_.folios().hold(node, 0);              // the last pass is over: its pages are free
   if (gen != kswapd_gen_[node.v]) return;  // woken again since
   if (live_tasks_ == 0) return;            // the run is over
+  const uint64_t before = mm_.folios().free_pages(node);
   const reclaim::Vmscan::Step step = vmscan_.kswapd_step(node, now);
   run_checker("after kswapd");
+  // What a pass frees (or demotes) is free once the pass is over, not at its
+  // start: held until then.
+  const Tick end = now + std::max(to_tick(step.ns), Tick(1));
+  const uint64_t after = mm_.folios().free_pages(node);
+  if (after > before) {
+    mm_.folios().hold(node, after - before);
+    if (!step.run) queue_.schedule(end, this, kKswapdFreed, node.v, 0);
+  }
   if (step.run) {
-    queue_.schedule(now + std::max(to_tick(step.ns), Tick(1)), this, kKswapd, node.v, gen);
+    queue_.schedule(end, this, kKswapd, node.v, gen);
   } else if (step.nap) {
     queue_.schedule(vmscan_.kswapd(node).nap_end, this, kKswapd, node.v, gen);
   }
@@ -249,6 +260,10 @@ void World::kswapd_event(NodeId node, uint64_t gen, Tick now) {
 void World::on_event(sim::EventQueue&, const sim::Event& e) {
   if (e.kind == kKswapd) {
     kswapd_event(NodeId(static_cast<uint16_t>(e.arg0)), e.arg1, e.time);
+    return;
+  }
+  if (e.kind == kKswapdFreed) {
+    mm_.folios().hold(NodeId(static_cast<uint16_t>(e.arg0)), 0);
     return;
   }
   TaskExec& t = exec(static_cast<uint32_t>(e.arg0));

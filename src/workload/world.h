@@ -165,7 +165,13 @@ class World final : public sim::EventHandler,
     numa::HintDecision pending_hint;
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
-  enum EventKind : uint32_t { kRunTask = 1, kWakeTask = 2, kMoveEnd = 6, kKswapd = 7 };
+  enum EventKind : uint32_t {
+    kRunTask = 1,
+    kWakeTask = 2,
+    kMoveEnd = 6,
+    kKswapd = 7,
+    kKswapdFreed = 8,
+  };
 
   TaskExec& exec(uint32_t pid) { return *tasks_[pid]; }
   const TaskExec& exec(uint32_t pid) const { return *tasks_[pid]; }
