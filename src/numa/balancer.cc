@@ -94,8 +94,9 @@ int64_t Balancer::task_scan_max(uint32_t pid, const mm::Mm& mm) const {
 }
 
 int64_t Balancer::task_scan_start(uint32_t pid, const mm::Mm& mm) const {
-  if (!cfg_.scan_start_is_min) return cfg_.numa_balancing_scan_delay_ms;
+  // Before 4.14 the first tick's period is task_scan_min itself.
   int64_t period = task_scan_min(pid, mm);
+  if (!cfg_.scan_start_group_scaled) return period;
   const TaskNuma* t = find(pid);
   if (t && t->group) period = std::max(period, group_scaled(*t->group, period));
   return period;

@@ -147,12 +147,15 @@ std::span<const Switch<NumaConfig>> numa_switches() {
         .unit = "pages"},
        [](const C& c) { return c.ratelimit_pages; },
        [](C& c, int64_t v) { c.ratelimit_pages = v; }},
-      {rule("scan_start_is_min",
-            "the first scan period is task_scan_start (scan_min), not scan_delay "
-            "(kernel/sched/fair.c init_numa_balancing)",
+      {rule("scan_start_group_scaled",
+            "the period task_tick_numa sets at a task's first tick is task_scan_start, "
+            "task_scan_min scaled up by the numa group's sharing (kernel/sched/fair.c, "
+            "b5dd77c8bdad in 4.14); before, task_scan_min itself (3.13-4.13; 3.8-3.12 used "
+            "the sysctl minimum, which task_scan_min approximates); the first scan waits "
+            "scan_delay in every version",
             {4, 14}),
-       [](const C& c) -> int64_t { return c.scan_start_is_min; },
-       [](C& c, int64_t v) { c.scan_start_is_min = v != 0; }},
+       [](const C& c) -> int64_t { return c.scan_start_group_scaled; },
+       [](C& c, int64_t v) { c.scan_start_group_scaled = v != 0; }},
       {{.section = "numa",
         .key = "scan_period_update",
         .kind = SwitchKind::kChoice,

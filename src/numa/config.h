@@ -68,7 +68,7 @@ struct NumaConfig {
   bool skip_target_node = false;
   bool migrate_rate_limit = false;
   int64_t ratelimit_pages = 32768;
-  bool scan_start_is_min = false;
+  bool scan_start_group_scaled = false;
   ScanPeriodUpdate scan_period_update = ScanPeriodUpdate::k313;
   bool placement_every_fault = false;
   bool waiter_pins_page = false;

@@ -58,7 +58,7 @@ NumaConfig enabled_config() {
   c.skip_dirty_file = true;
   c.skip_target_node = true;
   c.migrate_rate_limit = false;
-  c.scan_start_is_min = true;
+  c.scan_start_group_scaled = true;
   c.scan_period_update = ScanPeriodUpdate::k414;
   c.placement_every_fault = true;
   c.waiter_pins_page = true;

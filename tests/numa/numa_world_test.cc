@@ -360,8 +360,8 @@ TEST(NumaVersions, KernelVersionPresetsTheRules) {
   EXPECT_FALSE(at("5.0").waiter_pins_page);
   EXPECT_EQ(at("4.13").scan_period_update, ScanPeriodUpdate::k313);
   EXPECT_EQ(at("4.14").scan_period_update, ScanPeriodUpdate::k414);
-  EXPECT_FALSE(at("4.13").scan_start_is_min);
-  EXPECT_TRUE(at("4.14").scan_start_is_min);
+  EXPECT_FALSE(at("4.13").scan_start_group_scaled);
+  EXPECT_TRUE(at("4.14").scan_start_group_scaled);
   EXPECT_FALSE(at("4.16").skip_dirty_file);
   EXPECT_TRUE(at("4.17").skip_dirty_file);
   EXPECT_FALSE(at("4.9").skip_target_node);
