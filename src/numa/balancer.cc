@@ -459,11 +459,14 @@ void Balancer::update_task_scan_period(uint32_t pid, const mm::Mm& mm, int64_t s
   TaskNuma& t = task(pid);
   const int64_t remote = t.locality[0];
   const int64_t local = t.locality[1];
-  // Nothing useful, or a failed migration: back off (locality is not reset).
+  // Nothing useful, or a failed migration: back off. Up to 6.11 the
+  // locality counts are kept (so a failed migration backs off again at the
+  // next placement); 6.12 clears them.
   if (local + shared == 0 || t.locality[2]) {
     t.scan_period_ms = std::min(t.scan_period_max_ms, t.scan_period_ms << 1);
     // The kernel writes mm->numa_next_scan here (its mm is shared by threads).
     const_cast<mm::Mm&>(mm).numa_next_scan = now + milliseconds(t.scan_period_ms);
+    if (cfg_.backoff_resets_locality) t.locality[0] = t.locality[1] = t.locality[2] = 0;
     return;
   }
   const int64_t slot = (t.scan_period_ms + kPeriodSlots - 1) / kPeriodSlots;

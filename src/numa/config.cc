@@ -166,6 +166,14 @@ std::span<const Switch<NumaConfig>> numa_switches() {
                   {"4.14", static_cast<int64_t>(ScanPeriodUpdate::k414)}}},
        [](const C& c) { return static_cast<int64_t>(c.scan_period_update); },
        [](C& c, int64_t v) { c.scan_period_update = static_cast<ScanPeriodUpdate>(v); }},
+      {rule("backoff_resets_locality",
+            "update_task_scan_period's back-off (no useful faults, or a failed migration) "
+            "clears numa_faults_locality as its normal path does (kernel/sched/fair.c: "
+            "return in 5.15 to 6.11, goto out in 6.12; read in single-release trees and "
+            "Debian's 6.1 and 6.12)",
+            {6, 12}),
+       [](const C& c) -> int64_t { return c.backoff_resets_locality; },
+       [](C& c, int64_t v) { c.backoff_resets_locality = v != 0; }},
       {rule("placement_every_fault",
             "task_numa_placement is tried on every hinting fault, not only after "
             "numa_migrate_retry (kernel/sched/fair.c task_numa_fault)",

@@ -69,6 +69,8 @@ struct NumaConfig {
   bool migrate_rate_limit = false;
   int64_t ratelimit_pages = 32768;
   bool scan_start_group_scaled = false;
+  // update_task_scan_period's back-off clears the locality counts (6.12).
+  bool backoff_resets_locality = false;
   ScanPeriodUpdate scan_period_update = ScanPeriodUpdate::k313;
   bool placement_every_fault = false;
   bool waiter_pins_page = false;

@@ -579,6 +579,28 @@ TEST(NumaScanPeriod, OneFailedMigrationKeepsDoublingUpToTheMax) {
   EXPECT_EQ(periods, (std::vector<int64_t>{2000, 3000, 3000}));
 }
 
+TEST(NumaScanPeriod, From612TheBackOffClearsTheFailureSoThePeriodGrowsOnlyOnce) {
+  NumaConfig cfg = enabled_config();
+  cfg.numa_balancing_scan_period_max_ms = 3000;
+  cfg.backoff_resets_locality = true;
+  NumaWorld n(cfg);
+  mm::Mm& mm = n.process(1, 0);
+  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal | kTnfMigrateFail, seconds(1));
+
+  std::vector<int64_t> periods;
+  for (int seq = 1; seq <= 3; ++seq) {
+    ++mm.numa_scan_seq;
+    n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(1 + seq));
+    periods.push_back(n.balancer.task(1).scan_period_ms);
+  }
+
+  // The failure doubles it once; then local private faults adjust it as
+  // usual (up by slots, capped at scan_max).
+  EXPECT_EQ(periods[0], 2000);
+  EXPECT_LE(periods[1], 3000);
+  EXPECT_NE(periods, (std::vector<int64_t>{2000, 3000, 3000}));
+}
+
 TEST(NumaScanPeriod, LocalPrivateFaultsGrowThePeriodByThreeSlots) {
   NumaWorld n;
   mm::Mm& mm = n.process(1, 0);
