@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Whole-scenario timings: each seed scenario at full size (Release build), best
-# of 3 wall times, with the simulated page events per second mmsim reports.
+# Whole-scenario timings: the seed scenarios and the reclaim and tiering ones
+# at full size (Release build), best of 3 wall times, with the simulated page
+# events per second mmsim reports.
 set -euo pipefail
 mmsim=${1:-build/release/src/cli/mmsim}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-for s in scenarios/seed-a-numa-shared-cow.toml scenarios/seed-b-memcg-fault-drop.toml; do
+for s in scenarios/seed-a-numa-shared-cow.toml scenarios/seed-b-memcg-fault-drop.toml \
+  scenarios/reclaim-kswapd.toml scenarios/tiering-hot-cold.toml; do
   for i in 1 2 3; do "$mmsim" run "$s" --json "$out" >/dev/null 2>&1; cp "$out" "$out.$i"; done
   python3 - "$s" "$out".1 "$out".2 "$out".3 <<'PY'
 import json, sys
