@@ -212,6 +212,21 @@ class Generator {
       }
       out += "]\n";
     }
+    // CPU-less memory nodes now and then (tiers, demotion, promotion).
+    if (chance(4)) {
+      const uint64_t mem = pick<uint64_t>({128, 1024, 4096});
+      out += "memory_nodes_per_socket = 1\n";
+      out += "memory_node_mem = \"" + std::to_string(mem) + "KiB\"\n";
+      out += "dram_latency_ns = 100\n";
+      out += "memory_node_latency_ns = " + std::to_string(pick({101, 180, 400})) + "\n";
+      if (chance(2)) {
+        out += "dram_bandwidth_mbps = 100000\n";
+        out += "memory_node_bandwidth_mbps = " + std::to_string(pick({1, 30000, 200000})) + "\n";
+      }
+      if (chance(2)) out += "memory_node_online = " + quoted(pick({"boot", "kmem"})) + "\n";
+      nodes_ += static_cast<size_t>(sockets);
+      machine_pages_ += static_cast<uint64_t>(sockets) * mem * 1024 / kPage;
+    }
     return out;
   }
 
@@ -266,9 +281,10 @@ class Generator {
     std::string version_line;
     version_ = mmsim::scenario::KernelConfig{}.version;
     if (chance(2)) {
-      const std::string v = pick({"2.6",  "3.3",  "3.4",  "3.8",  "3.12", "3.13", "3.15", "4.9",
-                                  "4.10", "4.13", "4.14", "4.15", "4.16", "4.17", "4.18", "4.19",
-                                  "4.20", "5.0",  "5.17", "6.6",  "6.10", "6.16", "6.19"});
+      const std::string v =
+          pick({"2.6",  "3.3",  "3.4",  "3.8",  "3.12", "3.13", "3.15", "4.9",  "4.10",
+                "4.13", "4.14", "4.15", "4.16", "4.17", "4.18", "4.19", "4.20", "5.0",
+                "5.15", "5.17", "5.18", "6.1",  "6.6",  "6.10", "6.12", "6.16", "6.19"});
       if (auto kv = KernelVersion::parse(v)) {
         version_ = *kv;
         version_line = "version = " + quoted(v) + "\n";
@@ -298,8 +314,10 @@ class Generator {
       set_switch(*pmax, pick<int64_t>({10, 20, 100}));
     }
     // Checks across switches (scenario.cc check_kernel).
-    if (on && effective(*on) == 1 && !mmsim::numa::has_numa_balancing(version_)) {
+    if (on && effective(*on) >= 1 && !mmsim::numa::has_numa_balancing(version_)) {
       set_switch(*on, 0);
+    } else if (on && effective(*on) >= 2 && !mmsim::numa::has_tiering_mode(version_)) {
+      set_switch(*on, 1);
     }
     if (pmin && pmax && effective(*pmin) > effective(*pmax)) {
       const int64_t lo = effective(*pmax), hi = effective(*pmin);

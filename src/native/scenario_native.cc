@@ -488,8 +488,16 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
       }
     };
     sysctl("kernel.swappiness", "swappiness", sc.kernel.reclaim.swappiness);
-    sysctl("kernel.watermark_scale_factor", "watermark_scale_factor",
-           sc.kernel.mm.watermark_scale_factor);
+    if (sc.kernel.mm.watermark_scale_factor > 0) {
+      sysctl("kernel.watermark_scale_factor", "watermark_scale_factor",
+             sc.kernel.mm.watermark_scale_factor);
+    } else {
+      // 0 stands for the fixed min/4 gap of kernels before 4.6, which have
+      // no such sysctl; a kernel that has it takes 1 to 3000.
+      fit.not_applied.push_back(
+          "kernel.watermark_scale_factor = 0 (before 4.6: the watermarks' gap is min/4): a "
+          "kernel with the sysctl takes 1 to 3000; the host's applies");
+    }
     if (sc.kernel.mm.min_free_kbytes != mm::kAutoMinFree)
       sysctl("kernel.min_free_kbytes", "min_free_kbytes", sc.kernel.mm.min_free_kbytes);
     // mmsim models the two-list LRU: a kernel with the multi-generational
