@@ -895,6 +895,12 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
       check(false, "unhandled op");
   }
   charge_sys(t, r.cost);
+  if (r.error == mm::MmError::kOom) {
+    // A populate (mlock) that could not get a page even after reclaim: the
+    // OOM killer takes the task, as for its own faults.
+    kill_task(t, "out of memory");
+    return Step::kStopped;
+  }
   if (r.error != mm::MmError::kOk) {
     static constexpr const char* kNames[] = {"ok", "EINVAL", "ENOMEM", "out of memory"};
     static constexpr const char* kCalls[] = {"mmap", "munmap", "", "",        "",

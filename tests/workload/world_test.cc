@@ -222,6 +222,28 @@ mode = "write"
   EXPECT_NE(ran.result.errors[0].find("SIGSEGV"), std::string::npos);
 }
 
+TEST(World, AnMlockThatFindsNoMemoryKillsTheTaskAsItsOwnFaultWould) {
+  // 127 MiB to populate on a machine of 2 x 64 MiB (mmap's overcommit
+  // check lets it through; the watermarks keep 1.4 MiB back): the OOM
+  // killer takes the task; the op after it never runs.
+  auto ran = run_text(scenario(R"(
+[[programs.main]]
+op = "map"
+region = "a"
+size = "127MiB"
+[[programs.main]]
+op = "mlock"
+region = "a"
+[[programs.main]]
+op = "count"
+counter = "after"
+)"));
+  ASSERT_FALSE(ran.result.errors.empty());
+  EXPECT_NE(ran.result.errors.back().find("out of memory"), std::string::npos)
+      << ran.result.errors.back();
+  EXPECT_EQ(ran.counter("after"), 0u);
+}
+
 TEST(World, SameSeedGivesIdenticalResults) {
   const std::string s = scenario(R"(
 [[programs.main]]
