@@ -112,8 +112,9 @@ std::span<const Switch<NumaConfig>> numa_switches() {
         .doc = "task_numa_work skips a shmem VMA (tmpfs, memfd, shared anonymous) that has no "
                "policy of its own: vma_policy_mof took the shared policy's absence for no "
                "MPOL_F_MOF (mm/mempolicy.c, since fc3147245d19 in 3.13; fixed by \"mm: "
-               "mempolicy: fix automatic numa balancing for shmem\", 2026, which Debian's "
-               "6.12.117 carries; 6.1.192 does not)",
+               "mempolicy: fix automatic numa balancing for shmem\", d230991493b5, 2026, "
+               "which Debian's 6.12.117 carries and 6.1.192 does not; the mainline release "
+               "that has it is not known, so 6.13 on keep the skip, unverified)",
         .default_value = 0,
         .presets = {{.from = {3, 13}, .until = {6, 11}, .value = 1},
                     {.from = {6, 13}, .value = 1}}},
