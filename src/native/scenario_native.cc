@@ -446,7 +446,7 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
           "kernel.demotion_enabled = true: this kernel has no demotion ({} is missing)", path));
     }
   }
-  if (nc.tiering() && nc.promote_hot_threshold) {
+  if (nc.hot_page_selection()) {
     const std::string rate = o.sysctl_root + "/kernel/numa_balancing_promote_rate_limit_MBps";
     const std::string hot = o.debugfs_root + "/sched/numa_balancing/hot_threshold_ms";
     for (const auto& [key, path, value] :

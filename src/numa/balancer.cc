@@ -210,8 +210,7 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
   if (folio.mapcount > 1 && (vma->flags & mm::Vma::kShared)) d.flags |= kTnfShared;
   // In memory-tiering mode a slow-tier folio's field holds its access
   // time, not a cpupid.
-  const bool stamped =
-      cfg_.tiering() && cfg_.promote_hot_threshold && !mm_.tiers().toptier(folio.node);
+  const bool stamped = cfg_.hot_page_selection() && !mm_.tiers().toptier(folio.node);
   d.last_cpupid = stamped ? kCpupidUnset : folio.last_cpupid;
   d.page_node = folio.node;
   const NodeId this_node = topo_.cpu_to_node(cpu);
@@ -234,7 +233,7 @@ bool Balancer::should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId
   const TaskNuma& t = task(pid);
   // Memory tiering (6.1+): a slow-tier page is promoted by hotness, not by
   // who shares it. (5.18-6.0 decide as for any page.)
-  if (cfg_.tiering() && cfg_.promote_hot_threshold && !mm_.tiers().toptier(src))
+  if (cfg_.hot_page_selection() && !mm_.tiers().toptier(src))
     return promote_hot_page(folio, dst, now);
   const uint32_t last = folio.last_cpupid;
   folio.last_cpupid = make_cpupid(cpu, pid);

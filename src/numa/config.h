@@ -83,10 +83,11 @@ struct NumaConfig {
   bool enabled = false;
   // Tiering only (mode 2): scans leave top-tier pages alone (5.18).
   bool skip_top_tier = false;
-  // The kernel has the memory-tiering mode (5.18+), whatever the mode set.
-  bool has_tiering = false;
   bool normal() const { return mode & kNumaBalancingNormal; }
   bool tiering() const { return mode & kNumaBalancingTiering; }
+  // The tiering mode's hot-page selection (6.1+): a slow-tier folio's
+  // cpupid field holds the time it was scanned, not a cpupid.
+  bool hot_page_selection() const { return tiering() && promote_hot_threshold; }
 
   int64_t tick_ns() const { return 1000000000 / tick_hz; }
   int64_t scan_size_pages() const { return numa_balancing_scan_size_mb << (20 - 12); }

@@ -68,7 +68,7 @@ bool ProtNumaFilter::skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Foli
 }
 
 void ProtNumaFilter::marked(mm::Folio& folio) const {
-  if (config_.tiering() && config_.promote_hot_threshold && !tiers_.toptier(folio.node))
+  if (config_.hot_page_selection() && !tiers_.toptier(folio.node))
     folio.last_cpupid = now_ms_ & kAccessTimeMask;
 }
 

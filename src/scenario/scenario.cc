@@ -1668,7 +1668,7 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.numa = s.kernel.numa_config(topo.nr_nodes());
   // What the tiering mode changes in mm, and the counters it brings.
   wc.mm.numa_tiering = wc.numa.tiering();
-  wc.mm.tiering_access_time = wc.numa.tiering() && wc.numa.promote_hot_threshold;
+  wc.mm.tiering_access_time = wc.numa.hot_page_selection();
   wc.mm.promote_stats = numa::has_tiering_mode(s.kernel.version);
   wc.mm.promote_candidate_stat = wc.numa.promote_hot_threshold;
   wc.sample_interval = s.sample_interval;
@@ -1688,7 +1688,6 @@ numa::NumaConfig KernelConfig::numa_config(size_t nodes) const {
                                               : c.numa_balancing;
   c.enabled = c.mode != 0;
   c.skip_top_tier = c.tiering() && !c.normal();
-  c.has_tiering = numa::has_tiering_mode(version);
   return c;
 }
 
