@@ -98,7 +98,6 @@ class FolioAllocator {
   // to 0: the pages a kswapd pass frees become free at the pass's end.
   void hold(NodeId n, uint64_t pages) {
     NodeState& s = nodes_[n.v];
-    s.held = 0;
     s.held = std::min(pages, s.capacity - s.used);
   }
   size_t table_size() const { return folios_.size(); }

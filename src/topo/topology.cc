@@ -233,6 +233,8 @@ Topology::Topology(const MachineSpec& spec) : name_(spec.name) {
     nodes_[n].id = NodeId(static_cast<uint16_t>(n));
     nodes_[n].socket = static_cast<uint16_t>(n / nps);
     nodes_[n].mem_bytes = spec.mem_per_node;
+    nodes_[n].latency_ns = spec.dram_latency_ns;
+    nodes_[n].bandwidth_mbps = spec.dram_bandwidth_mbps;
   }
 
   // Linux on Intel enumerates the first thread of every core of every socket,
@@ -253,10 +255,6 @@ Topology::Topology(const MachineSpec& spec) : name_(spec.name) {
     }
   }
   for (const Cpu& cpu : cpus_) nodes_[cpu.node.v].cpus.push_back(cpu.id);
-  for (uint32_t n = 0; n < nr_nodes; ++n) {
-    nodes_[n].latency_ns = spec.dram_latency_ns;
-    nodes_[n].bandwidth_mbps = spec.dram_bandwidth_mbps;
-  }
   // The CPU-less memory nodes, socket by socket after the CPU nodes.
   const uint32_t mnps = spec.memory_nodes_per_socket;
   for (uint32_t s = 0; s < sockets; ++s) {
@@ -399,16 +397,18 @@ std::vector<std::string> validate_machine_spec(const MachineSpec& spec) {
           spec.memory_node_latency_ns, spec.dram_latency_ns));
     }
   }
-  if (spec.mem_per_node % kPageSize == 0 && spec.memory_node_mem % kPageSize == 0 && nodes >= 1 &&
-      nodes <= kMaxNodes && spec.memory_nodes_per_socket > 0 &&
-      spec.mem_per_node / kPageSize <= kMaxMachinePages &&
-      spec.memory_node_mem / kPageSize <= kMaxMachinePages &&
-      (cpu_nodes * (spec.mem_per_node / kPageSize) +
-       (nodes - cpu_nodes) * (spec.memory_node_mem / kPageSize)) > kMaxMachinePages) {
-    problems.push_back(fmt::format(
-        "memory_node_mem: the machine's memory is more than the model's {} bytes (16 TiB less "
-        "two pages: page frame numbers are 32 bits)",
-        kMaxMachinePages * kPageSize));
+  // The memory nodes' share of the machine's page limit, once the CPU
+  // nodes' fits (mem_per_node's own check says when it does not). With at
+  // most kMaxNodes nodes of at most 2^52 pages, neither product overflows.
+  if (nodes <= kMaxNodes && spec.memory_nodes_per_socket > 0) {
+    const uint64_t cpu_pages = cpu_nodes * (spec.mem_per_node / kPageSize);
+    const uint64_t memory_pages = (nodes - cpu_nodes) * (spec.memory_node_mem / kPageSize);
+    if (cpu_pages <= kMaxMachinePages && cpu_pages + memory_pages > kMaxMachinePages) {
+      problems.push_back(fmt::format(
+          "memory_node_mem: the machine's memory is more than the model's {} bytes (16 TiB less "
+          "two pages: page frame numbers are 32 bits)",
+          kMaxMachinePages * kPageSize));
+    }
   }
   if (cpus > kMaxCpus) {
     problems.push_back(fmt::format(

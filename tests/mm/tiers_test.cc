@@ -77,6 +77,19 @@ TEST(MemoryNodes, ValidationAsksForTheLatenciesTheirDistanceFollows) {
   EXPECT_TRUE(topo::validate_machine_spec(spec).empty());
 }
 
+TEST(MemoryNodes, TheMachineSizeLimitBlamesTheKeyThatBreaksIt) {
+  auto keys = [](const topo::MachineSpec& spec) {
+    std::vector<std::string> out;
+    for (const auto& p : topo::validate_machine_spec(spec)) out.push_back(p.substr(0, p.find(':')));
+    return out;
+  };
+  topo::MachineSpec spec = *topo::preset("dram-cxl");
+  spec.memory_node_mem = uint64_t{8} << 40;  // 2 x 8 TiB beside the DRAM: past 16 TiB
+  EXPECT_EQ(keys(spec), std::vector<std::string>{"memory_node_mem"});
+  spec.mem_per_node = uint64_t{9} << 40;  // the DRAM alone is past it: its key only
+  EXPECT_EQ(keys(spec), std::vector<std::string>{"mem_per_node"});
+}
+
 TEST(MemoryNodes, AreReachedThroughTheirHomeNodeAtTheirExtraLatency) {
   const topo::Topology t = dram_cxl();
   const cost::CostProfile costs = cost::default_costs();
