@@ -562,37 +562,32 @@ TEST(NumaScanPeriod, FailedMigrationDoublesThePeriodAtTheNextPlacement) {
   EXPECT_EQ(mm.numa_next_scan, now + milliseconds(2000));
 }
 
-TEST(NumaScanPeriod, OneFailedMigrationKeepsDoublingUpToTheMax) {
-  NumaConfig cfg = enabled_config();
-  cfg.numa_balancing_scan_period_max_ms = 3000;  // RSS 0: one window, so scan_max = 3000
+// One failed migration at 1 s, then one local private fault in each of
+// three scan sequences: the period after each (scan_max 3000 ms: RSS 0 is
+// one window).
+std::vector<int64_t> periods_after_one_failure(NumaConfig cfg) {
+  cfg.numa_balancing_scan_period_max_ms = 3000;
   NumaWorld n(cfg);
   mm::Mm& mm = n.process(1, 0);
   n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal | kTnfMigrateFail, seconds(1));
-
   std::vector<int64_t> periods;
   for (int seq = 1; seq <= 3; ++seq) {
     ++mm.numa_scan_seq;
     n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(1 + seq));
     periods.push_back(n.balancer.task(1).scan_period_ms);
   }
+  return periods;
+}
 
+TEST(NumaScanPeriod, OneFailedMigrationKeepsDoublingUpToTheMax) {
+  const std::vector<int64_t> periods = periods_after_one_failure(enabled_config());
   EXPECT_EQ(periods, (std::vector<int64_t>{2000, 3000, 3000}));
 }
 
 TEST(NumaScanPeriod, From612TheBackOffClearsTheFailureSoThePeriodGrowsOnlyOnce) {
   NumaConfig cfg = enabled_config();
-  cfg.numa_balancing_scan_period_max_ms = 3000;
   cfg.backoff_resets_locality = true;
-  NumaWorld n(cfg);
-  mm::Mm& mm = n.process(1, 0);
-  n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal | kTnfMigrateFail, seconds(1));
-
-  std::vector<int64_t> periods;
-  for (int seq = 1; seq <= 3; ++seq) {
-    ++mm.numa_scan_seq;
-    n.numa_fault(1, mm, NodeId(0), NodeId(0), kTnfFaultLocal, seconds(1 + seq));
-    periods.push_back(n.balancer.task(1).scan_period_ms);
-  }
+  const std::vector<int64_t> periods = periods_after_one_failure(cfg);
 
   // The failure doubles it once; then local private faults adjust it as
   // usual (up by slots, capped at scan_max).
