@@ -78,7 +78,7 @@ void Controller::drain_stock(CpuId cpu) {
   s.pages = 0;
 }
 
-mm::ChargeResult Controller::try_charge(uint32_t memcg, CpuId cpu) {
+mm::ChargeResult Controller::try_charge(uint32_t memcg, CpuId cpu, mm::Retry retry) {
   mm::ChargeResult r;
   Stock& s = stock_[cpu.v];
   uint64_t levels = 0;
@@ -126,6 +126,7 @@ mm::ChargeResult Controller::try_charge(uint32_t memcg, CpuId cpu) {
       drained = true;
       continue;
     }
+    if (retry == mm::Retry::kNoRetry) break;  // __GFP_NORETRY: no more rounds
     // Reclaim that made progress retries at once; else up to
     // MAX_RECLAIM_RETRIES more times, then the charge fails (memcg OOM).
     if (rc.pages == 0 && retries-- == 0) break;
@@ -152,9 +153,10 @@ Controller::Reclaimed Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId 
   return Reclaimed{p.pages, p.ns};
 }
 
-mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu) {
+mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu,
+                                    mm::Retry retry) {
   if (!enabled()) return {};
-  mm::ChargeResult r = try_charge(memcg, cpu);
+  mm::ChargeResult r = try_charge(memcg, cpu, retry);
   if (!r.ok) return r;
   // commit_charge: lock pc, set mem_cgroup and USED, count, unlock.
   r.ns += costs_.memcg_bitlock_ns + pc_lookup_ns(pfn, folio) + 2 * costs_.memcg_percpu_add_ns;

@@ -56,7 +56,8 @@ class Controller final : public mm::MemcgHooks {
   const std::vector<MemCgroup>& cgroups() const { return groups_; }
 
   // MemcgHooks
-  mm::ChargeResult charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu) override;
+  mm::ChargeResult charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu,
+                          mm::Retry retry = mm::Retry::kUntilOom) override;
   void uncharge(Pfn pfn, mm::Folio& folio) override;
   double file_rmap(Pfn pfn, mm::Folio& folio, bool add, bool transition) override;
   void count_fault(uint32_t memcg, bool major) override;
@@ -83,7 +84,7 @@ class Controller final : public mm::MemcgHooks {
     for (int g = static_cast<int>(memcg); g >= 0; g = groups_[g].parent) f(groups_[g]);
   }
   bool is_ancestor(uint32_t ancestor, uint32_t memcg) const;
-  mm::ChargeResult try_charge(uint32_t memcg, CpuId cpu);
+  mm::ChargeResult try_charge(uint32_t memcg, CpuId cpu, mm::Retry retry);
   // The level that went over its limit (its failcnt counted), or -1.
   int res_charge(uint32_t memcg, uint64_t pages);
   // mem_cgroup_margin: pages memcg and its ancestors can still take.

@@ -28,7 +28,11 @@ LruList folio_lru_list(const Folio& f) {
 }
 
 LruSet::LruSet(FolioAllocator& folios, VmStat& vmstat, size_t nr_nodes)
-    : folios_(folios), vmstat_(vmstat), nr_nodes_(nr_nodes), node_sizes_(nr_nodes) {
+    : folios_(folios),
+      vmstat_(vmstat),
+      nr_nodes_(nr_nodes),
+      node_sizes_(nr_nodes),
+      node_shmem_(nr_nodes) {
   lruvecs_.resize(nr_nodes_);  // the root memcg's
 }
 
@@ -102,9 +106,14 @@ void LruSet::count_activation(uint32_t memcg, NodeId n, bool file) {
   }
 }
 
-void LruSet::count(LruList l, NodeId n, int64_t delta) {
+void LruSet::count(const Folio& f, LruList l, int64_t delta) {
   const auto i = static_cast<size_t>(l);
-  node_sizes_[n.v][i] = static_cast<uint64_t>(static_cast<int64_t>(node_sizes_[n.v][i]) + delta);
+  uint64_t& size = node_sizes_[f.node.v][i];
+  size = static_cast<uint64_t>(static_cast<int64_t>(size) + delta);
+  if (f.test(Folio::kShmem) && l != LruList::kUnevictable) {
+    uint64_t& shmem = node_shmem_[f.node.v];
+    shmem = static_cast<uint64_t>(static_cast<int64_t>(shmem) + delta);
+  }
   vmstat_.add(kGauge[i], delta);
 }
 
@@ -128,7 +137,7 @@ void LruSet::link(Pfn pfn, bool at_tail) {
   }
   ++list.size;
   f.flags |= Folio::kLru;
-  count(l, f.node, 1);
+  count(f, l, 1);
 }
 
 void LruSet::add(Pfn pfn) { link(pfn, false); }
@@ -152,7 +161,7 @@ void LruSet::del(Pfn pfn) {
   f.lru_prev = f.lru_next = Lruvec::kNil;
   --list.size;
   f.flags &= static_cast<uint16_t>(~Folio::kLru);
-  count(l, f.node, -1);
+  count(f, l, -1);
 }
 
 std::vector<std::string> LruSet::check_invariants() const {
@@ -161,6 +170,7 @@ std::vector<std::string> LruSet::check_invariants() const {
   // its flags name, in the right lruvec; then every PG_lru folio was seen.
   std::vector<uint8_t> seen(folios_.table_size(), 0);
   std::vector<std::array<uint64_t, kNrLruLists>> sizes(nr_nodes_);
+  std::vector<uint64_t> shmem(nr_nodes_);
   for (size_t i = 0; i < lruvecs_.size(); ++i) {
     const auto memcg = static_cast<uint32_t>(i / nr_nodes_);
     const NodeId node(static_cast<uint16_t>(i % nr_nodes_));
@@ -184,6 +194,8 @@ std::vector<std::string> LruSet::check_invariants() const {
                            std::to_string(node.v) + " does not belong there");
           return errors;
         }
+        if (f.test(Folio::kShmem) && l != static_cast<size_t>(LruList::kUnevictable))
+          ++shmem[node.v];
         prev = p;
       }
       if (n != list.size || prev != list.tail)
@@ -201,7 +213,7 @@ std::vector<std::string> LruSet::check_invariants() const {
     }
   }
   for (size_t n = 0; n < nr_nodes_; ++n) {
-    if (sizes[n] != node_sizes_[n])
+    if (sizes[n] != node_sizes_[n] || shmem[n] != node_shmem_[n])
       errors.push_back("node " + std::to_string(n) + ": LRU sizes disagree with the lists");
   }
   return errors;

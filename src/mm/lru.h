@@ -112,6 +112,9 @@ class LruSet {
   }
   // Pages on list l summed over the memcgs, of node n.
   uint64_t node_size(NodeId n, LruList l) const { return node_sizes_[n.v][static_cast<size_t>(l)]; }
+  // Of those on node n's anon lists, the shmem pages (which reclaim here
+  // does not swap: see Vmscan).
+  uint64_t node_shmem(NodeId n) const { return node_shmem_[n.v]; }
 
   // Lists against folios: every folio with PG_lru is on the list its flags
   // name, exactly once, in its memcg's lruvec on its node; sizes add up.
@@ -119,13 +122,14 @@ class LruSet {
 
  private:
   void link(Pfn pfn, bool at_tail);
-  void count(LruList l, NodeId n, int64_t delta);
+  void count(const Folio& f, LruList l, int64_t delta);
   FolioAllocator& folios_;
   VmStat& vmstat_;
   size_t nr_nodes_;
   std::vector<Lruvec> lruvecs_;   // memcg * nr_nodes + node
   std::vector<uint32_t> parent_;  // by memcg; the root's is itself
   std::vector<std::array<uint64_t, kNrLruLists>> node_sizes_;
+  std::vector<uint64_t> node_shmem_;
 };
 
 }  // namespace mmsim::mm

@@ -124,7 +124,7 @@ void MemoryManager::setup_watermarks() {
 }
 
 std::optional<Pfn> MemoryManager::alloc_folio(const MemPolicy& policy, NodeId local, uint64_t ilx,
-                                              CpuId cpu, double* ns) {
+                                              CpuId cpu, double* ns, Retry retry) {
   if (!reclaim_) return folios_.alloc(policy, local, ilx);
   if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kLow)) return pfn;
   // The slow path: wake_all_kswapds, then the min watermark.
@@ -138,18 +138,24 @@ std::optional<Pfn> MemoryManager::alloc_folio(const MemPolicy& policy, NodeId lo
     const ReclaimHooks::Progress p = reclaim_->try_to_free_pages(zonelist, cpu);
     *ns += p.ns;
     if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kMin)) return pfn;
+    if (retry == Retry::kNoRetry) break;
     no_progress = p.pages ? 0 : no_progress + 1;
     // ...and only while some node would be above min were all its
-    // reclaimable pages freed (file LRU pages, and anon ones with swap
-    // free): else the OOM path at once.
+    // reclaimable pages freed (file LRU pages; anon ones with swap free, or
+    // a demotion target): else the OOM path at once. The kernel counts shmem
+    // as anon; reclaim here does not swap it, so it counts only towards
+    // demotion.
     const bool swap_free = swap_ && swap_->nr_free() > 0;
     bool could = false;
     for (NodeId n : zonelist) {
       uint64_t reclaimable =
           lru_.node_size(n, LruList::kInactiveFile) + lru_.node_size(n, LruList::kActiveFile);
-      if (swap_free || can_demote(n))
-        reclaimable +=
-            lru_.node_size(n, LruList::kInactiveAnon) + lru_.node_size(n, LruList::kActiveAnon);
+      const uint64_t anon =
+          lru_.node_size(n, LruList::kInactiveAnon) + lru_.node_size(n, LruList::kActiveAnon);
+      if (can_demote(n))
+        reclaimable += anon;
+      else if (swap_free)
+        reclaimable += anon - lru_.node_shmem(n);
       could |= folios_.free_pages(n) + reclaimable > folios_.watermarks(n).min;
     }
     if (!could) break;
@@ -417,11 +423,19 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
                                                      uint64_t last, uint64_t index, uint64_t mark,
                                                      const Vma& vma, FaultCtx& ctx, OpCost& cost) {
   ReadWindow w;
+  // The other pages of the window are readahead (page_cache_ra_unbounded):
+  // allocated __GFP_NORETRY, and the first that fails ends the window. The
+  // faulting page is then allocated on its own with the mapping's full mask
+  // (filemap_fault's __filemap_get_folio), which may end in the OOM path.
+  bool ra_failed = false;
   for (uint64_t i = first; i < last; ++i) {
+    if (ra_failed && i != index) continue;
     if (file.lookup(i) != AddressSpace::kNone) continue;
-    auto pfn = alloc_folio(vma.policy, ctx.node, i, ctx.cpu, &cost.sys_ns);
+    const Retry retry = i == index ? Retry::kUntilOom : Retry::kNoRetry;
+    auto pfn = alloc_folio(vma.policy, ctx.node, i, ctx.cpu, &cost.sys_ns, retry);
     if (!pfn) {
       w.index_failed |= i == index;
+      ra_failed = true;
       continue;
     }
     Folio& f = folios_.folio(*pfn);
@@ -429,7 +443,7 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
     f.mapping = file.id;
     f.index = i;
     if (memcg_) {
-      const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu);
+      const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu, retry);
       cost.sys_ns += c.ns;
       if (!c.ok) {
         f.flags = Folio::kInUse;

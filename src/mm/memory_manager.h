@@ -95,6 +95,11 @@ struct MmapArgs {
   std::string name;
 };
 
+// How hard an allocation or a charge tries. kNoRetry is __GFP_NORETRY, as
+// readahead_gfp_mask sets it: one round of reclaim, then failure, never the
+// OOM path; kUntilOom retries while reclaim makes progress.
+enum class Retry : uint8_t { kUntilOom, kNoRetry };
+
 // What a memcg charge did: whether it succeeded and the time it took.
 struct ChargeResult {
   bool ok = true;
@@ -108,7 +113,8 @@ class MemcgHooks {
   virtual ~MemcgHooks() = default;
   // mem_cgroup_charge: a new anonymous or page-cache folio for `memcg`,
   // reclaiming if over the limit. !ok: the charge failed (memcg OOM).
-  virtual ChargeResult charge(uint32_t memcg, Pfn pfn, Folio& folio, CpuId cpu) = 0;
+  virtual ChargeResult charge(uint32_t memcg, Pfn pfn, Folio& folio, CpuId cpu,
+                              Retry retry = Retry::kUntilOom) = 0;
   // The folio leaves memory (last anonymous unmap, page-cache removal).
   virtual void uncharge(Pfn pfn, Folio& folio) = 0;
   // page_add_file_rmap / page_remove_rmap of a file folio, under the
@@ -234,9 +240,10 @@ class MemoryManager {
   // the low watermark over the zonelist; else every zonelist node's kswapd
   // is woken and the min watermark tried; else direct reclaim and retry, up
   // to MAX_RECLAIM_RETRIES times without progress. Adds the time direct
-  // reclaim took to *ns. nullopt: out of memory.
+  // reclaim took to *ns. nullopt: out of memory (with kNoRetry, one round
+  // of direct reclaim failed).
   std::optional<Pfn> alloc_folio(const MemPolicy& policy, NodeId local, uint64_t ilx, CpuId cpu,
-                                 double* ns);
+                                 double* ns, Retry retry = Retry::kUntilOom);
   // folio_mark_accessed (mm/swap.c): a second access marks an inactive folio
   // active. Returns its time.
   double folio_mark_accessed(Pfn pfn);

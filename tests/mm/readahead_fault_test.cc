@@ -96,5 +96,29 @@ TEST(FileReadahead, RetriedFaultsAreMajorFrom5_9To6_6) {
   ADD_FAILURE() << "no kernel.retried_fault_is_major switch";
 }
 
+TEST(FileReadahead, AReadaheadPageThatCannotBeAllocatedEndsTheWindowAfterOneReclaimRound) {
+  // Memory is full but for one page. The faulting page takes it; the next
+  // page of the window is readahead (__GFP_NORETRY): one round of direct
+  // reclaim, which frees nothing, and the window stops there rather than
+  // trying each of its other 30 pages.
+  MmWorld w(no_fault_around(true), 256);
+  testing::BarrenReclaim reclaim;
+  w.mgr.set_reclaim(&reclaim);
+  auto mm = w.mgr.mm_alloc();
+  const Vpn anon = w.map(*mm, 512, testing::kRW);
+  uint64_t filled = 0;
+  while (filled < 512 && w.fault(*mm, Vpn(anon.v + filled), true) == FaultStatus::kOk) ++filled;
+  ASSERT_LT(filled, 512u);  // the anon fault that found no memory
+  w.mgr.munmap(*mm, Vpn(anon.v + filled - 1), 1, CpuId(0));
+  AddressSpace& file = w.mgr.create_file("data", 64, false);
+  const Vpn a = w.map(*mm, 64, kR | Vma::kShared, &file);
+  reclaim.rounds = 0;
+  EXPECT_EQ(w.fault(*mm, a, false), FaultStatus::kOk);
+  EXPECT_EQ(file.nrpages, 1u);
+  EXPECT_EQ(reclaim.rounds, 1);
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
 }  // namespace
 }  // namespace mmsim::mm

@@ -15,7 +15,6 @@ namespace mmsim::reclaim {
 namespace {
 
 using mm::Folio;
-using mm::LruList;
 using mm::Vm;
 using testing::kR;
 using testing::MmWorld;
@@ -303,6 +302,30 @@ TEST(Swap, WithoutASwapDeviceAnonymousPagesAreNeverScannedAndTheRunIsOutOfMemory
   EXPECT_EQ(ran.vm("pgscan_anon"), 0);
   EXPECT_EQ(ran.vm("pswpout"), 0);
   ASSERT_FALSE(ran.result.errors.empty());  // the 40 MiB mapping is past RAM
+}
+
+TEST(Swap, ShmemWhichReclaimDoesNotSwapGivesTheAllocatorNoReasonToRetry) {
+  // Memory fills with a shared anonymous mapping while swap has room. Its
+  // pages are on the anon lists, but reclaim here does not swap shmem
+  // (SIMPLIFICATION), so the fault that finds no memory tries one round of
+  // direct reclaim, not MAX_RECLAIM_RETRIES more, before the OOM path.
+  mm::MmConfig c = testing::test_mm_config();
+  c.swap_pages = 64;
+  MmWorld w(c, 256);
+  testing::BarrenReclaim reclaim;
+  w.mgr.set_reclaim(&reclaim);
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 512, testing::kRW | mm::Vma::kShared);
+  uint64_t filled = 0;
+  for (; filled < 512; ++filled) {
+    reclaim.rounds = 0;
+    if (w.fault(*mm, Vpn(a.v + filled), true) != mm::FaultStatus::kOk) break;
+  }
+  ASSERT_LT(filled, 512u);
+  EXPECT_GT(w.mgr.lru().node_shmem(NodeId(0)), 0u);
+  EXPECT_EQ(reclaim.rounds, 1);
+  w.expect_consistent();
+  w.teardown(*mm);
 }
 
 TEST(Swap, AForkedChildSharesTheSwapEntryAndItsParentFindsTheChildsSwapCache) {

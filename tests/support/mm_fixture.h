@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,16 @@ struct MmWorld {
   }
   // Unmaps everything, so that the mm can be released.
   void teardown(mm::Mm& mm) { mgr.exit_mmap(mm, CpuId(0)); }
+};
+
+// Direct reclaim that never frees a page, counting its rounds.
+struct BarrenReclaim : mm::ReclaimHooks {
+  void wake_kswapd(NodeId) override {}
+  Progress try_to_free_pages(std::span<const NodeId>, CpuId) override {
+    ++rounds;
+    return {};
+  }
+  int rounds = 0;
 };
 
 inline constexpr uint32_t kRW = mm::Vma::kRead | mm::Vma::kWrite;
