@@ -78,7 +78,8 @@ void Controller::drain_stock(CpuId cpu) {
   s.pages = 0;
 }
 
-mm::ChargeResult Controller::try_charge(uint32_t memcg, CpuId cpu, mm::Retry retry) {
+mm::ChargeResult Controller::try_charge(uint32_t memcg, CpuId cpu, mm::Retry retry,
+                                        uint64_t nr_pages) {
   mm::ChargeResult r;
   Stock& s = stock_[cpu.v];
   uint64_t levels = 0;
@@ -89,12 +90,13 @@ mm::ChargeResult Controller::try_charge(uint32_t memcg, CpuId cpu, mm::Retry ret
   // failing level's failcnt, so at the limit almost every page charged
   // counts once (the batch) and every SWAP_CLUSTER_MAX-th once more before
   // it reclaims.
-  uint64_t batch = static_cast<uint64_t>(cfg_.charge_batch);
+  // A huge page is charged whole, past the stock (larger than the batch).
+  uint64_t batch = std::max<uint64_t>(static_cast<uint64_t>(cfg_.charge_batch), nr_pages);
   bool drained = false;
   int retries = kMaxReclaimRetries;
   for (;;) {
     // consume_stock: a page from this CPU's precharge.
-    if (s.memcg == memcg && s.pages > 0) {
+    if (nr_pages == 1 && s.memcg == memcg && s.pages > 0) {
       --s.pages;
       r.ns += costs_.memcg_percpu_add_ns;
       return r;
@@ -102,22 +104,26 @@ mm::ChargeResult Controller::try_charge(uint32_t memcg, CpuId cpu, mm::Retry ret
     r.ns += static_cast<double>(levels) * costs_.lock_ns;  // a counter update per level
     const int over = res_charge(memcg, batch);
     if (over < 0) {
-      if (batch > 1) {  // refill_stock
+      if (batch > nr_pages) {  // refill_stock
         drain_stock(cpu);
         s.memcg = memcg;
-        s.pages = static_cast<uint32_t>(batch - 1);
+        s.pages = static_cast<uint32_t>(batch - nr_pages);
       }
       return r;
     }
-    if (batch > 1) {  // never reclaim for the optional batch
-      batch = 1;
+    if (batch > nr_pages) {  // never reclaim for the optional batch
+      batch = nr_pages;
       continue;
     }
+    // Without __GFP_DIRECT_RECLAIM (a THP fault's light mask) the charge
+    // fails at once.
+    if (retry == mm::Retry::kNoReclaim) break;
     // try_to_free_mem_cgroup_pages on the level over its limit: at least
     // SWAP_CLUSTER_MAX pages.
-    const Reclaimed rc = reclaim(static_cast<uint32_t>(over), mm::kSwapClusterMax, cpu);
+    const Reclaimed rc =
+        reclaim(static_cast<uint32_t>(over), std::max(mm::kSwapClusterMax, nr_pages), cpu);
     r.ns += rc.ns;
-    if (margin(static_cast<uint32_t>(over)) >= 1) continue;
+    if (margin(static_cast<uint32_t>(over)) >= nr_pages) continue;
     if (!drained) {  // drain_all_stock: the precharges of every CPU go back
       for (size_t c = 0; c < stock_.size(); ++c) {
         if (stock_[c].pages && is_ancestor(static_cast<uint32_t>(over), stock_[c].memcg))
@@ -156,34 +162,36 @@ Controller::Reclaimed Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId 
 mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu,
                                     mm::Retry retry) {
   if (!enabled()) return {};
-  mm::ChargeResult r = try_charge(memcg, cpu, retry);
+  const auto nr = static_cast<int64_t>(folio.nr_pages());
+  mm::ChargeResult r = try_charge(memcg, cpu, retry, folio.nr_pages());
   if (!r.ok) return r;
   // commit_charge: lock pc, set mem_cgroup and USED, count, unlock.
   r.ns += costs_.memcg_bitlock_ns + pc_lookup_ns(pfn, folio) + 2 * costs_.memcg_percpu_add_ns;
   folio.memcg = memcg;
   MemCgroup& g = groups_[memcg];
   if (folio.test(mm::Folio::kAnon)) {
-    ++g.rss;
+    g.rss += nr;
   } else {
-    ++g.cache;
-    if (folio.test(mm::Folio::kShmem)) ++g.shmem;
+    g.cache += nr;
+    if (folio.test(mm::Folio::kShmem)) g.shmem += nr;
   }
-  ++g.pgpgin;
+  ++g.pgpgin;  // one charging event, whatever its size
   return r;
 }
 
 void Controller::uncharge(Pfn, mm::Folio& folio) {
   if (!enabled()) return;
   MemCgroup& g = groups_[folio.memcg];
+  const auto nr = static_cast<int64_t>(folio.nr_pages());
   if (folio.test(mm::Folio::kAnon)) {
-    --g.rss;
+    g.rss -= nr;
   } else {
-    --g.cache;
-    if (folio.test(mm::Folio::kShmem)) --g.shmem;
+    g.cache -= nr;
+    if (folio.test(mm::Folio::kShmem)) g.shmem -= nr;
     if (folio.mapcount > 0) --g.mapped_file;
   }
   ++g.pgpgout;
-  res_uncharge(folio.memcg, 1);
+  res_uncharge(folio.memcg, folio.nr_pages());
   folio.memcg = 0;
 }
 
@@ -300,6 +308,9 @@ double Controller::begin_move(mm::Mm& mm, uint32_t to) {
         cost += costs_.pte_protect_ns;
         if (!pte.maps_folio()) return;
         const mm::Folio& f = mm_.folios().folio(Pfn(pte.pfn));
+        // SIMPLIFICATION: huge pages are not moved (a PTE-mapped THP's are
+        // not in the kernel either; a PMD-mapped one would be, whole).
+        if (f.large() || f.test(mm::Folio::kTail)) return;
         if (f.test(mm::Folio::kAnon) && f.mapcount == 1 && f.memcg == from)
           move_pages_.push_back(pte.pfn);
       });
@@ -380,19 +391,21 @@ std::vector<std::string> Controller::check_invariants() const {
   for (uint32_t p = 0; p < folios.table_size(); ++p) {
     const mm::Folio& f = folios.folio(Pfn(p));
     // A migration's new folio is charged only when it takes the old one's place.
-    if (!f.test(mm::Folio::kInUse) || !f.test(mm::Folio::kUptodate)) continue;
+    if (!f.test(mm::Folio::kInUse) || !f.test(mm::Folio::kUptodate) || f.test(mm::Folio::kTail))
+      continue;
     if (f.memcg >= groups_.size()) {
       errors.push_back("folio charged to an unknown memcg");
       continue;
     }
+    const auto nr = static_cast<int64_t>(f.nr_pages());
     if (f.test(mm::Folio::kAnon)) {
-      ++rss[f.memcg];
+      rss[f.memcg] += nr;
     } else {
-      ++cache[f.memcg];
-      if (f.test(mm::Folio::kShmem)) ++shmem[f.memcg];
+      cache[f.memcg] += nr;
+      if (f.test(mm::Folio::kShmem)) shmem[f.memcg] += nr;
       if (f.mapcount > 0) ++mapped[f.memcg];
     }
-    for_each_ancestor(f.memcg, [&](const MemCgroup& g) { ++charged[g.id]; });
+    for_each_ancestor(f.memcg, [&](const MemCgroup& g) { charged[g.id] += f.nr_pages(); });
   }
   for (const auto& s : stock_) {
     if (s.pages) for_each_ancestor(s.memcg, [&](const MemCgroup& g) { charged[g.id] += s.pages; });

@@ -84,7 +84,7 @@ class Controller final : public mm::MemcgHooks {
     for (int g = static_cast<int>(memcg); g >= 0; g = groups_[g].parent) f(groups_[g]);
   }
   bool is_ancestor(uint32_t ancestor, uint32_t memcg) const;
-  mm::ChargeResult try_charge(uint32_t memcg, CpuId cpu, mm::Retry retry);
+  mm::ChargeResult try_charge(uint32_t memcg, CpuId cpu, mm::Retry retry, uint64_t nr_pages);
   // The level that went over its limit (its failcnt counted), or -1.
   int res_charge(uint32_t memcg, uint64_t pages);
   // mem_cgroup_margin: pages memcg and its ancestors can still take.

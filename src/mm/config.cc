@@ -98,7 +98,8 @@ std::span<const Switch<MmConfig>> mm_switches() {
         .doc = "vm.min_free_kbytes: the min watermark of all nodes together, shared out by node "
                "size; auto: 4 x sqrt(memory in KiB) within [128, 262144] "
                "(mm/page_alloc.c calculate_min_free_kbytes). THP's larger default "
-               "(khugepaged's set_recommended_min_free_kbytes) is not applied: THP is not modelled",
+               "(khugepaged's set_recommended_min_free_kbytes) is not applied: khugepaged is "
+               "not modelled",
         .default_value = kAutoMinFree,
         .lo = kAutoMinFree,
         .hi = int64_t{1} << 40,
@@ -158,6 +159,45 @@ std::span<const Switch<MmConfig>> mm_switches() {
         .default_value = 0},
        [](const MmConfig& c) { return static_cast<int64_t>(c.demotion_enabled); },
        [](MmConfig& c, int64_t v) { c.demotion_enabled = v != 0; }},
+      {{.section = "kernel",
+        .key = "transparent_hugepage",
+        .kind = SwitchKind::kChoice,
+        .doc = "/sys/kernel/mm/transparent_hugepage/enabled: which private anonymous VMAs "
+               "fault 2 MiB folios: always, madvise (MADV_HUGEPAGE ones) or never "
+               "(mm/huge_memory.c hugepage_vma_check, do_huge_pmd_anonymous_page). Debian "
+               "builds always (CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS, 6.1 and 6.12); the "
+               "model's default stays never until PMD-level NUMA hinting and THP reclaim are "
+               "modelled. Off on machines under 512 MiB (hugepage_init)",
+        .default_value = static_cast<int64_t>(ThpEnabled::kNever),
+        .words = {{"never", static_cast<int64_t>(ThpEnabled::kNever)},
+                  {"madvise", static_cast<int64_t>(ThpEnabled::kMadvise)},
+                  {"always", static_cast<int64_t>(ThpEnabled::kAlways)}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.thp_enabled); },
+       [](MmConfig& c, int64_t v) { c.thp_enabled = static_cast<ThpEnabled>(v); }},
+      {{.section = "kernel",
+        .key = "transparent_hugepage_defrag",
+        .kind = SwitchKind::kChoice,
+        .doc = "/sys/kernel/mm/transparent_hugepage/defrag: whether a THP fault may reclaim "
+               "(mm/huge_memory.c vma_thp_gfp_mask): always; defer and defer+madvise wake "
+               "kswapd instead (defer+madvise, and madvise, reclaim for MADV_HUGEPAGE VMAs); "
+               "never. madvise in every version. SIMPLIFICATION: no compaction, reclaim only",
+        .default_value = static_cast<int64_t>(ThpDefrag::kMadvise),
+        .words = {{"never", static_cast<int64_t>(ThpDefrag::kNever)},
+                  {"madvise", static_cast<int64_t>(ThpDefrag::kMadvise)},
+                  {"defer+madvise", static_cast<int64_t>(ThpDefrag::kDeferMadvise)},
+                  {"defer", static_cast<int64_t>(ThpDefrag::kDefer)},
+                  {"always", static_cast<int64_t>(ThpDefrag::kAlways)}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.thp_defrag); },
+       [](MmConfig& c, int64_t v) { c.thp_defrag = static_cast<ThpDefrag>(v); }},
+      {{.section = "kernel",
+        .key = "thp_use_zero_page",
+        .kind = SwitchKind::kBool,
+        .doc = "/sys/kernel/mm/transparent_hugepage/use_zero_page: a read fault on a THP VMA "
+               "maps the huge zero page (mm/huge_memory.c do_huge_pmd_anonymous_page); on by "
+               "default in every version",
+        .default_value = 1},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.thp_use_zero_page); },
+       [](MmConfig& c, int64_t v) { c.thp_use_zero_page = v != 0; }},
   };
   return table;
 }

@@ -33,6 +33,21 @@ enum class RefaultStat : int64_t {
   kSplit,     // 5.9+: workingset_refault_anon and workingset_refault_file
 };
 
+// /sys/kernel/mm/transparent_hugepage/enabled and defrag.
+enum class ThpEnabled : int64_t { kNever, kMadvise, kAlways };
+enum class ThpDefrag : int64_t { kNever, kMadvise, kDeferMadvise, kDefer, kAlways };
+// hugepage_init: a machine with less memory than this has THP off.
+inline constexpr uint64_t kThpMinMemBytes = uint64_t{512} << 20;
+// Their words, as sysfs shows and takes them.
+inline const char* thp_word(ThpEnabled e) {
+  static constexpr const char* kWords[] = {"never", "madvise", "always"};
+  return kWords[static_cast<int>(e)];
+}
+inline const char* thp_word(ThpDefrag d) {
+  static constexpr const char* kWords[] = {"never", "madvise", "defer+madvise", "defer", "always"};
+  return kWords[static_cast<int>(d)];
+}
+
 struct MmConfig {
   // fault_around_bytes / 1024: cached pages mapped around a read fault on a
   // file (do_fault_around); 0 before 3.15.
@@ -67,6 +82,11 @@ struct MmConfig {
   // How nodes form memory tiers, and whether reclaim demotes to the next.
   TierRule memory_tiers = TierRule::kHmat;
   bool demotion_enabled = false;
+  // Anonymous transparent huge pages: which VMAs fault 2 MiB folios, how
+  // hard the allocation tries, and whether a read maps the huge zero page.
+  ThpEnabled thp_enabled = ThpEnabled::kNever;
+  ThpDefrag thp_defrag = ThpDefrag::kMadvise;
+  bool thp_use_zero_page = true;
   // The swap device's size in pages ([swap] size; 0: no swap). Not a switch.
   uint64_t swap_pages = 0;
   // kernel.numa_balancing has its memory-tiering bit (2): kswapd balances

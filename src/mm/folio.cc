@@ -14,9 +14,12 @@ FolioAllocator::FolioAllocator(const topo::Topology& topo, VmStat& vmstat)
   }
 }
 
-Pfn FolioAllocator::take(NodeId node) {
+Pfn FolioAllocator::take(NodeId node, uint8_t order) {
+  const uint32_t nr = 1u << order;
   uint32_t slot;
-  if (!free_slots_.empty()) {
+  if (order) {
+    slot = take_block();
+  } else if (!free_slots_.empty()) {
     slot = free_slots_.back();
     free_slots_.pop_back();
   } else {
@@ -24,14 +27,58 @@ Pfn FolioAllocator::take(NodeId node) {
     slot = static_cast<uint32_t>(folios_.size());
     folios_.emplace_back();
   }
-  Folio& f = folios_[slot];
-  f = Folio{};
-  f.node = node;
-  f.flags = Folio::kInUse;
-  ++nodes_[node.v].used;
-  vmstat_.add(Vm::nr_free_pages, -1);
-  vmstat_.add(Vm::pgalloc_normal);
+  for (uint32_t i = 0; i < nr; ++i) {
+    Folio& f = folios_[slot + i];
+    f = Folio{};
+    f.node = node;
+    f.flags = i ? Folio::kInUse | Folio::kTail : Folio::kInUse;
+  }
+  folios_[slot].order = order;
+  nodes_[node.v].used += nr;
+  vmstat_.add(Vm::nr_free_pages, -static_cast<int64_t>(nr));
+  vmstat_.add(Vm::pgalloc_normal, nr);
   return Pfn(slot);
+}
+
+uint32_t FolioAllocator::take_block() {
+  if (free_blocks_.empty()) compact_blocks();
+  if (!free_blocks_.empty()) {
+    const uint32_t b = free_blocks_.back();
+    free_blocks_.pop_back();
+    return b;
+  }
+  // A new block at the end of the table, 512-aligned: the entries skipped
+  // to align it are free singles.
+  const size_t base = (folios_.size() + kHugePages - 1) & ~size_t{kHugePages - 1};
+  check(base + kHugePages <= kZeroPfn, "folio table full");
+  for (size_t p = folios_.size(); p < base; ++p) free_slots_.push_back(static_cast<uint32_t>(p));
+  folios_.resize(base + kHugePages);
+  return static_cast<uint32_t>(base);
+}
+
+void FolioAllocator::compact_blocks() {
+  // Worth a pass over the table only once the free singles could fill a
+  // block and have grown since the last pass found too few whole blocks:
+  // the cost is paid for by the frees in between.
+  if (free_slots_.size() < compact_at_) return;
+  const size_t blocks = folios_.size() / kHugePages;
+  std::vector<uint8_t> whole(blocks, 0);
+  for (size_t b = 0; b < blocks; ++b) {
+    const Folio* first = &folios_[b * kHugePages];
+    whole[b] = std::none_of(first, first + kHugePages,
+                            [](const Folio& f) { return f.test(Folio::kInUse); });
+  }
+  std::vector<uint32_t> rest;
+  rest.reserve(free_slots_.size());
+  for (uint32_t p : free_slots_) {
+    const size_t b = p / kHugePages;
+    if (b >= blocks || !whole[b]) rest.push_back(p);
+  }
+  free_slots_ = std::move(rest);
+  // Highest first, so the lowest block is taken first.
+  for (size_t b = blocks; b-- > 0;)
+    if (whole[b]) free_blocks_.push_back(static_cast<uint32_t>(b * kHugePages));
+  compact_at_ = std::max<size_t>(kHugePages, 2 * free_slots_.size());
 }
 
 bool FolioAllocator::table_full() const {
@@ -61,7 +108,7 @@ std::optional<Pfn> FolioAllocator::alloc_on(NodeId node, Mark mark) {
   // The node asked for is the node given: a numa_hit there.
   vmstat_.add(Vm::numa_hit);
   vmstat_.add(Vm::numa_local);
-  return take(node);
+  return take(node, 0);
 }
 
 FolioAllocator::Target FolioAllocator::target(const MemPolicy& policy, NodeId local,
@@ -105,14 +152,14 @@ std::vector<NodeId> FolioAllocator::zonelist(const MemPolicy& policy, NodeId loc
 }
 
 std::optional<Pfn> FolioAllocator::alloc(const MemPolicy& policy, NodeId local, uint64_t ilx,
-                                         Mark mark) {
+                                         Mark mark, uint8_t order) {
   if (table_full()) return std::nullopt;  // the model's limit: 2^32 - 2 pages in use
   const Target t = target(policy, local, ilx);
   for (NodeId n : topo_.fallback_order(t.preferred)) {
     if (t.allowed && std::find(t.allowed->begin(), t.allowed->end(), n) == t.allowed->end())
       continue;
-    if (free_pages(n) == 0 || !above(n, mark)) continue;
-    Pfn pfn = take(n);
+    if (free_pages(n) < (1u << order) || !above(n, mark, order)) continue;
+    Pfn pfn = take(n, order);
     if (n == t.preferred) {
       vmstat_.add(Vm::numa_hit);
       if (policy.mode == MemPolicy::Mode::kInterleave) vmstat_.add(Vm::numa_interleave);
@@ -128,13 +175,37 @@ std::optional<Pfn> FolioAllocator::alloc(const MemPolicy& policy, NodeId local, 
 
 void FolioAllocator::free(Pfn pfn) {
   Folio& f = folios_[pfn.v];
-  check(f.test(Folio::kInUse), "freeing a free folio");
-  check(f.mapcount == 0, "freeing a mapped folio");
-  --nodes_[f.node.v].used;
-  f.flags = 0;
-  free_slots_.push_back(pfn.v);
-  vmstat_.add(Vm::nr_free_pages, 1);
-  vmstat_.add(Vm::pgfree);
+  check(f.test(Folio::kInUse) && !f.test(Folio::kTail), "freeing a free folio or a tail");
+  const uint32_t nr = f.nr_pages();
+  for (uint32_t i = 0; i < nr; ++i) {
+    Folio& p = folios_[pfn.v + i];
+    check(p.mapcount == 0, "freeing a mapped folio");
+    p.flags = 0;
+  }
+  nodes_[f.node.v].used -= nr;
+  if (f.large()) {
+    f.order = 0;
+    free_blocks_.push_back(pfn.v);
+  } else {
+    free_slots_.push_back(pfn.v);
+  }
+  vmstat_.add(Vm::nr_free_pages, nr);
+  vmstat_.add(Vm::pgfree, nr);
+}
+
+void FolioAllocator::split(Pfn head) {
+  Folio& h = folios_[head.v];
+  check(h.large() && h.test(Folio::kInUse) && !h.test(Folio::kTail), "split of a small folio");
+  const uint32_t nr = h.nr_pages();
+  h.order = 0;
+  const auto flags = static_cast<uint16_t>(h.flags & ~Folio::kLru);
+  for (uint32_t i = 1; i < nr; ++i) {
+    Folio& t = folios_[head.v + i];
+    t.flags = flags;
+    t.mapping = h.mapping;
+    t.memcg = h.memcg;
+    t.last_cpupid = h.last_cpupid;
+  }
 }
 
 }  // namespace mmsim::mm

@@ -1,5 +1,11 @@
-// Models struct folio (order 0: one 4 KiB page) and the per-node page
-// allocator with the kernel's memory policies. Only allocated pages have state.
+// Models struct folio and struct page, and the per-node page allocator with
+// the kernel's memory policies. A folio is one 4 KiB page (order 0) or a
+// PMD-sized transparent huge page (order 9): its head entry and 511 tail
+// entries, one per 4 KiB page, each with its own mapcount, in a 512-aligned
+// block of the table, so that a tail's head is its pfn rounded down. Only
+// allocated pages have state; pfns name table entries, not physical frames
+// (SIMPLIFICATION: no buddy allocator, so no fragmentation: a node with 512
+// free pages above its watermark has a huge page).
 #pragma once
 
 #include <algorithm>
@@ -30,6 +36,7 @@ struct Folio {
     kReferenced = 1024,  // PG_referenced: seen referenced once by reclaim or an access
     kWorkingset = 2048,  // PG_workingset: part of the workingset (refaulted, or was active)
     kSwapCache = 4096,   // PG_swapcache: an anonymous folio with a swap slot
+    kTail = 8192,        // a tail page of a large folio (PageTail): only mapcount is its own
   };
   NodeId node;
   uint16_t flags = 0;
@@ -42,8 +49,16 @@ struct Folio {
   uint32_t lru_prev = UINT32_MAX;
   uint32_t lru_next = UINT32_MAX;
   uint16_t mlock_count = 0;  // PTEs of VM_LOCKED VMAs mapping it (folio->mlock_count)
+  uint8_t order = 0;         // of a head: 0, or kHugeOrder for a THP
   bool test(uint16_t f) const { return flags & f; }
+  uint32_t nr_pages() const { return 1u << order; }
+  bool large() const { return order != 0; }
 };
+
+// A PMD-sized folio: 2 MiB, HPAGE_PMD_ORDER.
+inline constexpr uint8_t kHugeOrder = 9;
+inline constexpr uint32_t kHugePages = 1u << kHugeOrder;  // HPAGE_PMD_NR
+inline constexpr Pfn huge_head(Pfn pfn) { return Pfn(pfn.v & ~(kHugePages - 1)); }
 
 // One of these per page of the simulated machine: keep it small.
 static_assert(sizeof(Folio) <= 40);
@@ -74,8 +89,9 @@ class FolioAllocator {
   // preferred one) whose free pages are above `mark`. For interleave, `ilx`
   // selects the node (the page offset, as the kernel does). nullopt when
   // every allowed node is at or below the mark.
+  // An order-kHugeOrder allocation needs its 512 pages above the mark.
   std::optional<Pfn> alloc(const MemPolicy& policy, NodeId local, uint64_t ilx,
-                           Mark mark = Mark::kNone);
+                           Mark mark = Mark::kNone, uint8_t order = 0);
   // The zonelist of such an allocation: the nodes it may use, in order.
   std::vector<NodeId> zonelist(const MemPolicy& policy, NodeId local, uint64_t ilx) const;
   // Allocates on exactly `node` (__GFP_THISNODE) above `mark`.
@@ -83,9 +99,19 @@ class FolioAllocator {
   void set_watermarks(NodeId n, Watermarks w) { nodes_[n.v].wmark = w; }
   const Watermarks& watermarks(NodeId n) const { return nodes_[n.v].wmark; }
   uint64_t mark_pages(NodeId n, Mark m) const;
-  // zone_watermark_ok for order 0: free pages strictly above the mark.
-  bool above(NodeId n, Mark m) const { return free_pages(n) > mark_pages(n, m); }
+  // zone_watermark_ok: free pages, less those the allocation takes but one,
+  // strictly above the mark.
+  bool above(NodeId n, Mark m, uint8_t order = 0) const {
+    const uint64_t need = mark_pages(n, m) + (1u << order) - 1;
+    return free_pages(n) > need;
+  }
+  // Frees the folio (all its pages, for a large one).
   void free(Pfn pfn);
+  // Splits a large folio into kHugePages order-0 folios in place
+  // (__split_huge_page): each tail becomes a folio of its own, with the
+  // head's flags but PG_lru and its own mapcount. The caller gives each its
+  // identity (index, LRU) and its accounting.
+  void split(Pfn head);
 
   Folio& folio(Pfn pfn) { return folios_[pfn.v]; }
   const Folio& folio(Pfn pfn) const { return folios_[pfn.v]; }
@@ -102,7 +128,9 @@ class FolioAllocator {
   }
   size_t table_size() const { return folios_.size(); }
   // Folios allocated now, on every node.
-  uint64_t in_use() const { return folios_.size() - free_slots_.size(); }
+  uint64_t in_use() const {
+    return folios_.size() - free_slots_.size() - free_blocks_.size() * kHugePages;
+  }
   const topo::Topology& topology() const { return topo_; }
 
  private:
@@ -118,12 +146,19 @@ class FolioAllocator {
     const std::vector<NodeId>* allowed = nullptr;
   };
   Target target(const MemPolicy& policy, NodeId local, uint64_t ilx) const;
-  Pfn take(NodeId node);
+  Pfn take(NodeId node, uint8_t order);
+  // A free 512-aligned block of table entries for a large folio.
+  uint32_t take_block();
+  // Gathers the blocks whose entries are all free singles back into whole
+  // blocks, when that can pay (see take_block).
+  void compact_blocks();
   bool table_full() const;
   const topo::Topology& topo_;
   VmStat& vmstat_;
   std::vector<Folio> folios_;
   std::vector<uint32_t> free_slots_;
+  std::vector<uint32_t> free_blocks_;  // first pfns of whole free blocks
+  size_t compact_at_ = kHugePages;     // free singles that make compact_blocks worth a try
   std::vector<NodeState> nodes_;
 };
 

@@ -119,7 +119,8 @@ void LruSet::count(const Folio& f, LruList l, int64_t delta) {
 
 void LruSet::link(Pfn pfn, bool at_tail) {
   Folio& f = folios_.folio(pfn);
-  check(f.test(Folio::kInUse) && !f.test(Folio::kLru), "LRU add of a folio on a list or free");
+  check(f.test(Folio::kInUse) && !f.test(Folio::kLru | Folio::kTail),
+        "LRU add of a folio on a list, free, or a tail");
   const LruList l = folio_lru_list(f);
   Lruvec::List& list = lruvec(f.memcg, f.node).lists[static_cast<size_t>(l)];
   if (at_tail) {
@@ -135,9 +136,9 @@ void LruSet::link(Pfn pfn, bool at_tail) {
     list.head = pfn.v;
     if (list.tail == Lruvec::kNil) list.tail = pfn.v;
   }
-  ++list.size;
+  list.size += f.nr_pages();
   f.flags |= Folio::kLru;
-  count(f, l, 1);
+  count(f, l, f.nr_pages());
 }
 
 void LruSet::add(Pfn pfn) { link(pfn, false); }
@@ -159,9 +160,9 @@ void LruSet::del(Pfn pfn) {
     list.tail = f.lru_prev;
   }
   f.lru_prev = f.lru_next = Lruvec::kNil;
-  --list.size;
+  list.size -= f.nr_pages();
   f.flags &= static_cast<uint16_t>(~Folio::kLru);
-  count(f, l, -1);
+  count(f, l, -static_cast<int64_t>(f.nr_pages()));
 }
 
 std::vector<std::string> LruSet::check_invariants() const {
@@ -186,7 +187,7 @@ std::vector<std::string> LruSet::check_invariants() const {
           return errors;
         }
         seen[p] = 1;
-        ++n;
+        n += f.nr_pages();
         if (!f.test(Folio::kInUse) || !f.test(Folio::kLru) || f.memcg != memcg || f.node != node ||
             static_cast<size_t>(folio_lru_list(f)) != l || f.lru_prev != prev) {
           errors.push_back("folio " + std::to_string(p) + " on LRU list " + std::to_string(l) +
@@ -195,12 +196,12 @@ std::vector<std::string> LruSet::check_invariants() const {
           return errors;
         }
         if (f.test(Folio::kShmem) && l != static_cast<size_t>(LruList::kUnevictable))
-          ++shmem[node.v];
+          shmem[node.v] += f.nr_pages();
         prev = p;
       }
       if (n != list.size || prev != list.tail)
         errors.push_back("LRU list " + std::to_string(l) + " of memcg " + std::to_string(memcg) +
-                         " holds " + std::to_string(n) + " folios, its size says " +
+                         " holds " + std::to_string(n) + " pages, its size says " +
                          std::to_string(list.size));
       sizes[node.v][l] += n;
     }

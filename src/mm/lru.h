@@ -43,7 +43,7 @@ struct Lruvec {
   struct List {
     uint32_t head = kNil;
     uint32_t tail = kNil;
-    uint64_t size = 0;
+    uint64_t size = 0;  // in pages (a THP counts 512)
   };
   static constexpr uint32_t kNil = UINT32_MAX;
   std::array<List, kNrLruLists> lists;

@@ -41,6 +41,13 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
   for (Vm v : {Vm::pgdemote_kswapd, Vm::pgdemote_direct}) vmstat_.set_shown(v, tiers);
   vmstat_.set_shown(Vm::pgpromote_success, tiers && config_.promote_stats);
   vmstat_.set_shown(Vm::pgpromote_candidate, tiers && config_.promote_candidate_stat);
+  // hugepage_init: THP stays off on a machine under 512 MiB. Its counters
+  // are listed only when it is on (their names changed over the versions).
+  thp_on_ = config_.thp_enabled != ThpEnabled::kNever && topo_.total_mem_bytes() >= kThpMinMemBytes;
+  for (Vm v : {Vm::nr_anon_transparent_hugepages, Vm::thp_fault_alloc, Vm::thp_fault_fallback,
+               Vm::thp_fault_fallback_charge, Vm::thp_split_pmd, Vm::thp_split_page,
+               Vm::thp_zero_page_alloc})
+    vmstat_.set_shown(v, thp_on_);
 }
 
 Shadow MemoryManager::workingset_eviction(const Folio& f) {
@@ -124,20 +131,23 @@ void MemoryManager::setup_watermarks() {
 }
 
 std::optional<Pfn> MemoryManager::alloc_folio(const MemPolicy& policy, NodeId local, uint64_t ilx,
-                                              CpuId cpu, double* ns, Retry retry) {
-  if (!reclaim_) return folios_.alloc(policy, local, ilx);
-  if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kLow)) return pfn;
-  // The slow path: wake_all_kswapds, then the min watermark.
+                                              CpuId cpu, double* ns, Retry retry, uint8_t order) {
+  if (!reclaim_) return folios_.alloc(policy, local, ilx, Mark::kNone, order);
+  if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kLow, order)) return pfn;
+  // The slow path: wake_all_kswapds (not for a mask without
+  // __GFP_KSWAPD_RECLAIM), then the min watermark.
   const std::vector<NodeId> zonelist = folios_.zonelist(policy, local, ilx);
-  for (NodeId n : zonelist) reclaim_->wake_kswapd(n);
-  if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kMin)) return pfn;
+  if (retry != Retry::kNoReclaim)
+    for (NodeId n : zonelist) reclaim_->wake_kswapd(n);
+  if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kMin, order)) return pfn;
+  if (retry == Retry::kNoReclaim) return std::nullopt;
   // Direct reclaim, retried while it makes progress (should_reclaim_retry:
   // MAX_RECLAIM_RETRIES attempts without progress, then the OOM path).
   int no_progress = 0;
   while (no_progress <= kMaxReclaimRetries) {
     const ReclaimHooks::Progress p = reclaim_->try_to_free_pages(zonelist, cpu);
     *ns += p.ns;
-    if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kMin)) return pfn;
+    if (auto pfn = folios_.alloc(policy, local, ilx, Mark::kMin, order)) return pfn;
     if (retry == Retry::kNoRetry) break;
     no_progress = p.pages ? 0 : no_progress + 1;
     // ...and only while some node would be above min were all its
@@ -185,8 +195,7 @@ double MemoryManager::folio_mark_accessed(Pfn pfn) {
 
 MemoryManager::Referenced MemoryManager::folio_referenced(Pfn pfn) {
   Referenced r;
-  const Folio& f = folios_.folio(pfn);
-  if (f.mapcount == 0) return r;
+  if (folio_mapcount(pfn) == 0) return r;
   // Each mapping's PTE is tested and cleared (ptep_clear_flush_young: no
   // TLB flush on x86); a young one counts its VMA once.
   auto& maps = scratch_maps_;
@@ -202,6 +211,13 @@ MemoryManager::Referenced MemoryManager::folio_referenced(Pfn pfn) {
   });
   for (auto [mm, vpn] : maps) {
     PteTable& t = mm->pgtable().table_alloc(vpn);
+    if (t.huge()) {  // pmdp_clear_flush_young: one bit for 2 MiB
+      Pte pmd = t.pmd();
+      pmd.flags = static_cast<uint8_t>(pmd.flags & ~Pte::kYoung);
+      t.set_pmd(pmd);
+      mm->revoke(vpn, Vpn(vpn.v + kPtesPerTable));
+      continue;
+    }
     const uint32_t i = vpn.v & (kPtesPerTable - 1);
     Pte pte = t.get(i);
     pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kYoung);
@@ -343,12 +359,22 @@ void MemoryManager::folio_mark_dirty(Folio& f) {
 }
 
 void MemoryManager::mlock_folio(Pfn pfn) {
+  pfn = folio_head(pfn);
   Folio& f = folios_.folio(pfn);
   if (f.mlock_count++ == 0) {
     // To the unevictable list (an isolated folio gets there when put back).
     set_lru_flags(pfn, static_cast<uint16_t>(f.flags | Folio::kMlocked));
-    vmstat_.add(Vm::nr_mlock);
-    vmstat_.add(Vm::unevictable_pgs_mlocked);
+    vmstat_.add(Vm::nr_mlock, f.nr_pages());
+    vmstat_.add(Vm::unevictable_pgs_mlocked, f.nr_pages());
+  }
+}
+
+void MemoryManager::munlock_folio(Pfn head) {
+  Folio& f = folios_.folio(head);
+  if (--f.mlock_count == 0) {
+    set_lru_flags(head, static_cast<uint16_t>(f.flags & ~Folio::kMlocked));
+    vmstat_.add(Vm::nr_mlock, -static_cast<int64_t>(f.nr_pages()));
+    vmstat_.add(Vm::unevictable_pgs_munlocked, f.nr_pages());
   }
 }
 
@@ -363,28 +389,32 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
     return memcg_ns;
   }
   if (!pte.maps_folio()) return memcg_ns;
-  const Pfn pfn(pte.pfn);
+  const Pfn page(pte.pfn);
+  const Pfn pfn = folio_head(page);  // the folio's head: flags, LRU, counts
   Folio& f = folios_.folio(pfn);
   memcg_ns +=
-      cache_.meta_miss_ns(cost::Meta::kStructPage, 0, pfn.v, cost::kStructPageBytes, f.node);
+      cache_.meta_miss_ns(cost::Meta::kStructPage, 0, page.v, cost::kStructPageBytes, f.node);
   const bool anon = f.test(Folio::kAnon);
   if ((pte.flags & Pte::kDirty) && !anon) folio_mark_dirty(f);
   // zap_pte_range: a young PTE of a file folio counts as an access, before
   // the rmap removal munlocks it (an mlocked folio is not activated).
   if ((pte.flags & Pte::kYoung) && !anon) memcg_ns += folio_mark_accessed(pfn);
-  if (vma.flags & Vma::kLocked) {
-    if (--f.mlock_count == 0) {
-      set_lru_flags(pfn, static_cast<uint16_t>(f.flags & ~Folio::kMlocked));
-      vmstat_.add(Vm::nr_mlock, -1);
-      vmstat_.add(Vm::unevictable_pgs_munlocked);
-    }
-  }
+  if (vma.flags & Vma::kLocked) munlock_folio(pfn);
   if (anon) {
     --mm.rss_anon;
   } else if (f.test(Folio::kShmem)) {
     --mm.rss_shmem;
   } else {
     --mm.rss_file;
+  }
+  if (f.large()) {
+    // A page of a PTE-mapped THP: the folio goes with its last mapping.
+    Folio& p = folios_.folio(page);
+    check(p.mapcount > 0 && pte_mapcount(pfn) > 0, "zap of an unmapped page of a THP");
+    --p.mapcount;
+    --pte_mapcount(pfn);
+    if (folio_mapcount(pfn) == 0 && !f.test(Folio::kLocked)) free_anon_folio(pfn);
+    return memcg_ns;
   }
   check(f.mapcount > 0, "zap of an unmapped folio");
   const bool last = --f.mapcount == 0;
@@ -405,13 +435,28 @@ void MemoryManager::free_anon_folio(Pfn pfn) {
   Folio& f = folios_.folio(pfn);
   if (f.test(Folio::kSwapCache)) swap_cache_del(pfn);
   if (f.test(Folio::kLru)) lru_.del(pfn);  // not when isolated for migration
-  vmstat_.add(Vm::nr_anon_pages, -1);
+  if (f.test(Folio::kMlocked)) {           // its last mapping was not VM_LOCKED
+    vmstat_.add(Vm::nr_mlock, -static_cast<int64_t>(f.nr_pages()));
+    f.flags &= static_cast<uint16_t>(~Folio::kMlocked);
+  }
+  vmstat_.add(Vm::nr_anon_pages, -static_cast<int64_t>(f.nr_pages()));
   if (memcg_) memcg_->uncharge(pfn, f);
   folios_.free(pfn);
 }
 
 MemoryManager::Zapped MemoryManager::zap_range(Mm& mm, Vma& vma, Vpn start, Vpn end) {
   Zapped z;
+  // zap_pmd_range: a huge PMD the range covers goes whole; one it covers in
+  // part is split, and its PTEs in the range go.
+  mm.pgtable().for_each_table_in(start, end, [&](Vpn base, PteTable& t) {
+    if (!t.huge()) return;
+    if (base >= start && base.v + kPtesPerTable <= end.v) {
+      z.memcg_ns += zap_huge_pmd(mm, vma, t);
+      ++z.ptes;
+    } else {
+      split_huge_pmd(mm, vma, t);
+    }
+  });
   mm.pgtable().for_each(start, end, [&](Vpn vpn, PteTable& t, uint32_t) {
     z.memcg_ns += zap_pte(mm, vma, t, vpn);
     ++z.ptes;
@@ -595,6 +640,22 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     r.status = FaultStatus::kSegv;
     return out;
   }
+  // A huge PMD, or an empty one a THP may fill (__handle_mm_fault); either
+  // may fall back to the PTE level.
+  OpCost huge_cost;
+  if (PteTable* t = mm.pgtable().table(vpn); t && t->huge()) {
+    bool fallback = false;
+    Fault h = huge_pmd_fault(mm, *vma, *t, vpn, write, ctx, &fallback);
+    if (!fallback) return h;
+    huge_cost = h.result.cost;
+  } else if (!t && thp_fault_allowed(*vma, vpn)) {
+    bool fallback = false;
+    Fault h = do_huge_pmd_anonymous_page(mm, *vma, vpn, write, ctx, &fallback);
+    if (!fallback) return h;
+    huge_cost = h.result.cost;
+    memcg_ns += h.memcg_ns;
+  }
+  r.cost += huge_cost;
   const Pte pte = mm.pgtable().get(vpn);
   if (pte.present() && !pte.protnone() && (write ? pte.writable() : true) &&
       (!(pte.flags & Pte::kYoung) || (write && !(pte.flags & Pte::kDirty)))) {
@@ -726,7 +787,11 @@ MemoryManager::Fault MemoryManager::do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pt
   const uint32_t i = vpn.v & (kPtesPerTable - 1);
   if (pte.pfn != kZeroPfn) {
     Folio& old = folios_.folio(Pfn(pte.pfn));
-    const bool reuse = (vma.flags & Vma::kShared) || (old.test(Folio::kAnon) && old.mapcount == 1);
+    // A page of a THP is copied (5.10+: its refcount is never 1; 6.12 never
+    // reuses a large folio. SIMPLIFICATION: 6.1 reuses the pages of a THP
+    // whose PMD was split while it was exclusive, AnonExclusive).
+    const bool reuse =
+        (vma.flags & Vma::kShared) || (old.test(Folio::kAnon) && !old.large() && old.mapcount == 1);
     if (reuse) {
       // An exclusive anonymous folio written to gives up its swap slot: the
       // copy on the device is stale from now on (folio_free_swap).
@@ -815,6 +880,10 @@ void MemoryManager::unlink_vma(Vma& vma) {
 }
 
 Vma* MemoryManager::split_vma(Mm& mm, Vma& vma, Vpn at) {
+  // vma_adjust_trans_huge: a huge PMD across the new boundary is split.
+  if (at.v & (kPtesPerTable - 1)) {
+    if (PteTable* t = mm.pgtable().table(at); t && t->huge()) split_huge_pmd(mm, vma, *t);
+  }
   auto upper = std::make_unique<Vma>(vma);
   upper->start = at;
   upper->pgoff = vma.pgoff + (at.v - vma.start.v);
@@ -858,6 +927,11 @@ MmResult MemoryManager::munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
       ++it;
     }
   }
+  // free_pgtables: the PTE tables no VMA reaches into any more go, so that
+  // a later mapping there starts with empty PMDs (which THP faults need).
+  mm.pgtable().free_empty(Vpn(start.v & ~uint64_t{kPtesPerTable - 1}), end, [&](Vpn base) {
+    return mm.find_vma_intersection(base, Vpn(base.v + kPtesPerTable)) != nullptr;
+  });
   mm.revoke(start, end);
   r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped) + memcg_ns;
   return r;
@@ -906,6 +980,25 @@ MmResult MemoryManager::madvise_dontneed(Mm& mm, Vpn start, uint64_t pages, CpuI
   return r;
 }
 
+MmResult MemoryManager::madvise_hugepage(Mm& mm, Vpn start, uint64_t pages, bool on) {
+  MmResult r;
+  r.cost.sys_ns = costs_.syscall_ns;
+  const Vpn end(start.v + pages);
+  if (coverage(mm, start, end).pages != pages) {
+    r.error = MmError::kNoMem;  // (madvise_walk_vmas: the mapped part changes too)
+  }
+  if (Vma* v = mm.find_vma(start); v && v->start < start) split_vma(mm, *v, start);
+  if (Vma* v = mm.find_vma(Vpn(end.v - 1)); v && v->end > end) split_vma(mm, *v, end);
+  for (const auto& v : mm.vmas()) {
+    if (v->end <= start || v->start >= end) continue;
+    const uint32_t set = on ? Vma::kHugepage : Vma::kNoHugepage;
+    const uint32_t clear = on ? Vma::kNoHugepage : Vma::kHugepage;
+    v->flags = (v->flags & ~clear) | set;
+    r.cost.sys_ns += costs_.vma_op_ns;
+  }
+  return r;
+}
+
 MmResult MemoryManager::mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx) {
   MmResult r;
   r.cost.sys_ns = costs_.syscall_ns;
@@ -920,7 +1013,12 @@ MmResult MemoryManager::mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx) 
   for (const auto& v : mm.vmas()) {
     if (v->end <= start || v->start >= end || (v->flags & Vma::kLocked)) continue;
     v->flags |= Vma::kLocked;
-    // Pages already mapped become mlocked (mlock_fixup walks them).
+    // Pages already mapped become mlocked (mlock_fixup walks them), a huge
+    // PMD's folio once.
+    mm.pgtable().for_each_table_in(v->start, v->end, [&](Vpn, PteTable& t) {
+      if (t.huge() && t.pmd().maps_folio() && t.pmd().pfn != kZeroPfn)
+        mlock_folio(Pfn(t.pmd().pfn));
+    });
     mm.pgtable().for_each(v->start, v->end, [&](Vpn, PteTable& t, uint32_t i) {
       const Pte pte = t.get(i);
       if (pte.maps_folio()) mlock_folio(Pfn(pte.pfn));
@@ -975,6 +1073,25 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
       c->avc.push_back(av);
     }
     anon_vma_prepare(*c);
+    // copy_huge_pmd: the child shares each huge PMD's folio, both PMDs
+    // write-protected (the huge zero page just shared).
+    parent.pgtable().for_each_table_in(pvma.start, pvma.end, [&](Vpn base, PteTable& t) {
+      if (!t.huge()) return;
+      Pte pmd = t.pmd();
+      if (pmd.flags & Pte::kWrite) {
+        pmd.flags = static_cast<uint8_t>(pmd.flags & ~Pte::kWrite);
+        t.set_pmd(pmd);
+        protected_ptes += kHugePages;
+      }
+      Pte cpmd = pmd;
+      cpmd.flags = static_cast<uint8_t>(cpmd.flags & ~Pte::kYoung);
+      child.pgtable().table_alloc(base).set_pmd(cpmd);
+      cost.sys_ns += costs_.pte_copy_ns;
+      ++page_events_;
+      if (pmd.pfn == kZeroPfn || !pmd.present()) return;
+      ++entire_mapcount(Pfn(pmd.pfn));
+      child.rss_anon += kHugePages;
+    });
     // copy_page_range: share every mapped page, write-protecting private ones.
     const bool cow = pvma.is_cow_mapping();
     parent.pgtable().for_each(pvma.start, pvma.end, [&](Vpn vpn, PteTable& t, uint32_t i) {
@@ -999,8 +1116,10 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
       cost.sys_ns += costs_.pte_copy_ns;
       ++page_events_;
       if (pte.pfn == kZeroPfn) return;
-      Folio& f = folios_.folio(Pfn(pte.pfn));
-      ++f.mapcount;
+      ++folios_.folio(Pfn(pte.pfn)).mapcount;
+      const Pfn head = folio_head(Pfn(pte.pfn));
+      const Folio& f = folios_.folio(head);
+      if (f.large()) ++pte_mapcount(head);
       if (f.test(Folio::kAnon)) {
         ++child.rss_anon;
       } else if (f.test(Folio::kShmem)) {
@@ -1075,6 +1194,10 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
     Pte pte = t.get(i);
     if (!pte.present()) return;  // migration entries: not present
     Folio* f = pte.pfn == kZeroPfn ? nullptr : &folios_.folio(Pfn(pte.pfn));
+    // A page of a PTE-mapped THP: 5.17-6.1 skip it in a COW mapping (its
+    // refcount is never 1), and 4.16-6.1's do_numa_page leaves compound
+    // pages where they are. SIMPLIFICATION: never marked (6.12 would).
+    if (f && (f->large() || f->test(Folio::kTail))) return;
     if (skip.skip(vma, pte, f)) return;
     if (pte.flags & Pte::kWrite)
       pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kWrite) | Pte::kSavedWrite);
@@ -1371,11 +1494,30 @@ std::vector<std::string> MemoryManager::check_invariants() const {
   };
   // Count PTEs per folio across every page table.
   std::vector<int32_t> ptes(folios_.table_size(), 0);
-  std::vector<int32_t> locked(folios_.table_size(), 0);
+  std::vector<int32_t> locked(folios_.table_size(), 0);  // by the folio's head
+  std::vector<int32_t> pmds(folios_.table_size(), 0);    // huge PMDs, by head
   std::vector<uint32_t> swap_refs(swap_ ? swap_->total() : 0, 0);
   for (Mm* mm : live_mms_) {
+    size_t huge_in_vmas = 0;
     for (const auto& vp : mm->vmas()) {
       const Vma& vma = *vp;
+      mm->pgtable().for_each_table_in(vma.start, vma.end, [&](Vpn base, const PteTable& t) {
+        if (!t.huge()) return;
+        if (base < vma.start || base.v + kPtesPerTable > vma.end.v) {
+          err("mm " + std::to_string(mm->id()) + " has a huge PMD across a VMA's edge");
+          return;
+        }
+        huge_in_vmas += kPtesPerTable;
+        const Pte pmd = t.pmd();
+        if (!pmd.maps_folio()) return;
+        if (pmd.pfn >= pmds.size() || !folios_.folio(Pfn(pmd.pfn)).large() ||
+            !folios_.folio(Pfn(pmd.pfn)).test(Folio::kInUse)) {
+          err("mm " + std::to_string(mm->id()) + " has a huge PMD of no huge folio");
+          return;
+        }
+        ++pmds[pmd.pfn];
+        if (vma.flags & Vma::kLocked) ++locked[pmd.pfn];
+      });
       mm->pgtable().for_each(vma.start, vma.end, [&](Vpn vpn, PteTable& t, uint32_t i) {
         const Pte pte = t.get(i);
         if (pte.swap()) {
@@ -1392,38 +1534,54 @@ std::vector<std::string> MemoryManager::check_invariants() const {
           return;
         }
         ++ptes[pte.pfn];
-        if (vma.flags & Vma::kLocked) ++locked[pte.pfn];
+        if (vma.flags & Vma::kLocked) ++locked[folio_head(Pfn(pte.pfn)).v];
       });
     }
     // No PTE outside every VMA.
-    size_t in_vmas = 0, total = 0;
+    size_t in_vmas = huge_in_vmas, total = 0;
     mm->pgtable().for_each_table([&](Vpn, const PteTable& t) { total += t.nr_used(); });
     for (const auto& vp : mm->vmas()) {
       mm->pgtable().for_each(vp->start, vp->end, [&](Vpn, PteTable&, uint32_t) { ++in_vmas; });
     }
     if (in_vmas != total) err("mm " + std::to_string(mm->id()) + " has PTEs outside its VMAs");
   }
-  int64_t anon = 0, file = 0, mapped = 0, mlocked = 0, unowned = 0;
+  int64_t anon = 0, file = 0, mapped = 0, mlocked = 0, unowned = 0, thps = 0;
   std::vector<uint64_t> used(topo_.nr_nodes(), 0);
   for (uint32_t p = 0; p < folios_.table_size(); ++p) {
     const Folio& f = folios_.folio(Pfn(p));
-    if (!f.test(Folio::kInUse)) continue;
-    ++used[f.node.v];
-    // The rmap must find every PTE that maps the folio (it only reports real
-    // ones, so equal counts mean the same set).
-    if (ptes[p] > 0) {
+    if (!f.test(Folio::kInUse) || f.test(Folio::kTail)) continue;
+    const auto nr = static_cast<int64_t>(f.nr_pages());
+    used[f.node.v] += f.nr_pages();
+    // Each page's mapcount is its PTEs; a large folio's PMD and PTE totals
+    // are its own.
+    int32_t mappings = 0;
+    for (uint32_t i = 0; i < f.nr_pages(); ++i) {
+      const Folio& page = folios_.folio(Pfn(p + i));
+      if (page.mapcount != ptes[p + i])
+        err("page " + std::to_string(p + i) + " mapcount " + std::to_string(page.mapcount) +
+            " but " + std::to_string(ptes[p + i]) + " PTEs");
+      if (i && (!page.test(Folio::kTail) || !page.test(Folio::kInUse) || page.node != f.node))
+        err("huge folio " + std::to_string(p) + " has a bad tail");
+      mappings += ptes[p + i];
+    }
+    if (f.large()) {
+      if (static_cast<int32_t>(pte_mapcount(Pfn(p))) != mappings ||
+          static_cast<int32_t>(entire_mapcount(Pfn(p))) != pmds[p])
+        err("huge folio " + std::to_string(p) + " mapping counts wrong");
+      mappings += pmds[p];
+      if (pmds[p] > 0) ++thps;
+    }
+    // The rmap must find every PTE (and PMD) that maps the folio (it only
+    // reports real ones, so equal counts mean the same set).
+    if (mappings > 0) {
       int32_t found = 0;
       rmap_walk(Pfn(p), [&](Mm&, Vma&, Vpn) { ++found; });
-      if (found != ptes[p])
+      if (found != mappings)
         err("rmap of folio " + std::to_string(p) + " finds " + std::to_string(found) + " of " +
-            std::to_string(ptes[p]) + " PTEs");
-    }
-    if (f.mapcount != ptes[p]) {
-      err("folio " + std::to_string(p) + " mapcount " + std::to_string(f.mapcount) + " but " +
-          std::to_string(ptes[p]) + " PTEs");
+            std::to_string(mappings) + " mappings");
     }
     if (f.mlock_count != locked[p]) err("folio " + std::to_string(p) + " mlock_count wrong");
-    if (f.mlock_count > 0) ++mlocked;
+    if (f.mlock_count > 0) mlocked += nr;
     if (!f.test(Folio::kUptodate)) {
       // A migration's new folio while the old one is copied into it: it has
       // no owner yet (no page-cache slot, no anon_vma, no charge, no LRU)
@@ -1435,10 +1593,10 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     if (!f.test(Folio::kLru) && !f.test(Folio::kLocked))
       err("folio " + std::to_string(p) + " is on no LRU list");
     if (f.test(Folio::kAnon)) {
-      ++anon;
+      anon += nr;
       // One under migration is freed when the migration ends; one in the
       // swap cache when its slot goes or reclaim frees it.
-      if (f.mapcount == 0 && !f.test(Folio::kLocked) && !f.test(Folio::kSwapCache))
+      if (mappings == 0 && !f.test(Folio::kLocked) && !f.test(Folio::kSwapCache))
         err("unmapped anonymous folio " + std::to_string(p) + " not freed");
       if (f.test(Folio::kSwapCache)) {
         const auto it = swap_slot_of_.find(p);
@@ -1466,6 +1624,8 @@ std::vector<std::string> MemoryManager::check_invariants() const {
   if (vmstat_[Vm::nr_file_pages] != file) err("nr_file_pages != page-cache folios");
   if (vmstat_[Vm::nr_mapped] != mapped) err("nr_mapped != mapped page-cache folios");
   if (vmstat_[Vm::nr_mlock] != mlocked) err("nr_mlock != mlocked folios");
+  if (vmstat_[Vm::nr_anon_transparent_hugepages] != thps)
+    err("nr_anon_transparent_hugepages != PMD-mapped huge folios");
   for (auto& e : lru_.check_invariants()) err(std::move(e));
   for (uint64_t sl = 0; sl < swap_refs.size(); ++sl) {
     const SwapSlot& s = swap_->slot(static_cast<uint32_t>(sl));

@@ -97,8 +97,10 @@ struct MmapArgs {
 
 // How hard an allocation or a charge tries. kNoRetry is __GFP_NORETRY, as
 // readahead_gfp_mask sets it: one round of reclaim, then failure, never the
-// OOM path; kUntilOom retries while reclaim makes progress.
-enum class Retry : uint8_t { kUntilOom, kNoRetry };
+// OOM path; kNoReclaim is a mask without __GFP_DIRECT_RECLAIM (a THP
+// fault's GFP_TRANSHUGE_LIGHT): no reclaim at all; kUntilOom retries while
+// reclaim makes progress.
+enum class Retry : uint8_t { kUntilOom, kNoRetry, kNoReclaim };
 
 // What a memcg charge did: whether it succeeded and the time it took.
 struct ChargeResult {
@@ -163,6 +165,10 @@ class MemoryManager {
   MmResult munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu);
   // MADV_DONTNEED: zaps the PTEs of the range; EINVAL on a VM_LOCKED VMA.
   MmResult madvise_dontneed(Mm& mm, Vpn start, uint64_t pages, CpuId cpu);
+  // MADV_HUGEPAGE (on) / MADV_NOHUGEPAGE: sets VM_HUGEPAGE or
+  // VM_NOHUGEPAGE on the range's VMAs (split at its edges), clearing the
+  // other (hugepage_madvise). Mappings already made stay as they are.
+  MmResult madvise_hugepage(Mm& mm, Vpn start, uint64_t pages, bool on);
   // mlock(2): sets VM_LOCKED and populates the range.
   MmResult mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx);
   FaultResult handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx);
@@ -204,6 +210,41 @@ class MemoryManager {
   // it when it ends (migrate_folio_unmap: "freed from under us").
   void free_anon_folio(Pfn pfn);
 
+  // Transparent huge pages (mm/huge_memory.c) --------------------------
+  // Whether anonymous THP faults are on at all: the switch, and a machine of
+  // 512 MiB or more (hugepage_init).
+  bool thp_on() const { return thp_on_; }
+  // The head of the folio a page belongs to.
+  Pfn folio_head(Pfn pfn) const {
+    return folios_.folio(pfn).test(Folio::kTail) ? huge_head(pfn) : pfn;
+  }
+  // page_mapcount: the page's own PTE mappings plus, for a page of a large
+  // folio, the folio's PMD mappings.
+  int32_t page_mapcount(Pfn pfn) const {
+    const Folio& f = folios_.folio(pfn);
+    if (!f.test(Folio::kTail) && !f.large()) return f.mapcount;
+    return f.mapcount + static_cast<int32_t>(entire_mapcount(huge_head(pfn)));
+  }
+  // folio_mapcount: every PTE and PMD mapping of the folio.
+  int32_t folio_mapcount(Pfn head) const {
+    const Folio& f = folios_.folio(head);
+    if (!f.large()) return f.mapcount;
+    return static_cast<int32_t>(entire_mapcount(head) + pte_mapcount(head));
+  }
+  // split_huge_pmd for every huge PMD of [start, end) of the VMA: their
+  // folios stay whole, mapped by PTEs (thp_split_pmd each).
+  void split_huge_pmds(Mm& mm, Vma& vma, Vpn start, Vpn end);
+  // split_huge_page: a PTE-mapped large folio becomes kHugePages order-0
+  // folios, each on the LRU list its head was on (thp_split_page); pages
+  // nothing maps are freed. Its PMD mappings must have been split. If the
+  // folio was isolated from the LRU, its other pages go to *isolated
+  // instead (split_huge_page_to_list).
+  void split_huge_page(Pfn head, std::vector<Pfn>* isolated = nullptr);
+  // Splits the folio's PMD mappings, then the folio (reclaim's and
+  // demotion's way with a THP here: SIMPLIFICATION, no THP swap-out or
+  // whole-THP demotion).
+  void split_huge_folio(Pfn head, std::vector<Pfn>* isolated = nullptr);
+
   // Calls f(Mm&, Vma&, Vpn) for every PTE mapping the folio, found through the
   // rmap (anon_vma chain or the file's i_mmap), as rmap_walk() does.
   template <class F>
@@ -214,7 +255,22 @@ class MemoryManager {
       const Pte pte = vma->mm->pgtable().get(vpn);
       if (pte.maps_folio() && pte.pfn == pfn.v) f(*vma->mm, *vma, vpn);
     };
-    if (folio.test(Folio::kAnon)) {
+    if (folio.large()) {
+      // Each PTE mapping a page of the folio, or the PMD mapping it whole
+      // once (anonymous only: no file THP).
+      for (Vma* vma : anon_vmas_[folio.mapping]->vmas) {
+        const uint64_t first = std::max(folio.index, vma->start.v);
+        const uint64_t last = std::min(folio.index + folio.nr_pages(), vma->end.v);
+        for (uint64_t v = first; v < last; ++v) {
+          const PteTable* t = vma->mm->pgtable().table(Vpn(v));
+          if (!t) break;
+          const Pte pte = t->get(static_cast<uint32_t>(v & (kPtesPerTable - 1)));
+          if (!pte.maps_folio() || huge_head(Pfn(pte.pfn)) != pfn) continue;
+          f(*vma->mm, *vma, Vpn(v));
+          if (t->huge()) break;
+        }
+      }
+    } else if (folio.test(Folio::kAnon)) {
       for (Vma* vma : anon_vmas_[folio.mapping]->vmas) visit(vma, Vpn(folio.index));
     } else {
       for (Vma* vma : files_[folio.mapping]->i_mmap) {
@@ -243,7 +299,7 @@ class MemoryManager {
   // reclaim took to *ns. nullopt: out of memory (with kNoRetry, one round
   // of direct reclaim failed).
   std::optional<Pfn> alloc_folio(const MemPolicy& policy, NodeId local, uint64_t ilx, CpuId cpu,
-                                 double* ns, Retry retry = Retry::kUntilOom);
+                                 double* ns, Retry retry = Retry::kUntilOom, uint8_t order = 0);
   // folio_mark_accessed (mm/swap.c): a second access marks an inactive folio
   // active. Returns its time.
   double folio_mark_accessed(Pfn pfn);
@@ -340,7 +396,10 @@ class MemoryManager {
     double memcg_ns = 0;
   };
   NewFolio new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx);
+  // mlock_folio / munlock_folio of the folio of pfn: its count of mappings
+  // in VM_LOCKED VMAs, PG_mlocked and the unevictable list.
   void mlock_folio(Pfn pfn);
+  void munlock_folio(Pfn head);
   // Changes the folio's flags, moving it to the LRU list they name when it is
   // on one.
   void set_lru_flags(Pfn pfn, uint16_t flags);
@@ -387,6 +446,32 @@ class MemoryManager {
   Fault do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx);
   // A fault on a swap entry: the folio from the swap cache, or read back.
   Fault do_swap_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, bool write, FaultCtx& ctx);
+  // A large folio's counts of PMD mappings (entire_mapcount) and of its
+  // pages' PTE mappings, kept in its first tail as the kernel does.
+  uint32_t& entire_mapcount(Pfn head) { return folios_.folio(Pfn(head.v + 1)).lru_prev; }
+  uint32_t entire_mapcount(Pfn head) const { return folios_.folio(Pfn(head.v + 1)).lru_prev; }
+  uint32_t& pte_mapcount(Pfn head) { return folios_.folio(Pfn(head.v + 1)).lru_next; }
+  uint32_t pte_mapcount(Pfn head) const { return folios_.folio(Pfn(head.v + 1)).lru_next; }
+  // thp_vma_allowable: the VMA may fault a PMD-sized folio at vpn (its
+  // aligned 2 MiB range inside the VMA).
+  bool thp_fault_allowed(const Vma& vma, Vpn vpn) const;
+  // do_huge_pmd_anonymous_page on an empty PMD: the huge zero page on a
+  // read, else a 2 MiB folio. fallback: the fault goes on with base pages.
+  Fault do_huge_pmd_anonymous_page(Mm& mm, Vma& vma, Vpn vpn, bool write, FaultCtx& ctx,
+                                   bool* fallback);
+  // A fault on a huge PMD: the access bits, or do_huge_pmd_wp_page (reuse,
+  // else split and fall back to the PTE's do_wp_page).
+  Fault huge_pmd_fault(Mm& mm, Vma& vma, PteTable& t, Vpn vpn, bool write, FaultCtx& ctx,
+                       bool* fallback);
+  // The PMD's folio for an anonymous fault: local node only unless the
+  // policy or defrag says otherwise (alloc_hugepage_vma, vma_thp_gfp_mask).
+  std::optional<Pfn> alloc_huge_folio(const Vma& vma, Vpn haddr, const FaultCtx& ctx, double* ns);
+  // zap_huge_pmd: the PMD goes; the folio too with its last mapping.
+  double zap_huge_pmd(Mm& mm, Vma& vma, PteTable& t);
+  // __split_huge_pmd_locked: the PMD becomes 512 PTEs of its folio's pages.
+  void split_huge_pmd(Mm& mm, Vma& vma, PteTable& t);
+  // The table at vpn, its huge PMD split first (for PTE-level changes).
+  PteTable& pte_table(Mm& mm, Vpn vpn);
   // delete_from_swap_cache: the folio gives its slot up (which goes back
   // once no PTE refers to it).
   void swap_cache_del(Pfn pfn);
@@ -424,6 +509,8 @@ class MemoryManager {
   std::unordered_map<uint32_t, uint32_t> swap_slot_of_;  // swap-cache folio -> its slot
   uint32_t evicting_memcg_ = 0;
   std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
+  bool thp_on_ = false;
+  bool huge_zero_page_ = false;  // the huge zero page was allocated (thp_zero_page_alloc)
 };
 
 }  // namespace mmsim::mm

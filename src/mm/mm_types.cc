@@ -26,6 +26,13 @@ Vma* Mm::find_vma(Vpn v) const {
   return vma->contains(v) ? vma : nullptr;
 }
 
+Vma* Mm::find_vma_intersection(Vpn start, Vpn end) const {
+  auto it = std::upper_bound(vmas_.begin(), vmas_.end(), start,
+                             [](Vpn x, const std::unique_ptr<Vma>& vma) { return x < vma->start; });
+  if (it != vmas_.begin() && (*std::prev(it))->end > start) return std::prev(it)->get();
+  return it != vmas_.end() && (*it)->start < end ? it->get() : nullptr;
+}
+
 Vma* Mm::insert_vma(std::unique_ptr<Vma> vma) {
   vma->mm = this;
   auto it = std::upper_bound(vmas_.begin(), vmas_.end(), vma->start,

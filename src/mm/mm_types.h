@@ -79,6 +79,8 @@ struct Vma {
     kShared = 8,
     kMayWrite = 16,
     kLocked = 32,
+    kHugepage = 64,     // VM_HUGEPAGE (MADV_HUGEPAGE)
+    kNoHugepage = 128,  // VM_NOHUGEPAGE (MADV_NOHUGEPAGE)
   };
   Mm* mm = nullptr;
   Vpn start, end;  // [start, end)
@@ -120,6 +122,8 @@ class Mm {
   uint32_t id() const { return id_; }
   // The VMA containing v, or nullptr.
   Vma* find_vma(Vpn v) const;
+  // The first VMA that overlaps [start, end), or nullptr.
+  Vma* find_vma_intersection(Vpn start, Vpn end) const;
   const std::vector<std::unique_ptr<Vma>>& vmas() const { return vmas_; }
   std::vector<std::unique_ptr<Vma>>& vmas_mut() { return vmas_; }
   Vma* insert_vma(std::unique_ptr<Vma> vma);

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 
+#include "sim/check.h"
+
 namespace mmsim::mm {
 
 void PteTable::set(uint32_t i, Pte pte) {
+  check(!huge_, "a PTE set in a huge PMD's table");
   const Pte old = ptes_[i];
   nr_used_ += static_cast<uint32_t>(!pte.none()) - static_cast<uint32_t>(!old.none());
   ptes_[i] = pte;
@@ -19,6 +22,19 @@ void PteTable::set(uint32_t i, Pte pte) {
   const bool dirty = pte.flags & Pte::kDirty;
   r = pte.accessible() && young ? (r | bit) : (r & ~bit);
   w = pte.writable() && young && dirty ? (w | bit) : (w & ~bit);
+}
+
+void PteTable::set_pmd(Pte pmd) {
+  check(huge_ || nr_used_ == 0, "a huge PMD over a table of PTEs");
+  huge_ = !pmd.none();
+  pmd_ = huge_ ? pmd : Pte{};
+  nr_used_ = huge_ ? kPtesPerTable : 0;
+  const bool young = pmd.flags & Pte::kYoung;
+  const bool dirty = pmd.flags & Pte::kDirty;
+  const uint64_t r = huge_ && pmd.accessible() && young ? ~uint64_t{0} : 0;
+  const uint64_t w = huge_ && pmd.writable() && young && dirty ? ~uint64_t{0} : 0;
+  readable_.fill(r);
+  writable_.fill(w);
 }
 
 uint32_t PteTable::next_blocked(uint32_t from, uint32_t to, bool write) const {
@@ -45,6 +61,15 @@ PteTable& PageTable::table_alloc(Vpn vpn) {
   cached_key_ = key;
   cached_ = slot.get();
   return *slot;
+}
+
+void PageTable::erase(uint64_t key) {
+  if (!tables_.erase(key)) return;
+  if (total_) --*total_;
+  if (cached_key_ == key) {
+    cached_key_ = UINT64_MAX;
+    cached_ = nullptr;
+  }
 }
 
 std::vector<uint64_t> PageTable::keys_in(uint64_t first, uint64_t last) const {

@@ -47,11 +47,27 @@ struct Pte {
   bool maps_folio() const { return (present() || migration()) && pfn != kZeroPfn; }
 };
 
+// The PTE table of one 2 MiB range, or in its place a PMD that maps a huge
+// page (pmd_trans_huge): then get(i) is the PTE-level view of the PMD, the
+// subpage at i (pfn + i; the huge zero page's is kZeroPfn) with the PMD's
+// flags, the bitmaps say the same for all 512 pages, and set() must not be
+// called until the PMD is split or cleared.
 class PteTable {
  public:
-  const Pte& get(uint32_t i) const { return ptes_[i]; }
+  Pte get(uint32_t i) const {
+    if (!huge_) return ptes_[i];
+    Pte p = pmd_;
+    if (p.pfn != kZeroPfn && (p.present() || p.migration())) p.pfn += i;
+    return p;
+  }
   void set(uint32_t i, Pte pte);
   uint32_t nr_used() const { return nr_used_; }
+  bool huge() const { return huge_; }
+  // The PMD of a huge mapping: pfn is the head's (or kZeroPfn).
+  const Pte& pmd() const { return pmd_; }
+  // Installs or changes the huge PMD (the table's PTEs must all be none);
+  // set_pmd(Pte{}) clears it (pmd_none, the table empty).
+  void set_pmd(Pte pmd);
   // First index in [from, to) whose PTE does not allow the access without the
   // kernel or the MMU (read: not accessible or not young; write: not
   // writable, young and dirty), or `to`.
@@ -62,6 +78,8 @@ class PteTable {
   std::array<uint64_t, kPtesPerTable / 64> readable_{};
   std::array<uint64_t, kPtesPerTable / 64> writable_{};
   uint32_t nr_used_ = 0;
+  bool huge_ = false;
+  Pte pmd_{};
 };
 
 // The page-table tree of one mm, reduced to its leaves.
@@ -85,6 +103,32 @@ class PageTable {
   // First vpn in [from, to) that does not allow the access, or `to`.
   Vpn next_blocked(Vpn from, Vpn to, bool write) const;
   size_t nr_tables() const { return tables_.size(); }
+  // free_pgtables: drops the tables of [from, to) that are empty and that
+  // `keep(base)` does not keep.
+  template <class Keep>
+  void free_empty(Vpn from, Vpn to, Keep&& keep) {
+    std::vector<uint64_t> empty;
+    for_each_table_in(from, to, [&](Vpn base, const PteTable& t) {
+      if (!t.nr_used() && !keep(base)) empty.push_back(base.v >> kPteTableShift);
+    });
+    for (uint64_t key : empty) erase(key);
+  }
+  // Visits every allocated table that overlaps [from, to) as f(Vpn base,
+  // PteTable&), in address order.
+  template <class F>
+  void for_each_table_in(Vpn from, Vpn to, F&& f) {
+    if (to.v <= from.v) return;
+    const uint64_t first = from.v >> kPteTableShift;
+    const uint64_t last = (to.v - 1) >> kPteTableShift;
+    auto visit = [&](uint64_t key) {
+      if (PteTable* t = table(Vpn(key << kPteTableShift))) f(Vpn(key << kPteTableShift), *t);
+    };
+    if (last - first >= tables_.size()) {
+      for (uint64_t key : keys_in(first, last)) visit(key);
+      return;
+    }
+    for (uint64_t key = first; key <= last; ++key) visit(key);
+  }
   // Counts this table's allocations in *total too (the manager's count of
   // every mm's tables); set before the first allocation.
   void count_tables_in(uint64_t* total) { total_ = total; }
@@ -97,6 +141,7 @@ class PageTable {
   // Visits every non-none PTE in [from, to) as f(Vpn, PteTable&, index), in
   // address order. The work grows with the tables present, not with the
   // range: a huge, mostly empty range visits only its allocated tables.
+  // Huge PMDs are not PTEs: they are left out (for_each_table_in has them).
   template <class F>
   void for_each(Vpn from, Vpn to, F&& f) {
     if (to.v <= from.v) return;
@@ -114,13 +159,14 @@ class PageTable {
   }
 
  private:
+  void erase(uint64_t key);
   // The keys of the allocated tables in [first, last], sorted.
   std::vector<uint64_t> keys_in(uint64_t first, uint64_t last) const;
   template <class F>
   void visit_table(uint64_t key, Vpn from, Vpn to, F& f) {
     const uint64_t base = key << kPteTableShift;
     PteTable* t = table(Vpn(base));
-    if (!t || !t->nr_used()) return;
+    if (!t || !t->nr_used() || t->huge()) return;
     const uint64_t lo = std::max(base, from.v);
     const uint64_t hi = std::min(base + kPtesPerTable, to.v);
     for (uint64_t x = lo; x < hi; ++x) {

@@ -78,6 +78,13 @@ enum class Vm : uint8_t {
   pgpromote_candidate,
   pgdemote_kswapd,
   pgdemote_direct,
+  nr_anon_transparent_hugepages,
+  thp_fault_alloc,
+  thp_fault_fallback,
+  thp_fault_fallback_charge,
+  thp_split_pmd,
+  thp_split_page,
+  thp_zero_page_alloc,
   kCount
 };
 
@@ -147,6 +154,13 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(Vm::kCount)> k
     "pgpromote_candidate",
     "pgdemote_kswapd",
     "pgdemote_direct",
+    "nr_anon_transparent_hugepages",
+    "thp_fault_alloc",
+    "thp_fault_fallback",
+    "thp_fault_fallback_charge",
+    "thp_split_pmd",
+    "thp_split_page",
+    "thp_zero_page_alloc",
 };
 
 class VmStat {

@@ -80,6 +80,7 @@ plan::Op plan_op(const workload::Op& op) {
   p.elem_size = op.elem_size;
   p.compute_ns = op.compute_ns;
   p.unoptimised = op.unoptimised;
+  p.advice = static_cast<plan::Advice>(op.advice);
   p.counter = op.counter;
   p.cgroup = op.cgroup;
   return p;

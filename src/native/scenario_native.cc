@@ -281,7 +281,13 @@ bool apply_settings(const HostFit& fit, HostChanges& changes, std::ostream& err,
                          errno_text(errno));
       return false;
     }
-    const std::string before = trim(*current);
+    std::string before = trim(*current);
+    // A sysfs choice lists every value with the current one bracketed
+    // ("always [madvise] never"): that one is the value to restore.
+    if (const auto open = before.find('['); open != std::string::npos) {
+      const auto close = before.find(']', open);
+      if (close != std::string::npos) before = before.substr(open + 1, close - open - 1);
+    }
     if (before == s.value) {
       applied->push_back(fmt::format("{}={}", s.key, s.value));
       continue;
@@ -432,6 +438,24 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
             fmt::format("{} = {}: no sysctl and no debugfs file ({}/sched/numa_balancing/{}; "
                         "mount debugfs there to apply it)",
                         key, nc.*k.field, o.debugfs_root, k.knob));
+      }
+    }
+  }
+  // Transparent huge pages (sysfs), so that a host built with another
+  // default runs the scenario's.
+  {
+    const mm::MmConfig& m = sc.kernel.mm;
+    const std::string dir = o.sysfs_root + "/kernel/mm/transparent_hugepage/";
+    for (const auto& [key, file, value] :
+         {std::tuple{"kernel.transparent_hugepage", "enabled", mm::thp_word(m.thp_enabled)},
+          std::tuple{"kernel.transparent_hugepage_defrag", "defrag", mm::thp_word(m.thp_defrag)},
+          std::tuple{"kernel.thp_use_zero_page", "use_zero_page",
+                     m.thp_use_zero_page ? "1" : "0"}}) {
+      const std::string path = dir + file;
+      if (::access(path.c_str(), F_OK) == 0) {
+        fit.settings.push_back({key, value, path, ""});
+      } else if (m.thp_enabled != mm::ThpEnabled::kNever) {
+        fit.not_applied.push_back(fmt::format("{} = {}: this kernel has no {}", key, value, path));
       }
     }
   }

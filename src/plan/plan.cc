@@ -125,6 +125,7 @@ enum Field : uint32_t {
   kCounter,
   kCgroup,
   kCpus,
+  kAdvice,
   kNumFields,
 };
 
@@ -148,7 +149,8 @@ constexpr std::string_view kFieldNames[kNumFields] = {"region",
                                                       "unoptimised",
                                                       "counter",
                                                       "cgroup",
-                                                      "cpus"};
+                                                      "cpus",
+                                                      "advice"};
 
 constexpr uint32_t bit(Field f) { return uint32_t{1} << f; }
 
@@ -173,6 +175,7 @@ uint32_t used_fields(OpKind kind) {
     case OpKind::kTouch:
       return range | bit(kWrite);
     case OpKind::kMadvise:
+      return range | bit(kAdvice);
     case OpKind::kMlock:
       return range;
     case OpKind::kSleep:
@@ -232,6 +235,8 @@ bool is_default(const Op& op, Field f) {
       return op.cgroup == d.cgroup;
     case kCpus:
       return op.cpus.empty();
+    case kAdvice:
+      return op.advice == d.advice;
     case kNumFields:
       break;
   }
@@ -284,6 +289,8 @@ std::string field_text(const Op& op, Field f) {
       return number(op.cgroup);
     case kCpus:
       return number_list(op.cpus);
+    case kAdvice:
+      return number(static_cast<uint32_t>(op.advice));
     case kNumFields:
       break;
   }
@@ -857,6 +864,14 @@ class PlanReader {
         return in_range(key, op->cgroup, plan_.cgroups.size() + 1, "cgroups and the root");
       case kCpus:
         return r_.get_list(line, key, &op->cpus);
+      case kAdvice: {
+        uint32_t a = 0;
+        if (!r_.get_int(line, key, &a)) return false;
+        if (a > static_cast<uint32_t>(Advice::kNohugepage))
+          return r_.fail("advice " + number(a) + " is not 0, 1 or 2");
+        op->advice = static_cast<Advice>(a);
+        return true;
+      }
       case kNumFields:
         break;
     }

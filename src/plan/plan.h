@@ -28,7 +28,7 @@ enum class OpKind : uint8_t {
   kLoop,     // `body` `count` times, or until `duration_ns` has passed
   kSweep,    // read or write every elem_size-byte element of the range
   kTouch,    // one access (read or write) to each page of the range
-  kMadvise,  // madvise(MADV_DONTNEED) over the range
+  kMadvise,  // madvise(2) over the range: MADV_DONTNEED, MADV_HUGEPAGE or MADV_NOHUGEPAGE
   kMlock,    // mlock(2) over the range (populates it)
   kSleep,    // nanosleep(2) for duration_ns
   kCount,    // add `count` to the task's counter `counter`
@@ -37,6 +37,7 @@ enum class OpKind : uint8_t {
 };
 
 enum class Policy : uint8_t { kDefault, kBind, kPreferred, kInterleave };
+enum class Advice : uint8_t { kDontneed, kHugepage, kNohugepage };
 
 struct Op {
   OpKind kind = OpKind::kCount;
@@ -62,12 +63,13 @@ struct Op {
   // of the region's mapping; nr_pages 0: to its end
   uint64_t first_page = 0;
   uint64_t nr_pages = 0;
-  bool write = false;        // kSweep, kTouch
-  uint32_t elem_size = 4;    // kSweep: 1, 2, 4 or 8 bytes
-  double compute_ns = -1;    // kSweep: per element; < 0: none beyond the loop itself
-  bool unoptimised = false;  // kSweep: run the loop built at -O0 (tools/exec/sweep_O0.cc)
-  uint32_t counter = 0;      // kCount: index into Plan::counters
-  uint32_t cgroup = 0;       // kCgroup: index into Plan::cgroups + 1
+  Advice advice = Advice::kDontneed;  // kMadvise
+  bool write = false;                 // kSweep, kTouch
+  uint32_t elem_size = 4;             // kSweep: 1, 2, 4 or 8 bytes
+  double compute_ns = -1;             // kSweep: per element; < 0: none beyond the loop itself
+  bool unoptimised = false;           // kSweep: run the loop built at -O0 (tools/exec/sweep_O0.cc)
+  uint32_t counter = 0;               // kCount: index into Plan::counters
+  uint32_t cgroup = 0;                // kCgroup: index into Plan::cgroups + 1
   // kPin: the CPUs; exactly one of cpus and nodes is non-empty
   std::vector<uint32_t> cpus;
 };

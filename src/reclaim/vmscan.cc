@@ -150,14 +150,17 @@ std::array<uint64_t, 4> Vmscan::get_scan_count(const mm::Lruvec& vec, NodeId nod
   return nr;
 }
 
-std::vector<Pfn> Vmscan::isolate(LruList l, uint64_t n, uint32_t memcg, NodeId node) {
+std::vector<Pfn> Vmscan::isolate(LruList l, uint64_t n, uint32_t memcg, NodeId node,
+                                 uint64_t* pages) {
   mm::LruSet& lru = mm_.lru();
   mm::Lruvec& vec = lru.lruvec(memcg, node);
   std::vector<Pfn> taken;
   taken.reserve(std::min<uint64_t>(n, vec.size(l)));
-  while (taken.size() < n) {
+  *pages = 0;
+  while (*pages < n) {
     const auto t = lru.tail(vec, l);
     if (!t) break;
+    *pages += mm_.folios().folio(*t).nr_pages();
     lru.del(*t);
     taken.push_back(*t);
   }
@@ -168,9 +171,10 @@ void Vmscan::shrink_active_list(LruList l, uint64_t n, uint32_t memcg, NodeId no
                                 ScanControl& sc) {
   mm::LruSet& lru = mm_.lru();
   mm::VmStat& vm = mm_.vmstat();
-  const std::vector<Pfn> taken = isolate(l, n, memcg, node);
+  uint64_t pages = 0;
+  const std::vector<Pfn> taken = isolate(l, n, memcg, node, &pages);
   sc.ns += 2 * mm_.costs().lock_ns;  // the lru_lock to isolate, and to put back
-  if (!sc.cgroup_reclaim()) vm.add(Vm::pgrefill, static_cast<int64_t>(taken.size()));
+  if (!sc.cgroup_reclaim()) vm.add(Vm::pgrefill, static_cast<int64_t>(pages));
   uint64_t deactivated = 0;
   for (Pfn pfn : taken) {
     Folio& f = mm_.folios().folio(pfn);
@@ -189,7 +193,7 @@ void Vmscan::shrink_active_list(LruList l, uint64_t n, uint32_t memcg, NodeId no
     // Everything else goes to the inactive list, remembered as workingset.
     f.flags = static_cast<uint16_t>((f.flags & ~Folio::kActive) | Folio::kWorkingset);
     lru.add(pfn);
-    ++deactivated;
+    deactivated += f.nr_pages();
   }
   vm.add(Vm::pgdeactivate, static_cast<int64_t>(deactivated));
 }
@@ -199,10 +203,11 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
   mm::LruSet& lru = mm_.lru();
   mm::VmStat& vm = mm_.vmstat();
   const bool file = mm::is_file_lru(l);
-  const std::vector<Pfn> taken = isolate(l, n, memcg, node);
+  uint64_t pages = 0;
+  std::vector<Pfn> taken = isolate(l, n, memcg, node, &pages);
   sc.ns += 2 * mm_.costs().lock_ns;
-  const auto scanned = static_cast<int64_t>(taken.size());
-  sc.nr_scanned += taken.size();
+  const auto scanned = static_cast<int64_t>(pages);
+  sc.nr_scanned += pages;
   if (sc.who == Reclaimer::kKswapd) vm.add(Vm::pgscan_kswapd, scanned);
   if (sc.who == Reclaimer::kDirect) vm.add(Vm::pgscan_direct, scanned);
   vm.add(file ? Vm::pgscan_file : Vm::pgscan_anon, scanned);
@@ -211,7 +216,9 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
   // instead; those that cannot are reclaimed as usual.
   const bool demote = can_demote(node, sc);
   mm_.set_evicting_memcg(sc.target_memcg);
-  for (Pfn pfn : taken) {
+  // (Indexed: a THP split here adds its other pages to the list.)
+  for (size_t k = 0; k < taken.size(); ++k) {
+    const Pfn pfn = taken[k];
     Folio& f = mm_.folios().folio(pfn);
     sc.ns +=
         mm_.cache().meta_miss_ns(cost::Meta::kStructPage, 0, pfn.v, cost::kStructPageBytes, f.node);
@@ -238,6 +245,10 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
       verdict = kReclaimClean;
     } else {
       verdict = kReclaim;
+    }
+    if ((verdict == kReclaim || verdict == kReclaimClean) && f.large()) {
+      // A THP to reclaim is split first, its pages reclaimed one by one.
+      mm_.split_huge_folio(pfn, &taken);
     }
     if ((verdict == kReclaim || verdict == kReclaimClean) && demote) {
       if (auto ns = mm_.demote_folio(pfn, sc.cpu)) {
@@ -277,7 +288,7 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
     }
     if (verdict == kActivate) {
       f.flags |= Folio::kActive;
-      ++activated;
+      activated += f.nr_pages();
     }
     lru.add(pfn);
   }

@@ -109,8 +109,9 @@ class Vmscan final : public mm::ReclaimHooks {
   void shrink_active_list(mm::LruList l, uint64_t n, uint32_t memcg, NodeId node, ScanControl& sc);
   uint64_t shrink_inactive_list(mm::LruList l, uint64_t n, uint32_t memcg, NodeId node,
                                 ScanControl& sc);
-  // Takes up to n folios off the list's tail (isolate_lru_folios).
-  std::vector<Pfn> isolate(mm::LruList l, uint64_t n, uint32_t memcg, NodeId node);
+  // isolate_lru_folios: folios off the tail of list l until n pages are
+  // taken (a THP counts 512); *pages gets how many.
+  std::vector<Pfn> isolate(mm::LruList l, uint64_t n, uint32_t memcg, NodeId node, uint64_t* pages);
   bool inactive_is_low(uint32_t memcg, NodeId node, bool file) const;
   // Whether the node's anon folios can be reclaimed (a swap device with
   // free space, or demotion to a lower tier), and aged (a swap device at

@@ -297,6 +297,12 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
     while (!t.empty() && t.back() == ' ') t.pop_back();
     line(fmt::format("tiers    {}", t));
   }
+  // THP asked for on a machine too small for it (hugepage_init turns it off).
+  if (sc.kernel.mm.thp_enabled != mm::ThpEnabled::kNever &&
+      topo.total_mem_bytes() < mm::kThpMinMemBytes)
+    line(
+        "thp      off: the machine has less than 512 MiB (hugepage_init), whatever "
+        "transparent_hugepage says");
   const numa::NumaConfig nc = sc.kernel.numa_config(topo.nr_nodes());
   // Every switch, from the tables, one line per scenario table.
   std::map<std::string, std::string> by_section;

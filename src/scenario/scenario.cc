@@ -689,7 +689,11 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
     op.kind = OpKind::kMadvise;
     const bool named = region_ref(false);
     read_range(r, op, names, named);
-    r.choice("advice", {"dontneed"});
+    if (auto a = r.choice("advice", {"dontneed", "hugepage", "nohugepage"})) {
+      op.advice = *a == "hugepage"     ? Op::Advice::kHugepage
+                  : *a == "nohugepage" ? Op::Advice::kNohugepage
+                                       : Op::Advice::kDontneed;
+    }
     if (!t.get("advice")) r.missing("advice");
   } else if (k == "mlock") {
     op.kind = OpKind::kMlock;

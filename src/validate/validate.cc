@@ -120,6 +120,11 @@ Verdict judge(const std::string& counter, const Series& real, const Series& sim,
 
 namespace {
 
+// The scenario's /sys/kernel/mm/transparent_hugepage/enabled word.
+const char* thp_word(const scenario::Scenario& sc) {
+  return mm::thp_word(sc.kernel.mm.thp_enabled);
+}
+
 constexpr int kExitHost = native::kExitHostSetup;
 
 std::string shell_quote(const std::string& s) {
@@ -457,9 +462,9 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   b.disk_image = image;
   b.accel = cx.o.accel;
   b.timeout_s = cx.o.timeout_s;
-  // 4 KiB pages: the simulation models no THP (yet); the guest's default
-  // would be Debian's "always".
-  b.cmdline = "quiet transparent_hugepage=never";
+  // The scenario's THP mode from boot (mmsim native in the guest sets it
+  // again); Debian's own default would be "always".
+  b.cmdline = fmt::format("quiet transparent_hugepage={}", thp_word(sc));
   err << fmt::format("mmsim: validating {} on Linux {} ({} run{})\n", sc.name, k->release, repeat,
                      repeat == 1 ? "" : "s");
   // A guest that dies on its own (a kernel warning that kills init, seen
@@ -603,10 +608,9 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   out << fmt::format("kernel   {} {} (Debian)\n", k->package, k->version);
   out << fmt::format("qemu     {}, {}{}\n", cx.qemu, br.accel == "kvm" ? "KVM" : "TCG",
                      br.accel_note.empty() ? std::string() : fmt::format(" ({})", br.accel_note));
-  out << fmt::format(
-      "machine  {} nodes, {} CPUs, {} MiB per node; 4 KiB pages "
-      "(transparent_hugepage=never)\n",
-      gm.node_mem.size(), gm.nr_cpus(), gm.node_mem.empty() ? 0 : gm.node_mem[0] >> 20);
+  out << fmt::format("machine  {} nodes, {} CPUs, {} MiB per node; transparent_hugepage={}\n",
+                     gm.node_mem.size(), gm.nr_cpus(),
+                     gm.node_mem.empty() ? 0 : gm.node_mem[0] >> 20, thp_word(sc));
   out << fmt::format(
       "runs     {} in the guest ({:.1f} s of QEMU, boot {:.1f} s); simulated with "
       "seeds {}..{} in {:.2f} s\n",

@@ -20,7 +20,7 @@ enum class OpKind : uint8_t {
   kLoop,     // repeat `body` `count` times, or while less than `duration` has passed
   kSweep,    // read or write every element of a region, compute_ns per element
   kTouch,    // access one byte of each page of a region
-  kMadvise,  // madvise(MADV_DONTNEED) over a region
+  kMadvise,  // madvise(2) over a region: `advice`
   kMlock,    // mlock a region (populates it)
   kSleep,    // sleep for `duration`
   kCount,    // add `count` to a named per-task counter
@@ -55,6 +55,8 @@ struct Op {
   bool unoptimised = false;
   uint64_t first_page = 0;  // sub-range of the region
   uint64_t nr_pages = 0;    // 0: to the end of the region
+  // kMadvise: MADV_DONTNEED, MADV_HUGEPAGE or MADV_NOHUGEPAGE
+  enum class Advice : uint8_t { kDontneed, kHugepage, kNohugepage } advice = Advice::kDontneed;
   // kCount
   uint32_t counter = 0;
   // kCgroup: index into Workload::cgroups + 1 (0 is the root)

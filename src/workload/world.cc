@@ -876,8 +876,11 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
       // apply_vma_lock_flags).
       if (op_pages(t, op) > 0) {
         access_.add_meta_footprint(accessor(t), mm, op_start(t, op), op_pages(t, op));
-        if (op.kind == OpKind::kMadvise) {
+        if (op.kind == OpKind::kMadvise && op.advice == Op::Advice::kDontneed) {
           r = mm_.madvise_dontneed(mm, op_start(t, op), op_pages(t, op), t.task.cpu);
+        } else if (op.kind == OpKind::kMadvise) {
+          r = mm_.madvise_hugepage(mm, op_start(t, op), op_pages(t, op),
+                                   op.advice == Op::Advice::kHugepage);
         } else {
           // mlock populates the whole range in one call: what it may add is
           // checked against the limits first.

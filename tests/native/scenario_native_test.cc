@@ -213,6 +213,26 @@ TEST(NativeScenario, TheSysctlIsSetForTheRunAndRestoredAfterwards) {
   EXPECT_EQ(j["kernel"]["applied"][0], "kernel.numa_balancing=1 (was 0)");
 }
 
+TEST(NativeScenario, TheThpModeIsSetForTheRunAndTheBracketedChoiceRestored) {
+  // sysfs shows every choice with the current one bracketed; the run writes
+  // the scenario's and puts back the bracketed one.
+  TempDir t;
+  FakeHost fh(t, "0");
+  fs::create_directories(t.file("sysfs/kernel/mm/transparent_hugepage"));
+  t.write("sysfs/kernel/mm/transparent_hugepage/enabled", "always [madvise] never\n");
+  const std::string sc = t.write("s.toml", kTouchScenario);
+  auto args = fh.args(sc);
+  args.insert(args.end(),
+              {"--set", "kernel.transparent_hugepage=\"always\"", "--json", t.file("n.json")});
+  const auto r = mmsim(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(trimmed(slurp(fh.sysfs + "/kernel/mm/transparent_hugepage/enabled")), "madvise");
+  const auto j = nlohmann::json::parse(slurp(t.file("n.json")));
+  EXPECT_TRUE(mentions(j["kernel"]["applied"].get<std::vector<std::string>>(),
+                       "kernel.transparent_hugepage=always (was madvise)"))
+      << j["kernel"];
+}
+
 TEST(NativeScenario, ASettingTheHostRefusesStopsWithExitCode3AndRestoresTheOthers) {
   TempDir t;
   FakeHost fh(t, "0");

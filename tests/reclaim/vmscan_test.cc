@@ -328,6 +328,30 @@ TEST(Swap, ShmemWhichReclaimDoesNotSwapGivesTheAllocatorNoReasonToRetry) {
   w.teardown(*mm);
 }
 
+TEST(Swap, AHugePageToReclaimIsSplitAndItsPagesGoToSwap) {
+  // SIMPLIFICATION (no THP swap-out): the split's pages are reclaimed one by
+  // one in the same pass, as split_folio_to_list puts them on its list.
+  mm::MmConfig c = testing::test_mm_config();
+  c.thp_enabled = mm::ThpEnabled::kAlways;
+  c.swap_pages = 4096;
+  MmWorld w(c, 65536);  // 512 MiB: THP's minimum
+  Vmscan vmscan(w.mgr, {});
+  w.mgr.set_reclaim(&vmscan);
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 512, testing::kRW);
+  ASSERT_EQ(w.fault(*mm, a, true), mm::FaultStatus::kOk);
+  ASSERT_EQ(w.mgr.vmstat()[Vm::thp_fault_alloc], 1);
+  const NodeId nodes[] = {NodeId(0)};
+  for (int i = 0; i < 4 && w.mgr.vmstat()[Vm::pswpout] == 0; ++i)
+    vmscan.try_to_free_pages(nodes, CpuId(0));
+  EXPECT_EQ(w.mgr.vmstat()[Vm::thp_split_pmd], 1);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::thp_split_page], 1);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::pswpout], 512);
+  w.expect_consistent();
+  w.teardown(*mm);
+  w.expect_consistent();
+}
+
 TEST(Swap, AForkedChildSharesTheSwapEntryAndItsParentFindsTheChildsSwapCache) {
   mm::MmConfig c = testing::test_mm_config();
   c.swap_pages = 16;

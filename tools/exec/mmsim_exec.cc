@@ -466,15 +466,19 @@ class Task {
     }
   }
 
-  // madvise(MADV_DONTNEED) or mlock(2) over the mapped part of the range; a
-  // range not all mapped then fails with ENOMEM, as the kernel's does.
+  // madvise(2) (MADV_DONTNEED, MADV_HUGEPAGE, MADV_NOHUGEPAGE) or mlock(2)
+  // over the mapped part of the range; a range not all mapped then fails
+  // with ENOMEM, as the kernel's does.
   Flow do_range_call(const Op& op) {
     const bool madv = op.kind == OpKind::kMadvise;
     const char* call = madv ? "madvise" : "mlock";
     const Range r = range_of(op);
     if (r.pages) {
       const size_t len = r.pages * page_size();
-      const int rc = madv ? ::madvise(r.addr, len, MADV_DONTNEED) : ::mlock(r.addr, len);
+      const int advice = op.advice == plan::Advice::kHugepage     ? MADV_HUGEPAGE
+                         : op.advice == plan::Advice::kNohugepage ? MADV_NOHUGEPAGE
+                                                                  : MADV_DONTNEED;
+      const int rc = madv ? ::madvise(r.addr, len, advice) : ::mlock(r.addr, len);
       if (rc != 0) return fail(call, errno);
     }
     return r.in_region ? Flow::kGo : fail(call, ENOMEM);
