@@ -159,12 +159,14 @@ Controller::Reclaimed Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId 
   return Reclaimed{p.pages, p.ns};
 }
 
-mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu,
-                                    mm::Retry retry) {
+mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, CpuId cpu, mm::Retry retry) {
   if (!enabled()) return {};
-  const auto nr = static_cast<int64_t>(folio.nr_pages());
-  mm::ChargeResult r = try_charge(memcg, cpu, retry, folio.nr_pages());
+  const uint32_t pages = mm_.folios().folio(pfn).nr_pages();
+  const auto nr = static_cast<int64_t>(pages);
+  mm::ChargeResult r = try_charge(memcg, cpu, retry, pages);
   if (!r.ok) return r;
+  // (Looked up after the reclaim, which may have grown the folio table.)
+  mm::Folio& folio = mm_.folios().folio(pfn);
   // commit_charge: lock pc, set mem_cgroup and USED, count, unlock.
   r.ns += costs_.memcg_bitlock_ns + pc_lookup_ns(pfn, folio) + 2 * costs_.memcg_percpu_add_ns;
   folio.memcg = memcg;

@@ -56,7 +56,7 @@ class Controller final : public mm::MemcgHooks {
   const std::vector<MemCgroup>& cgroups() const { return groups_; }
 
   // MemcgHooks
-  mm::ChargeResult charge(uint32_t memcg, Pfn pfn, mm::Folio& folio, CpuId cpu,
+  mm::ChargeResult charge(uint32_t memcg, Pfn pfn, CpuId cpu,
                           mm::Retry retry = mm::Retry::kUntilOom) override;
   void uncharge(Pfn pfn, mm::Folio& folio) override;
   double file_rmap(Pfn pfn, mm::Folio& folio, bool add, bool transition) override;

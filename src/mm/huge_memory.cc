@@ -88,20 +88,19 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
     *fallback = true;
     return out;
   }
-  Folio& f = folios_.folio(*pfn);
-  f.flags |= Folio::kAnon | Folio::kUptodate;
-  f.mapping = av.id;
-  f.index = haddr.v;
-  for (uint32_t i = 1; i < kHugePages; ++i) {
-    Folio& tail = folios_.folio(Pfn(pfn->v + i));
-    tail.mapping = av.id;
-    tail.index = haddr.v + i;
+  for (uint32_t i = 0; i < kHugePages; ++i) {
+    Folio& page = folios_.folio(Pfn(pfn->v + i));
+    page.mapping = av.id;
+    page.index = haddr.v + i;
   }
+  folios_.folio(*pfn).flags |= Folio::kAnon | Folio::kUptodate;
   entire_mapcount(*pfn) = 0;
   pte_mapcount(*pfn) = 0;
+  Folio& f = folios_.folio(*pfn);
   if (memcg_) {
-    // The light mask charges without reclaim, as it allocates.
-    const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu, Retry::kNoReclaim);
+    // The light mask charges without reclaim, as it allocates (so the table
+    // does not grow under f).
+    const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, ctx.cpu, Retry::kNoReclaim);
     out.memcg_ns += c.ns;
     if (!c.ok) {
       f.flags = Folio::kInUse;

@@ -249,7 +249,7 @@ bool MemoryManager::preload_file(AddressSpace& file, NodeId node) {
     f.flags |= Folio::kUptodate | (file.shmem ? Folio::kShmem : 0);
     f.mapping = file.id;
     f.index = i;
-    if (memcg_) memcg_->charge(0, *pfn, f, CpuId(0));  // cached before the run: the root's
+    if (memcg_) memcg_->charge(0, *pfn, CpuId(0));  // cached before the run: the root's
     lru_.add(*pfn);
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);
@@ -483,20 +483,23 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
       ra_failed = true;
       continue;
     }
-    Folio& f = folios_.folio(*pfn);
-    f.flags |= Folio::kUptodate | (file.shmem ? Folio::kShmem : 0);
-    f.mapping = file.id;
-    f.index = i;
+    {
+      Folio& f = folios_.folio(*pfn);
+      f.flags |= Folio::kUptodate | (file.shmem ? Folio::kShmem : 0);
+      f.mapping = file.id;
+      f.index = i;
+    }
     if (memcg_) {
-      const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu, retry);
+      const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, ctx.cpu, retry);
       cost.sys_ns += c.ns;
       if (!c.ok) {
-        f.flags = Folio::kInUse;
+        folios_.folio(*pfn).flags = Folio::kInUse;
         folios_.free(*pfn);
         w.index_failed |= i == index;
         continue;
       }
     }
+    Folio& f = folios_.folio(*pfn);  // after the charge's reclaim
     if (i == mark && !file.shmem) f.flags |= Folio::kReadahead;
     if (auto sh = file.shadows.find(i); sh != file.shadows.end()) {
       workingset_refault(f, sh->second);
@@ -605,19 +608,22 @@ MemoryManager::NewFolio MemoryManager::new_anon_folio(Vma& vma, Vpn vpn, const F
   auto pfn = alloc_folio(vma.policy, ctx.node, vpn.v, ctx.cpu, &n.memcg_ns);
   if (!pfn) return n;
   AnonVma& av = anon_vma_prepare(vma);
-  Folio& f = folios_.folio(*pfn);
-  f.flags |= Folio::kAnon | Folio::kUptodate;
-  f.mapping = av.id;
-  f.index = vpn.v;
+  {
+    Folio& f = folios_.folio(*pfn);
+    f.flags |= Folio::kAnon | Folio::kUptodate;
+    f.mapping = av.id;
+    f.index = vpn.v;
+  }
   if (memcg_) {
-    const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, f, ctx.cpu);
+    const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, ctx.cpu);
     n.memcg_ns = c.ns;
     if (!c.ok) {
-      f.flags = Folio::kInUse;
+      folios_.folio(*pfn).flags = Folio::kInUse;
       folios_.free(*pfn);
       return n;
     }
   }
+  Folio& f = folios_.folio(*pfn);  // after the charge's reclaim
   vmstat_.add(Vm::nr_anon_pages);
   if (config_.anon_fault_active) f.flags |= Folio::kActive;
   lru_.add(*pfn);  // folio_add_lru_vma
@@ -1444,20 +1450,23 @@ MemoryManager::Fault MemoryManager::do_swap_page(Mm& mm, Vma& vma, Vpn vpn, Pte 
     // the slot, else the root of its chain, which every forked VMA is on.
     AnonVma& own = anon_vma_prepare(vma);
     const AnonVma& av = swap_->slot(slot).count == 1 ? own : *vma.avc.front();
-    Folio& f = folios_.folio(*p);
-    f.flags |= Folio::kAnon | Folio::kUptodate | Folio::kSwapCache;
-    f.mapping = av.id;
-    f.index = vpn.v;
+    {
+      Folio& f = folios_.folio(*p);
+      f.flags |= Folio::kAnon | Folio::kUptodate | Folio::kSwapCache;
+      f.mapping = av.id;
+      f.index = vpn.v;
+    }
     if (memcg_) {
-      const ChargeResult c = memcg_->charge(ctx.memcg, *p, f, ctx.cpu);
+      const ChargeResult c = memcg_->charge(ctx.memcg, *p, ctx.cpu);
       out.memcg_ns += c.ns;
       if (!c.ok) {
-        f.flags = Folio::kInUse;
+        folios_.folio(*p).flags = Folio::kInUse;
         folios_.free(*p);
         r.status = FaultStatus::kOom;
         return out;
       }
     }
+    Folio& f = folios_.folio(*p);  // after the charge's reclaim
     vmstat_.add(Vm::nr_anon_pages);
     workingset_refault(f, swap_->slot(slot).shadow);
     lru_.add(*p);

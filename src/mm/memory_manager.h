@@ -115,7 +115,9 @@ class MemcgHooks {
   virtual ~MemcgHooks() = default;
   // mem_cgroup_charge: a new anonymous or page-cache folio for `memcg`,
   // reclaiming if over the limit. !ok: the charge failed (memcg OOM).
-  virtual ChargeResult charge(uint32_t memcg, Pfn pfn, Folio& folio, CpuId cpu,
+  // Reclaim may demote, and so grow the folio table: a caller's Folio
+  // references are stale afterwards.
+  virtual ChargeResult charge(uint32_t memcg, Pfn pfn, CpuId cpu,
                               Retry retry = Retry::kUntilOom) = 0;
   // The folio leaves memory (last anonymous unmap, page-cache removal).
   virtual void uncharge(Pfn pfn, Folio& folio) = 0;
