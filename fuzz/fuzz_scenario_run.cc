@@ -189,7 +189,8 @@ class Generator {
     const int cores = pick({1, 2, 4});
     const int threads = in_.ConsumeIntegralInRange<int>(1, 2);
     const int nps = cores % 2 == 0 && chance(2) ? 2 : 1;
-    const uint64_t mem_kib = pick<uint64_t>({128, 1024, 4096, 16384});
+    // (512 MiB a node now and then: transparent huge pages need 512 MiB.)
+    const uint64_t mem_kib = pick<uint64_t>({128, 1024, 4096, 16384, 524288});
     nodes_ = sockets * nps;
     cpus_ = static_cast<size_t>(sockets * cores * threads);
     machine_pages_ = nodes_ * mem_kib * 1024 / kPage;
@@ -600,7 +601,8 @@ class Generator {
         const std::string r = region();
         o.set("region", quoted(r));
         if (k == kTouch && chance(2)) o.set("mode", quoted(pick({"read", "write"})));
-        if (k == kMadvise) o.set("advice", "\"dontneed\"");
+        if (k == kMadvise)
+          o.set("advice", quoted(pick({"dontneed", "dontneed", "hugepage", "nohugepage"})));
         range(o, r);
         return o;
       }
