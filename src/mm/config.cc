@@ -166,7 +166,7 @@ std::span<const Switch<MmConfig>> mm_switches() {
                "fault 2 MiB folios: always, madvise (MADV_HUGEPAGE ones) or never "
                "(mm/huge_memory.c hugepage_vma_check, do_huge_pmd_anonymous_page). Debian "
                "builds always (CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS, 6.1 and 6.12); the "
-               "model's default stays never until PMD-level NUMA hinting and THP reclaim are "
+               "model's default stays never until PMD-level NUMA hinting and THP migration are "
                "modelled. Off on machines under 512 MiB (hugepage_init)",
         .default_value = static_cast<int64_t>(ThpEnabled::kNever),
         .words = {{"never", static_cast<int64_t>(ThpEnabled::kNever)},
