@@ -27,13 +27,17 @@ Pfn FolioAllocator::take(NodeId node, uint8_t order) {
     slot = static_cast<uint32_t>(folios_.size());
     folios_.emplace_back();
   }
-  for (uint32_t i = 0; i < nr; ++i) {
+  Folio& head = folios_[slot];
+  head = Folio{};
+  head.node = node;
+  head.flags = Folio::kInUse;
+  head.order = order;
+  for (uint32_t i = 1; i < nr; ++i) {
     Folio& f = folios_[slot + i];
     f = Folio{};
     f.node = node;
-    f.flags = i ? Folio::kInUse | Folio::kTail : Folio::kInUse;
+    f.flags = Folio::kInUse | Folio::kTail;
   }
-  folios_[slot].order = order;
   nodes_[node.v].used += nr;
   vmstat_.add(Vm::nr_free_pages, -static_cast<int64_t>(nr));
   vmstat_.add(Vm::pgalloc_normal, nr);
@@ -177,7 +181,9 @@ void FolioAllocator::free(Pfn pfn) {
   Folio& f = folios_[pfn.v];
   check(f.test(Folio::kInUse) && !f.test(Folio::kTail), "freeing a free folio or a tail");
   const uint32_t nr = f.nr_pages();
-  for (uint32_t i = 0; i < nr; ++i) {
+  check(f.mapcount == 0, "freeing a mapped folio");
+  f.flags = 0;
+  for (uint32_t i = 1; i < nr; ++i) {
     Folio& p = folios_[pfn.v + i];
     check(p.mapcount == 0, "freeing a mapped folio");
     p.flags = 0;
