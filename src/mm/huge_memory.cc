@@ -133,8 +133,8 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
   return out;
 }
 
-MemoryManager::Fault MemoryManager::huge_pmd_fault(Mm& mm, Vma& vma, PteTable& t, Vpn vpn,
-                                                   bool write, FaultCtx& ctx, bool* fallback) {
+MemoryManager::Fault MemoryManager::huge_pmd_fault(Mm& mm, Vma& vma, PteTable& t, bool write,
+                                                   FaultCtx& ctx, bool* fallback) {
   Fault out;
   Pte pmd = t.pmd();
   if (pmd.accessible() && (!write || pmd.writable())) {
@@ -160,7 +160,6 @@ MemoryManager::Fault MemoryManager::huge_pmd_fault(Mm& mm, Vma& vma, PteTable& t
   }
   split_huge_pmd(mm, vma, t);
   *fallback = true;
-  (void)vpn;
   return out;
 }
 
@@ -200,18 +199,6 @@ void MemoryManager::split_huge_pmd(Mm& mm, Vma& vma, PteTable& t) {
   // mlock_count of a large folio counts its mappings in VM_LOCKED VMAs: the
   // PMD's one is now 512 PTEs'.
   if (vma.flags & Vma::kLocked) folios_.folio(head).mlock_count += kHugePages - 1;
-}
-
-void MemoryManager::split_huge_pmds(Mm& mm, Vma& vma, Vpn start, Vpn end) {
-  mm.pgtable().for_each_table_in(start, end, [&](Vpn, PteTable& t) {
-    if (t.huge()) split_huge_pmd(mm, vma, t);
-  });
-}
-
-PteTable& MemoryManager::pte_table(Mm& mm, Vpn vpn) {
-  PteTable& t = mm.pgtable().table_alloc(vpn);
-  if (t.huge()) split_huge_pmd(mm, *mm.find_vma(vpn), t);
-  return t;
 }
 
 void MemoryManager::split_huge_folio(Pfn head, std::vector<Pfn>* isolated) {

@@ -651,7 +651,7 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
   OpCost huge_cost;
   if (PteTable* t = mm.pgtable().table(vpn); t && t->huge()) {
     bool fallback = false;
-    Fault h = huge_pmd_fault(mm, *vma, *t, vpn, write, ctx, &fallback);
+    Fault h = huge_pmd_fault(mm, *vma, *t, write, ctx, &fallback);
     if (!fallback) return h;
     huge_cost = h.result.cost;
   } else if (!t && thp_fault_allowed(*vma, vpn)) {

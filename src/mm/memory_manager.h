@@ -233,9 +233,6 @@ class MemoryManager {
     if (!f.large()) return f.mapcount;
     return static_cast<int32_t>(entire_mapcount(head) + pte_mapcount(head));
   }
-  // split_huge_pmd for every huge PMD of [start, end) of the VMA: their
-  // folios stay whole, mapped by PTEs (thp_split_pmd each).
-  void split_huge_pmds(Mm& mm, Vma& vma, Vpn start, Vpn end);
   // split_huge_page: a PTE-mapped large folio becomes kHugePages order-0
   // folios, each on the LRU list its head was on (thp_split_page); pages
   // nothing maps are freed. Its PMD mappings must have been split. If the
@@ -463,8 +460,7 @@ class MemoryManager {
                                    bool* fallback);
   // A fault on a huge PMD: the access bits, or do_huge_pmd_wp_page (reuse,
   // else split and fall back to the PTE's do_wp_page).
-  Fault huge_pmd_fault(Mm& mm, Vma& vma, PteTable& t, Vpn vpn, bool write, FaultCtx& ctx,
-                       bool* fallback);
+  Fault huge_pmd_fault(Mm& mm, Vma& vma, PteTable& t, bool write, FaultCtx& ctx, bool* fallback);
   // The PMD's folio for an anonymous fault: local node only unless the
   // policy or defrag says otherwise (alloc_hugepage_vma, vma_thp_gfp_mask).
   std::optional<Pfn> alloc_huge_folio(const Vma& vma, Vpn haddr, const FaultCtx& ctx, double* ns);
@@ -472,8 +468,6 @@ class MemoryManager {
   double zap_huge_pmd(Mm& mm, Vma& vma, PteTable& t);
   // __split_huge_pmd_locked: the PMD becomes 512 PTEs of its folio's pages.
   void split_huge_pmd(Mm& mm, Vma& vma, PteTable& t);
-  // The table at vpn, its huge PMD split first (for PTE-level changes).
-  PteTable& pte_table(Mm& mm, Vpn vpn);
   // delete_from_swap_cache: the folio gives its slot up (which goes back
   // once no PTE refers to it).
   void swap_cache_del(Pfn pfn);

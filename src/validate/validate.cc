@@ -120,11 +120,6 @@ Verdict judge(const std::string& counter, const Series& real, const Series& sim,
 
 namespace {
 
-// The scenario's /sys/kernel/mm/transparent_hugepage/enabled word.
-const char* thp_word(const scenario::Scenario& sc) {
-  return mm::thp_word(sc.kernel.mm.thp_enabled);
-}
-
 constexpr int kExitHost = native::kExitHostSetup;
 
 std::string shell_quote(const std::string& s) {
@@ -464,7 +459,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   b.timeout_s = cx.o.timeout_s;
   // The scenario's THP mode from boot (mmsim native in the guest sets it
   // again); Debian's own default would be "always".
-  b.cmdline = fmt::format("quiet transparent_hugepage={}", thp_word(sc));
+  b.cmdline = fmt::format("quiet transparent_hugepage={}", mm::thp_word(sc.kernel.mm.thp_enabled));
   err << fmt::format("mmsim: validating {} on Linux {} ({} run{})\n", sc.name, k->release, repeat,
                      repeat == 1 ? "" : "s");
   // A guest that dies on its own (a kernel warning that kills init, seen
@@ -610,7 +605,8 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
                      br.accel_note.empty() ? std::string() : fmt::format(" ({})", br.accel_note));
   out << fmt::format("machine  {} nodes, {} CPUs, {} MiB per node; transparent_hugepage={}\n",
                      gm.node_mem.size(), gm.nr_cpus(),
-                     gm.node_mem.empty() ? 0 : gm.node_mem[0] >> 20, thp_word(sc));
+                     gm.node_mem.empty() ? 0 : gm.node_mem[0] >> 20,
+                     mm::thp_word(sc.kernel.mm.thp_enabled));
   out << fmt::format(
       "runs     {} in the guest ({:.1f} s of QEMU, boot {:.1f} s); simulated with "
       "seeds {}..{} in {:.2f} s\n",

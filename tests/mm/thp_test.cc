@@ -184,12 +184,18 @@ TEST(ThpSplit, SplittingTheFolioFreesThePagesNothingMaps) {
   t.w.expect_consistent();
 }
 
-TEST(ThpFork, TheChildSharesThePmdAndAWriteCopiesOnlyOnePage) {
-  // 5.8+: the written side's PMD is split and one 4 KiB page copied.
-  ThpWorld t;
+// A THP written by the world's mm, then a forked child of that mm.
+std::shared_ptr<Mm> fork_after_thp(ThpWorld& t) {
   t.w.fault(*t.mm, t.a, true);
   auto child = t.w.mgr.mm_alloc();
   t.w.mgr.dup_mmap(*t.mm, *child, CpuId(0));
+  return child;
+}
+
+TEST(ThpFork, TheChildSharesThePmdAndAWriteCopiesOnlyOnePage) {
+  // 5.8+: the written side's PMD is split and one 4 KiB page copied.
+  ThpWorld t;
+  auto child = fork_after_thp(t);
   EXPECT_TRUE(child->pgtable().table(t.a)->huge());
   EXPECT_EQ(child->rss_anon, 512u);
   EXPECT_EQ(t.vm(Vm::nr_anon_pages), 512);
@@ -204,9 +210,7 @@ TEST(ThpFork, TheChildSharesThePmdAndAWriteCopiesOnlyOnePage) {
 
 TEST(ThpFork, AfterTheChildExitsTheParentReusesItsHugePageInPlace) {
   ThpWorld t;
-  t.w.fault(*t.mm, t.a, true);
-  auto child = t.w.mgr.mm_alloc();
-  t.w.mgr.dup_mmap(*t.mm, *child, CpuId(0));
+  auto child = fork_after_thp(t);
   t.w.teardown(*child);
   ASSERT_EQ(t.w.fault(*t.mm, t.a, true), FaultStatus::kOk);
   EXPECT_TRUE(t.mm->pgtable().table(t.a)->huge());
