@@ -210,12 +210,13 @@ void Controller::migrate(Pfn, Pfn to, mm::Folio& folio) {
     // as a page-in; the old one, freed as the migration ends, is uncharged
     // and counted as a page-out.
     MemCgroup& g = groups_[folio.memcg];
-    for_each_ancestor(folio.memcg, [](MemCgroup& a) {
-      a.usage += 1;
+    const uint64_t nr = folio.nr_pages();
+    for_each_ancestor(folio.memcg, [nr](MemCgroup& a) {
+      a.usage += nr;
       a.max_usage = std::max(a.max_usage, a.usage);
     });
-    ++g.pgpgin;
-    res_uncharge(folio.memcg, 1);
+    ++g.pgpgin;  // one event each, whatever the size
+    res_uncharge(folio.memcg, nr);
     ++g.pgpgout;
   }
   // The charge went with the folio's copy, which mm puts on the LRU.

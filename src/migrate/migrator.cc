@@ -41,9 +41,9 @@ void Migrator::start_pass(Migration& m, Tick at) {
   // The walk replaces one PTE after another: a task running ahead is caught
   // only if it reaches the page after its own PTE was replaced.
   m.unmap_offset.clear();
-  for (const auto& [mm, vpn, offset] : step.unmapped) {
-    m.unmap_offset.emplace_back(mm->id(), offset);
-    if (mm->runahead_tasks) executor_.on_unmapped(m, *mm, vpn, offset, at);
+  for (const auto& u : step.unmapped) {
+    m.unmap_offset.emplace_back(u.mm->id(), u.offset_ns);
+    if (u.mm->runahead_tasks) executor_.on_unmapped(m, *u.mm, u.vpn, u.pages, u.offset_ns, at);
   }
   m.mappings = step.mappings;
   m.check = at + to_tick(step.cost_ns);
@@ -63,15 +63,23 @@ void Migrator::check_pass(Migration& m) {
   const double remap = static_cast<double>(m.mappings) * costs_.pte_set_ns;
   Tick end = m.check + to_tick(remap);
   m.success = false;
-  if (!pinned) {
-    // alloc_misplaced_dst_folio: this node only, no reclaim, the fast
-    // path's low watermark.
-    if (auto fresh = mm_.folios().alloc_on(m.target, mm::Mark::kLow)) {
+  // unmap_and_move takes the destination first (alloc_misplaced_dst_folio:
+  // this node only, no reclaim, the fast path's low watermark; a THP's 512
+  // pages at once, GFP_TRANSHUGE_LIGHT): none is ENOMEM. A reference count
+  // that does not match gives it back (EAGAIN).
+  // (The allocation may grow the folio table: no reference across it.)
+  const mm::Folio old = mm_.folios().folio(m.folio);
+  if (auto fresh = mm_.folios().alloc_on(m.target, mm::Mark::kLow, old.order)) {
+    if (pinned) {
+      mm_.folios().free(*fresh);
+    } else {
       m.success = true;
       m.new_folio = *fresh;
-      const NodeId src = mm_.folios().folio(m.folio).node;
-      end += to_tick(mm_.cache().page_copy_ns(m.cpu_node, src, m.target));
+      end += to_tick(static_cast<double>(old.nr_pages()) *
+                     mm_.cache().page_copy_ns(m.cpu_node, old.node, m.target));
     }
+  } else {
+    m.nomem = true;
   }
   queue_.schedule(end, this, kEnd, m.id, static_cast<uint64_t>(pinned), 0);
 }
@@ -79,7 +87,10 @@ void Migrator::check_pass(Migration& m) {
 void Migrator::end_pass(Migration& m) {
   const Tick now = queue_.now();
   mm::Folio& src = mm_.folios().folio(m.folio);
-  if (src.test(mm::Folio::kAnon) && src.mapcount == 0) {
+  const auto nr = static_cast<int64_t>(src.nr_pages());
+  // migrate_pages counts a THP's pages and, on its own path (5.13+), the THP.
+  const bool thp_stats = src.large() && !config_.thp_legacy;
+  if (src.test(mm::Folio::kAnon) && mm_.folio_mapcount(m.folio) == 0) {
     // Every mapping of the isolated anonymous folio went meanwhile (munmap,
     // MADV_DONTNEED, exit): migrate_folio_unmap finds it "freed from under
     // us" and the kernel counts it as migrated. Nothing is copied; the new
@@ -88,25 +99,31 @@ void Migrator::end_pass(Migration& m) {
     m.success = true;
     m.new_folio = m.folio;
     mm_.free_anon_folio(m.folio);
-    mm_.vmstat().add(mm::Vm::pgmigrate_success);
-    mm_.vmstat().add(mm::Vm::numa_pages_migrated);
+    mm_.vmstat().add(mm::Vm::pgmigrate_success, nr);
+    mm_.vmstat().add(mm::Vm::numa_pages_migrated, nr);
+    if (thp_stats) mm_.vmstat().add(mm::Vm::thp_migration_success);
     finish(m, now, false);
     return;
   }
   if (m.success) {
     // A move from a slow tier to the top one is a promotion (5.18+).
-    const NodeId from = mm_.folios().folio(m.folio).node;
+    const NodeId from = src.node;
     const mm::MemoryTiers& tiers = mm_.tiers();
     if (mm_.config().promote_stats && !tiers.toptier(from) && tiers.toptier(m.target))
-      mm_.vmstat().add(mm::Vm::pgpromote_success);
+      mm_.vmstat().add(mm::Vm::pgpromote_success, nr);
     mm_.migrate_remap(m.folio, m.new_folio);
     mm_.migrate_folio_finish(m.folio, m.new_folio);
-    mm_.vmstat().add(mm::Vm::pgmigrate_success);
-    mm_.vmstat().add(mm::Vm::numa_pages_migrated);
+    mm_.vmstat().add(mm::Vm::pgmigrate_success, nr);
+    mm_.vmstat().add(mm::Vm::numa_pages_migrated, nr);
+    if (thp_stats) mm_.vmstat().add(mm::Vm::thp_migration_success);
   } else {
     mm_.migrate_remap(m.folio, m.folio);
   }
-  const bool retry = !m.success && m.pass < config_.passes && mm_.folios().free_pages(m.target) > 0;
+  // A refcount that did not match (EAGAIN) is tried again, up to the passes;
+  // no destination page (ENOMEM) ends it. migrate_misplaced_transhuge_page
+  // (up to 5.12) tries once.
+  const int64_t passes = src.large() && config_.thp_legacy ? 1 : config_.passes;
+  const bool retry = !m.success && !m.nomem && m.pass < passes;
   finish(m, now, retry);
 }
 
@@ -119,10 +136,15 @@ void Migrator::finish(Migration& m, Tick now, bool retry) {
     return;
   }
   const Pfn page = m.success ? m.new_folio : m.folio;
-  mm_.folios().folio(page).flags &= static_cast<uint16_t>(~mm::Folio::kLocked);
+  mm::Folio& f = mm_.folios().folio(page);
+  f.flags &= static_cast<uint16_t>(~mm::Folio::kLocked);
   if (!m.success) {
     mm_.lru().add(m.folio);  // putback_movable_pages: back on its LRU list
-    mm_.vmstat().add(mm::Vm::pgmigrate_fail);
+    // migrate_misplaced_transhuge_page counts only a failed allocation here
+    // (its refusals are the caller's; a lost race counts nothing).
+    if (!f.large() || !config_.thp_legacy || m.nomem)
+      mm_.vmstat().add(mm::Vm::pgmigrate_fail, f.nr_pages());
+    if (f.large() && !config_.thp_legacy) mm_.vmstat().add(mm::Vm::thp_migration_fail);
   }
   by_folio_.erase(m.folio.v);
   const Migration done = std::move(m);

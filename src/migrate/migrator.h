@@ -42,6 +42,7 @@ struct Migration {
   Tick check;  // when this pass checks the reference count
   uint32_t pass = 0;
   bool success = false;
+  bool nomem = false;  // no destination folio: the migration ends (ENOMEM)
   Pfn new_folio;
   std::vector<Waiter> waiters;
   std::vector<std::pair<uint32_t, double>> unmap_offset;  // (mm id, ns into the unmap walk)
@@ -53,9 +54,11 @@ class Executor {
  public:
   virtual ~Executor() = default;
   // The unmap walk of a pass that began at `at` replaced mm's PTE for vpn
-  // `offset_ns` into the walk. Tasks of mm running ahead that will reach the
-  // page before the pass ends are added with Migrator::add_waiter.
-  virtual void on_unmapped(Migration& m, mm::Mm& mm, Vpn vpn, double offset_ns, Tick at) = 0;
+  // (or its PMD for `pages` pages from vpn) `offset_ns` into the walk. Tasks
+  // of mm running ahead that will reach the range before the pass ends are
+  // added with Migrator::add_waiter.
+  virtual void on_unmapped(Migration& m, mm::Mm& mm, Vpn vpn, uint32_t pages, double offset_ns,
+                           Tick at) = 0;
   // Whether the waiter holds a reference to the folio now: asleep on its
   // migration entry, or still running ahead towards it.
   virtual bool holds_reference(const Migration& m, const Waiter& w) = 0;
@@ -69,6 +72,10 @@ class Executor {
 struct MigrateConfig {
   int64_t passes = 10;            // migrate_pages' passes on EAGAIN
   bool waiter_pins_page = false;  // up to 4.20: sleepers hold a reference
+  // Up to 5.12 a THP moves by migrate_misplaced_transhuge_page: one try,
+  // no thp_migration_* counts, and only a failed allocation counted as
+  // pgmigrate_fail here.
+  bool thp_legacy = false;
 };
 
 class Migrator final : public sim::EventHandler {

@@ -164,11 +164,10 @@ std::span<const Switch<MmConfig>> mm_switches() {
         .kind = SwitchKind::kChoice,
         .doc = "/sys/kernel/mm/transparent_hugepage/enabled: which private anonymous VMAs "
                "fault 2 MiB folios: always, madvise (MADV_HUGEPAGE ones) or never "
-               "(mm/huge_memory.c hugepage_vma_check, do_huge_pmd_anonymous_page). Debian "
-               "builds always (CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS, 6.1 and 6.12); the "
-               "model's default stays never until PMD-level NUMA hinting and THP migration are "
-               "modelled. Off on machines under 512 MiB (hugepage_init)",
-        .default_value = static_cast<int64_t>(ThpEnabled::kNever),
+               "(mm/huge_memory.c hugepage_vma_check, do_huge_pmd_anonymous_page). always "
+               "is mm/Kconfig's default (TRANSPARENT_HUGEPAGE_ALWAYS) and Debian's build "
+               "(config-6.1 and config-6.12). Off on machines under 512 MiB (hugepage_init)",
+        .default_value = static_cast<int64_t>(ThpEnabled::kAlways),
         .words = {{"never", static_cast<int64_t>(ThpEnabled::kNever)},
                   {"madvise", static_cast<int64_t>(ThpEnabled::kMadvise)},
                   {"always", static_cast<int64_t>(ThpEnabled::kAlways)}}},
@@ -198,6 +197,25 @@ std::span<const Switch<MmConfig>> mm_switches() {
         .default_value = 1},
        [](const MmConfig& c) { return static_cast<int64_t>(c.thp_use_zero_page); },
        [](MmConfig& c, int64_t v) { c.thp_use_zero_page = v != 0; }},
+      {{.section = "kernel",
+        .key = "thp_anon_align",
+        .kind = SwitchKind::kChoice,
+        .doc = "which private anonymous mmaps start on a 2 MiB boundary, so that all of their "
+               "2 MiB ranges can be THPs (mm/mmap.c __get_unmapped_area, "
+               "thp_get_unmapped_area): none, the mmap base being randomised at page "
+               "granularity (a 2 MiB-multiple mapping then holds one THP fewer than it could; "
+               "read in 6.1); large, 2 MiB or more (6.7, \"mm: align larger anonymous mappings "
+               "on THP boundaries\", from memory); pmd-multiple, lengths that are multiples of "
+               "2 MiB (read in 6.12; the restriction's first release not checked)",
+        .default_value = static_cast<int64_t>(AnonAlign::kPmdMultiple),
+        .presets =
+            {{.until = {6, 6}, .value = static_cast<int64_t>(AnonAlign::kNone)},
+             {.from = {6, 7}, .until = {6, 11}, .value = static_cast<int64_t>(AnonAlign::kLarge)}},
+        .words = {{"none", static_cast<int64_t>(AnonAlign::kNone)},
+                  {"large", static_cast<int64_t>(AnonAlign::kLarge)},
+                  {"pmd-multiple", static_cast<int64_t>(AnonAlign::kPmdMultiple)}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.thp_anon_align); },
+       [](MmConfig& c, int64_t v) { c.thp_anon_align = static_cast<AnonAlign>(v); }},
   };
   return table;
 }

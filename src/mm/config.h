@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "mm/tiers.h"
@@ -36,6 +37,11 @@ enum class RefaultStat : int64_t {
 // /sys/kernel/mm/transparent_hugepage/enabled and defrag.
 enum class ThpEnabled : int64_t { kNever, kMadvise, kAlways };
 enum class ThpDefrag : int64_t { kNever, kMadvise, kDeferMadvise, kDefer, kAlways };
+// Which private anonymous mmaps get_unmapped_area puts on a 2 MiB boundary
+// (thp_get_unmapped_area): none (up to 6.6: the randomised mmap base leaves
+// them anywhere), those of 2 MiB or more (6.7), or those whose length is a
+// multiple of 2 MiB (6.12).
+enum class AnonAlign : int64_t { kNone, kLarge, kPmdMultiple };
 // hugepage_init: a machine with less memory than this has THP off.
 inline constexpr uint64_t kThpMinMemBytes = uint64_t{512} << 20;
 // Their words, as sysfs shows and takes them.
@@ -84,9 +90,13 @@ struct MmConfig {
   bool demotion_enabled = false;
   // Anonymous transparent huge pages: which VMAs fault 2 MiB folios, how
   // hard the allocation tries, and whether a read maps the huge zero page.
-  ThpEnabled thp_enabled = ThpEnabled::kNever;
+  ThpEnabled thp_enabled = ThpEnabled::kAlways;
   ThpDefrag thp_defrag = ThpDefrag::kMadvise;
   bool thp_use_zero_page = true;
+  AnonAlign thp_anon_align = AnonAlign::kPmdMultiple;
+  // Seeds each mm's randomised mmap base (the run's seed); none: mappings
+  // are laid out from a fixed base (unit tests). Not a switch.
+  std::optional<uint64_t> aslr_seed;
   // The swap device's size in pages ([swap] size; 0: no swap). Not a switch.
   uint64_t swap_pages = 0;
   // kernel.numa_balancing has its memory-tiering bit (2): kswapd balances
@@ -100,6 +110,11 @@ struct MmConfig {
   // switches.
   bool promote_stats = false;
   bool promote_candidate_stat = false;
+  // /proc/vmstat has numa_huge_pte_updates (3.13, 72403b4a0fbd; from
+  // memory) and thp_migration_success/_fail/_split (5.9: absent in 5.8,
+  // present in 5.10). Set from the version.
+  bool numa_huge_pte_stat = true;
+  bool thp_migration_stats = true;
 
   int64_t folio_kb() const {
     return pagecache_folio_kb == kFolioFollowsReadahead ? read_ahead_kb : pagecache_folio_kb;

@@ -107,12 +107,13 @@ uint64_t FolioAllocator::mark_pages(NodeId n, Mark m) const {
   return 0;
 }
 
-std::optional<Pfn> FolioAllocator::alloc_on(NodeId node, Mark mark) {
-  if (table_full() || !above(node, mark)) return std::nullopt;
+std::optional<Pfn> FolioAllocator::alloc_on(NodeId node, Mark mark, uint8_t order) {
+  if (table_full() || free_pages(node) < (1u << order) || !above(node, mark, order))
+    return std::nullopt;
   // The node asked for is the node given: a numa_hit there.
   vmstat_.add(Vm::numa_hit);
   vmstat_.add(Vm::numa_local);
-  return take(node, 0);
+  return take(node, order);
 }
 
 FolioAllocator::Target FolioAllocator::target(const MemPolicy& policy, NodeId local,

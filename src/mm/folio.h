@@ -94,8 +94,9 @@ class FolioAllocator {
                            Mark mark = Mark::kNone, uint8_t order = 0);
   // The zonelist of such an allocation: the nodes it may use, in order.
   std::vector<NodeId> zonelist(const MemPolicy& policy, NodeId local, uint64_t ilx) const;
-  // Allocates on exactly `node` (__GFP_THISNODE) above `mark`.
-  std::optional<Pfn> alloc_on(NodeId node, Mark mark = Mark::kNone);
+  // Allocates a folio of `order` on exactly `node` (__GFP_THISNODE) above
+  // `mark`.
+  std::optional<Pfn> alloc_on(NodeId node, Mark mark = Mark::kNone, uint8_t order = 0);
   void set_watermarks(NodeId n, Watermarks w) { nodes_[n.v].wmark = w; }
   const Watermarks& watermarks(NodeId n) const { return nodes_[n.v].wmark; }
   uint64_t mark_pages(NodeId n, Mark m) const;

@@ -144,6 +144,15 @@ MemoryManager::Fault MemoryManager::huge_pmd_fault(Mm& mm, Vma& vma, PteTable& t
     return out;
   }
   out.result.cost.sys_ns += costs_.fault_entry_ns;
+  if (pmd.protnone() || pmd.migration()) {
+    // A NUMA hinting PMD (do_huge_pmd_numa_page is the caller's), or one
+    // under migration (pmd_migration_entry_wait): as for a PTE, with the
+    // folio's head.
+    out.result.status = pmd.protnone() ? FaultStatus::kNumaHint : FaultStatus::kMigrationWait;
+    out.result.pfn = Pfn(pmd.pfn);
+    account_fault(ctx, false);
+    return out;
+  }
   if (pmd.accessible() && write && pmd.pfn != kZeroPfn) {
     // do_huge_pmd_wp_page: an exclusive folio (its only mapping, no swap
     // cache) is reused in place; otherwise, and always for the huge zero

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "sim/check.h"
+#include "sim/rng.h"
 
 namespace mmsim::mm {
 
@@ -48,6 +49,9 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
                Vm::thp_fault_fallback_charge, Vm::thp_split_pmd, Vm::thp_split_page,
                Vm::thp_zero_page_alloc})
     vmstat_.set_shown(v, thp_on_);
+  for (Vm v : {Vm::thp_migration_success, Vm::thp_migration_fail, Vm::thp_migration_split})
+    vmstat_.set_shown(v, thp_on_ && config_.thp_migration_stats);
+  vmstat_.set_shown(Vm::numa_huge_pte_updates, config_.numa_huge_pte_stat);
 }
 
 Shadow MemoryManager::workingset_eviction(const Folio& f) {
@@ -265,6 +269,12 @@ struct MmDeleter {
 
 std::shared_ptr<Mm> MemoryManager::mm_alloc() {
   Mm* mm = new Mm(next_mm_id_++);
+  // arch_pick_mmap_layout: a random base, here from the run's seed and the
+  // mm (fork gives the child its parent's, in dup_mmap).
+  if (config_.aslr_seed) {
+    sim::Rng rng(*config_.aslr_seed ^ (uint64_t{mm->id()} << 32));
+    mm->mmap_rnd_pages = static_cast<uint32_t>(rng.next() % kHugePages);
+  }
   mm->pgtable().count_tables_in(&nr_pte_tables_);
   live_mms_.push_back(mm);
   return std::shared_ptr<Mm>(mm, MmDeleter{this});
@@ -694,9 +704,10 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     return out;
   }
   if (pte.migration()) {
-    // migration_entry_wait: the caller sleeps until the migration ends.
+    // migration_entry_wait: the caller sleeps until the migration ends (of
+    // the whole folio, for a page of a THP).
     r.status = FaultStatus::kMigrationWait;
-    r.pfn = Pfn(pte.pfn);
+    r.pfn = folio_head(Pfn(pte.pfn));
     account_fault(ctx, false);
     return out;
   }
@@ -858,8 +869,22 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
     // MAP_SHARED|MAP_ANONYMOUS is backed by a shmem inode of its own.
     file = &create_file("/dev/zero (deleted)", args.pages, true);
   }
+  // thp_get_unmapped_area: a private anonymous mapping on a 2 MiB boundary,
+  // as the version has it.
+  const AnonAlign rule = config_.thp_anon_align;
+  const bool huge_aligned = !file && !shared &&
+                            ((rule == AnonAlign::kLarge && args.pages >= kHugePages) ||
+                             (rule == AnonAlign::kPmdMultiple && args.pages % kHugePages == 0));
+  // Otherwise it lies where the randomised base puts it (SIMPLIFICATION:
+  // file and shared mappings keep a fixed layout).
+  std::optional<uint32_t> huge_offset;
+  if (huge_aligned) {
+    huge_offset = 0;
+  } else if (!file && !shared && config_.aslr_seed) {
+    huge_offset = mm.mmap_rnd_pages;
+  }
   auto vma = std::make_unique<Vma>();
-  vma->start = mm.get_unmapped_area(args.pages);
+  vma->start = mm.get_unmapped_area(args.pages, huge_offset);
   vma->end = Vpn(vma->start.v + args.pages);
   vma->flags = args.vm_flags;
   if (args.vm_flags & Vma::kWrite) vma->flags |= Vma::kMayWrite;
@@ -1058,6 +1083,7 @@ MmResult MemoryManager::mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx) 
 
 OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
   OpCost cost;
+  child.mmap_rnd_pages = parent.mmap_rnd_pages;
   uint64_t protected_ptes = 0;
   for (const auto& pv : parent.vmas()) {
     Vma& pvma = *pv;
@@ -1081,20 +1107,23 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
     anon_vma_prepare(*c);
     // copy_huge_pmd: the child shares each huge PMD's folio, both PMDs
     // write-protected (the huge zero page just shared).
+    // A PROT_NONE hinting PMD loses its saved write permission too, and a
+    // PMD migration entry is copied read-only.
+    constexpr uint8_t kWritable = Pte::kWrite | Pte::kSavedWrite;
     parent.pgtable().for_each_table_in(pvma.start, pvma.end, [&](Vpn base, PteTable& t) {
       if (!t.huge()) return;
       Pte pmd = t.pmd();
-      if (pmd.flags & Pte::kWrite) {
-        pmd.flags = static_cast<uint8_t>(pmd.flags & ~Pte::kWrite);
+      if (pmd.flags & kWritable) {
+        pmd.flags = static_cast<uint8_t>(pmd.flags & ~kWritable);
         t.set_pmd(pmd);
-        protected_ptes += kHugePages;
+        if (pmd.present()) protected_ptes += kHugePages;
       }
       Pte cpmd = pmd;
       cpmd.flags = static_cast<uint8_t>(cpmd.flags & ~Pte::kYoung);
       child.pgtable().table_alloc(base).set_pmd(cpmd);
       cost.sys_ns += costs_.pte_copy_ns;
       ++page_events_;
-      if (pmd.pfn == kZeroPfn || !pmd.present()) return;
+      if (!pmd.maps_folio()) return;
       ++entire_mapcount(Pfn(pmd.pfn));
       child.rss_anon += kHugePages;
     });
@@ -1110,11 +1139,13 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
         ++page_events_;
         return;
       }
-      if (pte.migration() || !pte.present()) return;
-      if (cow && (pte.flags & Pte::kWrite)) {
-        pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kWrite);
+      // copy_nonpresent_pte: a migration entry is shared, read-only in a
+      // COW mapping (in the parent too).
+      if (!pte.present() && !pte.migration()) return;
+      if (cow && (pte.flags & kWritable)) {
+        pte.flags = static_cast<uint8_t>(pte.flags & ~kWritable);
         t.set(i, pte);
-        ++protected_ptes;
+        if (pte.present()) ++protected_ptes;
       }
       Pte cpte = pte;
       cpte.flags = static_cast<uint8_t>(cpte.flags & ~Pte::kYoung);
@@ -1196,6 +1227,28 @@ std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
 ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn end,
                                                const ProtNumaSkip& skip, CpuId cpu) {
   ProtNumaResult r;
+  // change_pmd_range: a huge PMD the range covers whole is marked as one
+  // (change_huge_pmd); one it covers in part is split, its PTEs marked below.
+  mm.pgtable().for_each_table_in(start, end, [&](Vpn base, PteTable& t) {
+    if (!t.huge()) return;
+    if (base < start || base.v + kPtesPerTable > end.v) {
+      split_huge_pmd(mm, vma, t);
+      return;
+    }
+    Pte pmd = t.pmd();
+    // Neither the huge zero page nor a PMD already PROT_NONE (or under
+    // migration) changes.
+    if (!pmd.accessible() || pmd.pfn == kZeroPfn) return;
+    Folio& f = folios_.folio(Pfn(pmd.pfn));
+    if (skip.skip_huge(f)) return;
+    if (pmd.flags & Pte::kWrite)
+      pmd.flags = static_cast<uint8_t>((pmd.flags & ~Pte::kWrite) | Pte::kSavedWrite);
+    pmd.flags |= Pte::kProtNone;
+    t.set_pmd(pmd);
+    skip.marked(f);
+    r.updated += kHugePages;
+    ++r.huge_updated;
+  });
   mm.pgtable().for_each(start, end, [&](Vpn, PteTable& t, uint32_t i) {
     Pte pte = t.get(i);
     if (!pte.present()) return;  // migration entries: not present
@@ -1213,9 +1266,12 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
     ++r.updated;
   });
   if (r.updated) {
-    r.cost_ns = static_cast<double>(r.updated) * costs_.pte_protect_ns +
-                flush_tlb_range(mm, cpu, r.updated);
+    // One entry changed per PMD, but the flush covers its 512 pages.
+    const uint64_t entries = r.updated - r.huge_updated * (kHugePages - 1);
+    r.cost_ns =
+        static_cast<double>(entries) * costs_.pte_protect_ns + flush_tlb_range(mm, cpu, r.updated);
     vmstat_.add(Vm::numa_pte_updates, static_cast<int64_t>(r.updated));
+    vmstat_.add(Vm::numa_huge_pte_updates, static_cast<int64_t>(r.huge_updated));
     mm.revoke(start, end);
   }
   return r;
@@ -1224,11 +1280,18 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
 Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn) {
   PteTable& t = mm.pgtable().table_alloc(vpn);
   const uint32_t i = vpn.v & (kPtesPerTable - 1);
-  Pte pte = t.get(i);
-  pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kProtNone);
-  if (pte.flags & Pte::kSavedWrite)
-    pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kSavedWrite) | Pte::kWrite);
-  pte.flags |= Pte::kYoung;
+  auto restore = [](Pte pte) {
+    pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kProtNone);
+    if (pte.flags & Pte::kSavedWrite)
+      pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kSavedWrite) | Pte::kWrite);
+    pte.flags |= Pte::kYoung;
+    return pte;
+  };
+  if (t.huge()) {
+    t.set_pmd(restore(t.pmd()));  // do_huge_pmd_numa_page
+    return t.get(i);
+  }
+  const Pte pte = restore(t.get(i));
   t.set(i, pte);
   return pte;
 }
@@ -1239,19 +1302,29 @@ MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
   maps.clear();
   rmap_walk(folio, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
   s.unmapped.reserve(maps.size());
-  for (auto [mm, vpn] : maps) {
-    PteTable& t = mm->pgtable().table_alloc(vpn);
-    const uint32_t i = vpn.v & (kPtesPerTable - 1);
-    Pte pte = t.get(i);
+  // The entry remembers the write permission and the young and dirty bits
+  // (6.0 on x86).
+  auto entry = [](Pte pte) {
     const bool write = pte.flags & (Pte::kWrite | Pte::kSavedWrite);
-    // The entry remembers the young and dirty bits (6.0 on x86).
     pte.flags = static_cast<uint8_t>(Pte::kMigration | (write ? Pte::kSavedWrite : 0) |
                                      (pte.flags & (Pte::kDirty | Pte::kYoung)));
-    t.set(i, pte);
-    // One PTE cleared and one flush of that mm's TLB per mapping, in turn.
-    s.cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
+    return pte;
+  };
+  for (auto [mm, vpn] : maps) {
+    PteTable& t = mm->pgtable().table_alloc(vpn);
+    uint32_t pages = 1;
+    if (t.huge()) {
+      // set_pmd_migration_entry: the PMD whole.
+      t.set_pmd(entry(t.pmd()));
+      pages = kHugePages;
+    } else {
+      const uint32_t i = vpn.v & (kPtesPerTable - 1);
+      t.set(i, entry(t.get(i)));
+    }
+    // One entry cleared and one flush of that mm's TLB per mapping, in turn.
+    s.cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, pages);
     ++s.mappings;
-    s.unmapped.emplace_back(mm, vpn, s.cost_ns);
+    s.unmapped.push_back({mm, vpn, pages, s.cost_ns});
   }
   return s;
 }
@@ -1261,17 +1334,27 @@ MemoryManager::MigrateStep MemoryManager::migrate_remap(Pfn from, Pfn to) {
   auto& maps = scratch_maps_;
   maps.clear();
   rmap_walk(from, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
+  // remove_migration_pte: the entry maps the same page of `to` (the head,
+  // for a PMD).
+  auto mapped = [&](Pte pte) {
+    const bool write = pte.flags & Pte::kSavedWrite;
+    Pte m;
+    m.pfn = to.v + (pte.pfn - from.v);
+    m.flags = static_cast<uint8_t>(Pte::kPresent | (write ? Pte::kWrite : 0) |
+                                   (pte.flags & (Pte::kDirty | Pte::kYoung)));
+    return m;
+  };
   for (auto [mm, vpn] : maps) {
     PteTable& t = mm->pgtable().table_alloc(vpn);
-    const uint32_t i = vpn.v & (kPtesPerTable - 1);
-    Pte pte = t.get(i);
-    if (!pte.migration()) continue;
-    const bool write = pte.flags & Pte::kSavedWrite;
-    Pte mapped;
-    mapped.pfn = to.v;
-    mapped.flags = static_cast<uint8_t>(Pte::kPresent | (write ? Pte::kWrite : 0) |
-                                        (pte.flags & (Pte::kDirty | Pte::kYoung)));
-    t.set(i, mapped);
+    if (t.huge()) {
+      if (!t.pmd().migration()) continue;
+      t.set_pmd(mapped(t.pmd()));
+    } else {
+      const uint32_t i = vpn.v & (kPtesPerTable - 1);
+      const Pte pte = t.get(i);
+      if (!pte.migration()) continue;
+      t.set(i, mapped(pte));
+    }
     s.cost_ns += costs_.pte_set_ns;
     ++s.mappings;
   }
@@ -1283,6 +1366,16 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
   Folio& f = folios_.folio(to);
   const NodeId node = f.node;
   check(!old.test(Folio::kLru), "migration of a folio not isolated from its LRU");
+  check(old.order == f.order, "migration to a folio of another size");
+  // A THP's tails first: their mapcounts (and the first tail's PMD and PTE
+  // mapping counts) go to the new folio's.
+  for (uint32_t i = 1; i < old.nr_pages(); ++i) {
+    Folio& ot = folios_.folio(Pfn(from.v + i));
+    Folio& nt = folios_.folio(Pfn(to.v + i));
+    nt = ot;
+    nt.node = node;
+    ot.mapcount = 0;
+  }
   f = old;
   f.node = node;
   // folio_migrate_flags: in memory-tiering mode the field holds a slow
@@ -1338,7 +1431,7 @@ std::optional<double> MemoryManager::demote_folio(Pfn pfn, CpuId cpu) {
   double ns = un.cost_ns + cache_.page_copy_ns(topo_.cpu_to_node(cpu), src, dst);
   ns += migrate_remap(pfn, *fresh).cost_ns;
   migrate_folio_finish(pfn, *fresh);
-  for (const auto& [mm, vpn, offset] : un.unmapped) mm->revoke(vpn, Vpn(vpn.v + 1));
+  for (const auto& u : un.unmapped) u.mm->revoke(u.vpn, Vpn(u.vpn.v + u.pages));
   vmstat_.add(Vm::pgmigrate_success);
   return ns;
 }
@@ -1595,7 +1688,7 @@ std::vector<std::string> MemoryManager::check_invariants() const {
       // A migration's new folio while the old one is copied into it: it has
       // no owner yet (no page-cache slot, no anon_vma, no charge, no LRU)
       // until migrate_folio_finish gives it the old folio's place.
-      ++unowned;
+      unowned += nr;
       continue;
     }
     // Off the LRU only while isolated for migration (PG_locked here).

@@ -62,7 +62,8 @@ struct FaultResult {
 
 // What change_prot_numa did to a range.
 struct ProtNumaResult {
-  uint64_t updated = 0;  // PTEs made PROT_NONE (numa_pte_updates)
+  uint64_t updated = 0;       // pages made PROT_NONE (numa_pte_updates): 512 a PMD
+  uint64_t huge_updated = 0;  // huge PMDs among them (numa_huge_pte_updates)
   double cost_ns = 0;
 };
 
@@ -74,6 +75,9 @@ class ProtNumaSkip {
   virtual ~ProtNumaSkip() = default;
   // `folio` is nullptr when the PTE maps no normal page (the zero page).
   virtual bool skip(const Vma& vma, const Pte& pte, const Folio* folio) const = 0;
+  // The same for a huge PMD mapping `folio` whole (change_huge_pmd, which
+  // tests far less than change_pte_range).
+  virtual bool skip_huge(const Folio&) const { return false; }
   // Called for each folio whose PTE was made PROT_NONE (the memory-tiering
   // mode stamps the scan time in it).
   virtual void marked(Folio&) const {}
@@ -186,7 +190,9 @@ class MemoryManager {
   ProtNumaResult change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn end, const ProtNumaSkip& skip,
                                   CpuId cpu);
   // First half of do_numa_page: restores the PTE's access (and its saved
-  // write bit). Returns the restored PTE; the time is costs().pte_protect_ns.
+  // write bit), or the huge PMD's (do_huge_pmd_numa_page) if one maps vpn.
+  // Returns the restored PTE (a PMD's view at vpn); the time is
+  // costs().pte_protect_ns.
   Pte restore_numa_pte(Mm& mm, Vpn vpn);
   // Migration (mm/migrate.c). migrate_unmap replaces every PTE mapping the
   // folio with a migration entry (try_to_migrate via the rmap), flushing each
@@ -197,8 +203,14 @@ class MemoryManager {
     uint64_t mappings = 0;
     double cost_ns = 0;
     // migrate_unmap: each mapping in rmap order, with the time into the walk
-    // at which its PTE became a migration entry.
-    std::vector<std::tuple<Mm*, Vpn, double>> unmapped;
+    // at which its PTE (or PMD) became a migration entry.
+    struct Unmapped {
+      Mm* mm;
+      Vpn vpn;         // the page, or the PMD's first
+      uint32_t pages;  // 1, or kHugePages for a PMD
+      double offset_ns;
+    };
+    std::vector<Unmapped> unmapped;
   };
   MigrateStep migrate_unmap(Pfn folio, CpuId cpu);
   MigrateStep migrate_remap(Pfn from, Pfn to);

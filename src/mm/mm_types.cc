@@ -40,12 +40,18 @@ Vma* Mm::insert_vma(std::unique_ptr<Vma> vma) {
   return vmas_.insert(it, std::move(vma))->get();
 }
 
-Vpn Mm::get_unmapped_area(uint64_t pages) const {
+Vpn Mm::get_unmapped_area(uint64_t pages, std::optional<uint32_t> huge_offset) const {
   // mmap_base of a 47-bit layout, growing up; leave a guard page between VMAs.
-  uint64_t candidate = (uint64_t{0x7f0000000000} >> kPageShift);
+  constexpr uint64_t kHuge = 512;
+  auto align = [&](uint64_t v) {
+    if (!huge_offset) return v;
+    const uint64_t up = ((v + kHuge - 1 - *huge_offset) & ~(kHuge - 1)) + *huge_offset;
+    return up;
+  };
+  uint64_t candidate = align(uint64_t{0x7f0000000000} >> kPageShift);
   for (const auto& vma : vmas_) {
     if (vma->start.v >= candidate + pages + 1) break;
-    candidate = std::max(candidate, vma->end.v + 1);
+    candidate = std::max(candidate, align(vma->end.v + 1));
   }
   return Vpn(candidate);
 }

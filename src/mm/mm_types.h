@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -127,8 +128,14 @@ class Mm {
   const std::vector<std::unique_ptr<Vma>>& vmas() const { return vmas_; }
   std::vector<std::unique_ptr<Vma>>& vmas_mut() { return vmas_; }
   Vma* insert_vma(std::unique_ptr<Vma> vma);
-  // A free range of `pages` pages above the mmap base (top-down is not needed).
-  Vpn get_unmapped_area(uint64_t pages) const;
+  // A free range of `pages` pages above the mmap base (top-down is not
+  // needed); if `huge_offset` is set, starting that many pages (< 512) past
+  // a 2 MiB boundary.
+  Vpn get_unmapped_area(uint64_t pages, std::optional<uint32_t> huge_offset = {}) const;
+  // Pages a private anonymous mapping that get_unmapped_area does not align
+  // starts past a 2 MiB boundary: the randomised mmap base's (arch_mmap_rnd,
+  // page granularity), inherited by fork.
+  uint32_t mmap_rnd_pages = 0;
   PageTable& pgtable() { return pgtable_; }
   const PageTable& pgtable() const { return pgtable_; }
 

@@ -45,6 +45,7 @@ enum class Vm : uint8_t {
   unevictable_pgs_mlocked,
   unevictable_pgs_munlocked,
   numa_pte_updates,
+  numa_huge_pte_updates,
   numa_hint_faults,
   numa_hint_faults_local,
   numa_pages_migrated,
@@ -85,6 +86,9 @@ enum class Vm : uint8_t {
   thp_split_pmd,
   thp_split_page,
   thp_zero_page_alloc,
+  thp_migration_success,
+  thp_migration_fail,
+  thp_migration_split,
   kCount
 };
 
@@ -121,6 +125,7 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(Vm::kCount)> k
     "unevictable_pgs_mlocked",
     "unevictable_pgs_munlocked",
     "numa_pte_updates",
+    "numa_huge_pte_updates",
     "numa_hint_faults",
     "numa_hint_faults_local",
     "numa_pages_migrated",
@@ -161,6 +166,9 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(Vm::kCount)> k
     "thp_split_pmd",
     "thp_split_page",
     "thp_zero_page_alloc",
+    "thp_migration_success",
+    "thp_migration_fail",
+    "thp_migration_split",
 };
 
 class VmStat {

@@ -203,8 +203,19 @@ void Balancer::scan_done(uint32_t pid, double scan_cost_ns) {
 
 HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, Tick now) {
   HintDecision d;
+  const bool pmd_mapped = mm.pgtable().table(vpn)->huge();
   const mm::Pte pte = mm_.restore_numa_pte(mm, vpn);
-  mm::Folio& folio = mm_.folios().folio(Pfn(pte.pfn));
+  const Pfn head = mm_.folio_head(Pfn(pte.pfn));
+  mm::Folio& folio = mm_.folios().folio(head);
+  d.page_node = folio.node;
+  if (folio.large() && !pmd_mapped) {
+    // A page of a PTE-mapped THP (its PMD was split after the scan marked
+    // it): do_numa_page maps it again and counts nothing (up to 6.1;
+    // SIMPLIFICATION: 6.12 would count it and move the folio).
+    d.pages = 0;
+    return d;
+  }
+  d.pages = static_cast<int>(folio.nr_pages());
   const mm::Vma* vma = mm.find_vma(vpn);
   if (!pte.writable()) d.flags |= kTnfNoGroup;
   if (folio.mapcount > 1 && (vma->flags & mm::Vma::kShared)) d.flags |= kTnfShared;
@@ -212,7 +223,6 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
   // time, not a cpupid.
   const bool stamped = cfg_.hot_page_selection() && !mm_.tiers().toptier(folio.node);
   d.last_cpupid = stamped ? kCpupidUnset : folio.last_cpupid;
-  d.page_node = folio.node;
   const NodeId this_node = topo_.cpu_to_node(cpu);
   mm_.vmstat().add(mm::Vm::numa_hint_faults);
   if (folio.node == this_node) {
@@ -234,7 +244,7 @@ bool Balancer::should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId
   // Memory tiering (6.1+): a slow-tier page is promoted by hotness, not by
   // who shares it. (5.18-6.0 decide as for any page.)
   if (cfg_.hot_page_selection() && !mm_.tiers().toptier(src))
-    return promote_hot_page(folio, dst, now);
+    return promote_hot_page(folio, folio.nr_pages(), dst, now);
   const uint32_t last = folio.last_cpupid;
   folio.last_cpupid = make_cpupid(cpu, pid);
   const bool unset = last == kCpupidUnset;
@@ -264,7 +274,7 @@ uint32_t Balancer::jiffies_ms(Tick now) const {
   return static_cast<uint32_t>(jiffies * 1000 / cfg_.tick_hz);
 }
 
-bool Balancer::promote_hot_page(mm::Folio& folio, NodeId dst, Tick now) {
+bool Balancer::promote_hot_page(mm::Folio& folio, uint32_t nr, NodeId dst, Tick now) {
   PromoteState& p = promote_[dst.v];
   const uint32_t now_ms = jiffies_ms(now);
   // pgdat_free_space_enough: with plenty free above the promo watermark
@@ -302,10 +312,10 @@ bool Balancer::promote_hot_page(mm::Folio& folio, NodeId dst, Tick now) {
   const uint32_t latency = (now_ms - folio.last_cpupid) & kAccessTimeMask;
   folio.last_cpupid = now_ms & kAccessTimeMask;
   if (latency >= th) return false;
-  // numa_promotion_rate_limit: counted as a candidate; refused once this
-  // second's candidates reach the limit.
-  p.candidates += 1;
-  mm_.vmstat().add(mm::Vm::pgpromote_candidate);
+  // numa_promotion_rate_limit: counted as candidate pages; refused once
+  // this second's candidates reach the limit.
+  p.candidates += nr;
+  mm_.vmstat().add(mm::Vm::pgpromote_candidate, nr);
   if (now_ms - p.rl_start_ms > 1000) {
     p.rl_start_ms = now_ms;
     p.rl_nr_cand = p.candidates;
@@ -315,31 +325,42 @@ bool Balancer::promote_hot_page(mm::Folio& folio, NodeId dst, Tick now) {
 
 bool Balancer::migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick now) {
   const mm::Folio& f = mm_.folios().folio(pfn);
+  const uint32_t nr = f.nr_pages();
   // numamigrate_isolate_page and migrate_misplaced_page: shared library pages and dirty file pages
   // stay (page-cache pages only: shmem is swap-backed, as page_is_file_cache tells).
   // 3.8-3.12: no page mapped more than once moves.
-  if (cfg_.skip_shared && f.mapcount != 1) return false;
+  if (cfg_.skip_shared && mm_.folio_mapcount(pfn) != 1) return false;
   const bool file_cache = !f.test(mm::Folio::kAnon) && !f.test(mm::Folio::kShmem);
   if (file_cache && f.mapcount != 1 && (vma.flags & mm::Vma::kExec)) return false;
   if (cfg_.skip_dirty_file && file_cache && f.test(mm::Folio::kDirty)) return false;
-  // numamigrate_update_ratelimit (3.8-4.18): per destination node, a window of 100 ms.
+  // numamigrate_update_ratelimit (3.8-4.18): per destination node, a window
+  // of 100 ms, a THP counting its pages.
   if (cfg_.migrate_rate_limit) {
     if (now > ratelimit_window_end_[target.v]) {
       ratelimit_pages_[target.v] = 0;
       ratelimit_window_end_[target.v] = now + milliseconds(kRatelimitWindowMs);
     }
     if (ratelimit_pages_[target.v] > static_cast<uint64_t>(cfg_.ratelimit_pages)) return false;
-    ratelimit_pages_[target.v] += 1;
+    ratelimit_pages_[target.v] += nr;
   }
-  // migrate_balanced_pgdat: the destination must stay above its high
-  // watermark; in memory-tiering mode its kswapd is woken to make room.
-  const uint64_t high = mm_.folios().watermarks(target).high;
-  if (mm_.folios().free_pages(target) <= high + 1) {
-    if (cfg_.tiering()) mm_.wake_kswapd(target);
+  // From here on, migrate_misplaced_transhuge_page (up to 5.12) counts a
+  // refused THP as failed.
+  auto refuse = [&] {
+    if (f.large() && cfg_.thp_migrate_legacy) mm_.vmstat().add(mm::Vm::pgmigrate_fail, nr);
     return false;
+  };
+  // numamigrate_isolate_page: a THP mapped more than once stays (up to 6.1).
+  if (f.large() && cfg_.thp_migrate_refuse_mapped && mm_.folio_mapcount(pfn) > 1) return refuse();
+  // migrate_balanced_pgdat: the destination must stay above its high
+  // watermark with the folio's pages taken; in memory-tiering mode its
+  // kswapd is woken to make room.
+  const uint64_t high = mm_.folios().watermarks(target).high;
+  if (mm_.folios().free_pages(target) <= high + nr) {
+    if (cfg_.tiering()) mm_.wake_kswapd(target);
+    return refuse();
   }
   // isolate_lru_page: isolation fails for a folio off the LRU or already being migrated.
-  if (!f.test(mm::Folio::kLru) || f.test(mm::Folio::kLocked)) return false;
+  if (!f.test(mm::Folio::kLru) || f.test(mm::Folio::kLocked)) return refuse();
   return true;
 }
 

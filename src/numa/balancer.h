@@ -92,6 +92,10 @@ struct HintDecision {
   uint32_t flags = 0;
   uint32_t last_cpupid = kCpupidUnset;
   NodeId page_node;
+  // Pages task_numa_fault counts: the folio's (512 for a huge PMD); 0 when
+  // the fault counts nothing (a page of a PTE-mapped THP, which
+  // do_numa_page only makes accessible again).
+  int pages = 1;
 };
 
 class Balancer {
@@ -130,7 +134,8 @@ class Balancer {
   // swaps last_cpupid, picks the target). Its time is costs().pte_protect_ns.
   HintDecision do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, Tick now);
   // migrate_misplaced_page's refusals (numamigrate_isolate_page, the
-  // 3.8-4.18 rate limit): may this folio go to `target` now?
+  // 3.8-4.18 rate limit), and a THP's: may this folio (by its head) go to
+  // `target` now?
   bool migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick now);
   // task_numa_fault after the migration attempt. Returns the node the
   // task should move to (numa_migrate_preferred), if any.
@@ -158,7 +163,7 @@ class Balancer {
                                   Tick now);
   // The memory-tiering branch (6.0+) for a slow-tier folio faulting towards
   // dst: free space, the adjusted hot threshold, the rate limit.
-  bool promote_hot_page(mm::Folio& folio, NodeId dst, Tick now);
+  bool promote_hot_page(mm::Folio& folio, uint32_t nr, NodeId dst, Tick now);
   // jiffies_to_msecs(jiffies).
   uint32_t jiffies_ms(Tick now) const;
   void task_numa_placement(uint32_t pid, const mm::Mm& mm, Tick now, int64_t runtime_ns);

@@ -187,6 +187,23 @@ std::span<const Switch<NumaConfig>> numa_switches() {
             kOldestKernel, {4, 20}),
        [](const C& c) -> int64_t { return c.waiter_pins_page; },
        [](C& c, int64_t v) { c.waiter_pins_page = v != 0; }},
+      {rule("thp_migrate_legacy",
+            "a THP that a hinting fault finds misplaced moves by "
+            "migrate_misplaced_transhuge_page (mm/migrate.c): one try with no migration "
+            "entries' retries, no thp_migration_* counts, and pgmigrate_fail +512 for a "
+            "refusal or a failed allocation but not for a lost race (3.8 to 5.12; replaced by "
+            "migrate_misplaced_page's migrate_pages in 5.13, which 5.15 has)",
+            kOldestKernel, {5, 12}),
+       [](const C& c) -> int64_t { return c.thp_migrate_legacy; },
+       [](C& c, int64_t v) { c.thp_migrate_legacy = v != 0; }},
+      {rule("thp_migrate_refuse_mapped",
+            "numamigrate_isolate_page refuses a THP mapped more than once (mm/migrate.c: "
+            "page_count != 3 up to 5.12, total_mapcount > 1 in 5.15 and 6.1; gone in 6.12's "
+            "migrate_misplaced_folio_prepare; removed in 6.7 by \"mm: migrate: remove THP "
+            "mapcount check in numamigrate_isolate_page()\", from memory, unverified)",
+            kOldestKernel, {6, 6}),
+       [](const C& c) -> int64_t { return c.thp_migrate_refuse_mapped; },
+       [](C& c, int64_t v) { c.thp_migrate_refuse_mapped = v != 0; }},
       {{.section = "numa",
         .key = "migrate_passes",
         .kind = SwitchKind::kInt,

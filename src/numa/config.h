@@ -74,6 +74,11 @@ struct NumaConfig {
   ScanPeriodUpdate scan_period_update = ScanPeriodUpdate::k313;
   bool placement_every_fault = false;
   bool waiter_pins_page = false;
+  // A THP's hinting fault migrates it by migrate_misplaced_transhuge_page
+  // (up to 5.12), not migrate_pages; and numamigrate_isolate_page refuses a
+  // THP mapped more than once (up to 6.1).
+  bool thp_migrate_legacy = false;
+  bool thp_migrate_refuse_mapped = false;
   int64_t migrate_passes = 10;
   int64_t tick_hz = 250;
 

@@ -67,6 +67,10 @@ bool ProtNumaFilter::skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Foli
          (config_.skip_target_node && on_target_node(c)) || (config_.skip_top_tier && top_tier(c));
 }
 
+bool ProtNumaFilter::skip_huge(const mm::Folio& folio) const {
+  return config_.skip_top_tier && tiers_.toptier(folio.node);
+}
+
 void ProtNumaFilter::marked(mm::Folio& folio) const {
   if (config_.hot_page_selection() && !tiers_.toptier(folio.node))
     folio.last_cpupid = now_ms_ & kAccessTimeMask;

@@ -54,6 +54,10 @@ class ProtNumaFilter final : public mm::ProtNumaSkip {
                  const mm::MemoryTiers& tiers, uint32_t now_ms)
       : config_(config), target_node_(target_node), tiers_(tiers), now_ms_(now_ms) {}
   bool skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Folio* folio) const override;
+  // change_huge_pmd tests none of change_pte_range's rules but the
+  // tiering-only mode's top-tier one (read in 6.1 and 6.12; taken to have
+  // come with the PTE rule in 5.18).
+  bool skip_huge(const mm::Folio& folio) const override;
   void marked(mm::Folio& folio) const override;
 
  private:

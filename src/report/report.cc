@@ -403,7 +403,9 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
   }
   if (!r.timeline.empty()) {
     line("");
-    line("timeline (changes per interval; counters that never change omitted)");
+    line(
+        "timeline (vmstat counters: change per interval, those that never change omitted; in_D "
+        "and memcg_*: at the sample)");
     // The counters that move, each in a column as wide as its name.
     std::vector<size_t> cols;
     for (size_t i = 0; i < workload::kTimelineCounters.size(); ++i) {

@@ -1669,12 +1669,15 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.time_limit = s.time_limit;
   wc.mm = s.kernel.mm;
   wc.mm.swap_pages = s.kernel.swap_bytes / kPageSize;
+  wc.mm.aslr_seed = s.seed;
   wc.numa = s.kernel.numa_config(topo.nr_nodes());
   // What the tiering mode changes in mm, and the counters it brings.
   wc.mm.numa_tiering = wc.numa.tiering();
   wc.mm.tiering_access_time = wc.numa.hot_page_selection();
   wc.mm.promote_stats = numa::has_tiering_mode(s.kernel.version);
   wc.mm.promote_candidate_stat = wc.numa.promote_hot_threshold;
+  wc.mm.numa_huge_pte_stat = s.kernel.version >= KernelVersion{3, 13};
+  wc.mm.thp_migration_stats = s.kernel.version >= KernelVersion{5, 9};
   wc.sample_interval = s.sample_interval;
   wc.limits = s.limits;
   wc.memcg = s.kernel.memcg;

@@ -32,7 +32,8 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
       sched_(topo, costs.context_switch_ns, *this),
       balancer_(config_.numa, topo, mm_, *this),
       migrator_(queue_, mm_, topo, costs,
-                migrate::MigrateConfig{config_.numa.migrate_passes, config_.numa.waiter_pins_page},
+                migrate::MigrateConfig{config_.numa.migrate_passes, config_.numa.waiter_pins_page,
+                                       config_.numa.thp_migrate_legacy},
                 *this),
       access_(costs, mm_.folios(), mm_.cache()),
       timeline_(queue_, config_.sample_interval, config_.limits.timeline_rows, mm_.vmstat(), memcg_,
@@ -290,8 +291,10 @@ void World::on_event(sim::EventQueue&, const sim::Event& e) {
 }
 
 void World::on_pte_revoked(mm::Mm& mm, Vpn start, Vpn end) {
-  // Cut every run-ahead segment of this mm that relies on the range.
-  const Tick now = queue_.now();
+  // Cut every run-ahead segment of this mm that relies on the range, when
+  // the kernel changed it: at the clock of the task doing so, which may run
+  // ahead of the queue, or else (kswapd) the queue's time.
+  const Tick now = acting_ ? std::max(queue_.now(), acting_->clock) : queue_.now();
   for (uint32_t pid : tasks_by_mm_[mm.id()]) {
     TaskExec& t = exec(pid);
     if (!t.seg.active || t.seg.hi <= start || t.seg.lo >= end) continue;
@@ -358,26 +361,47 @@ bool World::apply_segment(TaskExec& t, Tick at) {
   return blocked != 0;
 }
 
-Tick World::reach_time(const TaskExec& t, Vpn vpn, Tick now) const {
+Tick World::reach_time(const TaskExec& t, Vpn lo, Vpn hi, Tick now) const {
   const Segment& s = t.seg;
+  const double elapsed = static_cast<double>((now - s.t0).ns);
+  Tick first = Tick::max();
   for (const Piece& p : s.pieces) {
-    if (vpn < p.start || vpn.v >= p.start.v + p.pages) continue;
-    const double off = p.offset_ns + static_cast<double>(vpn.v - p.start.v) *
-                                         (p.ns / static_cast<double>(p.pages));
-    const double elapsed = static_cast<double>((now - s.t0).ns);
+    // The pages of [lo, hi) this piece reads, from a.
+    const uint64_t a = std::max(lo.v, p.start.v);
+    const uint64_t b = std::min(hi.v, p.start.v + p.pages);
+    if (a >= b) continue;
+    const double per = p.ns / static_cast<double>(p.pages);
+    auto offset = [&](uint64_t v) {
+      return p.offset_ns + static_cast<double>(v - p.start.v) * per;
+    };
+    const double off = offset(a);
     double at;
     if (s.kind == Segment::Kind::kStretch) {
       at = off;
-      if (at < elapsed) return Tick::max();  // already read
+      if (at < elapsed) {
+        // Past a: the next page of the range it has not read yet, if any.
+        if (!(per > 0)) continue;
+        const double ahead = std::ceil((elapsed - off) / per);
+        if (ahead >= static_cast<double>(b - a)) continue;  // already read
+        at = offset(a + static_cast<uint64_t>(ahead));
+      }
     } else {
-      double delta = off - std::fmod(elapsed, s.unit_ns);
-      if (delta < 0) delta += s.unit_ns;
+      const double phase = std::fmod(elapsed, s.unit_ns);
+      double delta = off - phase;
+      if (delta < 0) {
+        // Inside the range this round: its next page, else a next round.
+        const double ahead = per > 0 ? std::ceil((phase - off) / per) : 0;
+        if (per > 0 && ahead < static_cast<double>(b - a)) {
+          delta = offset(a + static_cast<uint64_t>(ahead)) - phase;
+        } else {
+          delta += s.unit_ns;
+        }
+      }
       at = elapsed + delta;
     }
-    const Tick reach = s.t0 + to_tick(at);
-    return reach < s.stop ? reach : Tick::max();
+    first = std::min(first, s.t0 + to_tick(at));
   }
-  return Tick::max();
+  return first < s.stop ? first : Tick::max();
 }
 
 bool World::start_segment(TaskExec& t) {
@@ -525,11 +549,13 @@ bool World::numa_hint_fault(TaskExec& t, Vpn vpn, Pfn pfn) {
   return false;
 }
 
-void World::on_unmapped(migrate::Migration& m, mm::Mm& mm, Vpn vpn, double offset_ns, Tick at) {
+void World::on_unmapped(migrate::Migration& m, mm::Mm& mm, Vpn vpn, uint32_t pages,
+                        double offset_ns, Tick at) {
+  const Vpn end(vpn.v + pages);
   for (uint32_t pid : tasks_by_mm_[mm.id()]) {
     TaskExec& t = exec(pid);
-    if (!t.seg.active || t.seg.hi <= vpn || t.seg.lo > vpn) continue;
-    const Tick reach = reach_time(t, vpn, std::max(at, t.seg.t0) + to_tick(offset_ns));
+    if (!t.seg.active || t.seg.hi <= vpn || t.seg.lo >= end) continue;
+    const Tick reach = reach_time(t, vpn, end, std::max(at, t.seg.t0) + to_tick(offset_ns));
     if (reach == Tick::max()) continue;
     migrator_.add_waiter(m, migrate::Waiter{pid, reach, true, t.seg.id, vpn, offset_ns});
     t.reaches.emplace_back(m.id, reach);
@@ -585,8 +611,9 @@ bool World::wait_on_migration(TaskExec& t, Vpn vpn, Pfn pfn) {
 
 void World::finish_hint_fault(TaskExec& t, const numa::HintDecision& d, NodeId mem_node,
                               uint32_t flags) {
+  if (d.pages == 0) return;  // a page of a PTE-mapped THP: nothing counted
   const auto move = balancer_.task_numa_fault(t.task.pid, *t.proc->mm, d.last_cpupid, mem_node,
-                                              t.task.node, 1, flags, t.clock, runtime_ns(t));
+                                              t.task.node, d.pages, flags, t.clock, runtime_ns(t));
   if (move) move_task(t, *move);
 }
 
@@ -968,8 +995,13 @@ bool World::try_fast_forward(TaskExec& t) {
 }
 
 void World::run_task(TaskExec& t) {
-  // The kernel work below runs for this task on its CPU.
+  // The kernel work below runs for this task on its CPU, at its clock.
   mm_.cache().set_current(t.task.pid, t.task.cpu);
+  acting_ = &t;
+  const struct Done {
+    const TaskExec*& acting;
+    ~Done() { acting = nullptr; }
+  } done{acting_};
   for (;;) {
     if (t.task.state != sched::TaskState::kRunning || t.blocked_on) return;
     if (t.clock > config_.time_limit) {

@@ -91,7 +91,8 @@ class World final : public sim::EventHandler,
   void run_from(sched::Task& task, Tick at) override;
   void preempt(sched::Task& current, Tick slice_end, Tick at) override;
   // migrate::Executor
-  void on_unmapped(migrate::Migration& m, mm::Mm& mm, Vpn vpn, double offset_ns, Tick at) override;
+  void on_unmapped(migrate::Migration& m, mm::Mm& mm, Vpn vpn, uint32_t pages, double offset_ns,
+                   Tick at) override;
   bool holds_reference(const migrate::Migration& m, const migrate::Waiter& w) override;
   void release(const migrate::Migration& m, const migrate::Waiter& w, Tick now,
                bool retry) override;
@@ -203,6 +204,8 @@ class World final : public sim::EventHandler,
   // One step of a node's kswapd (its event), and the next one scheduled.
   void kswapd_event(NodeId node, uint64_t gen, Tick now);
   Tick horizon() const { return queue_.next_time(); }
+  // The task whose kernel work runs now (run_task), if any.
+  const TaskExec* acting_ = nullptr;
   bool others_waiting(const TaskExec& t) const { return sched_.others_waiting(t.task); }
   Vpn op_start(const TaskExec& t, const Op& op) const;
   // The op's pages inside its region (the region's mapped length bounds it).
@@ -232,7 +235,7 @@ class World final : public sim::EventHandler,
   bool wait_on_migration(TaskExec& t, Vpn vpn, Pfn pfn);
   // task_numa_migrate's decision, carried out.
   void move_task(TaskExec& t, NodeId node);
-  Tick reach_time(const TaskExec& t, Vpn vpn, Tick now) const;
+  Tick reach_time(const TaskExec& t, Vpn lo, Vpn hi, Tick now) const;
   int64_t runtime_ns(const TaskExec& t) const {
     return static_cast<int64_t>(t.task.times.user_ns + t.task.times.sys_ns);
   }

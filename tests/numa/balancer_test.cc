@@ -448,6 +448,25 @@ TEST(NumaHintFault, RestoredPteRegainsItsSavedWriteBit) {
   EXPECT_FALSE(d.flags & kTnfNoGroup);
 }
 
+TEST(NumaHintFault, AHintingPteThatForkCopiedComesBackReadOnlyInBothMms) {
+  // copy_present_pte write-protects a COW page whatever its protection: the
+  // saved write bit must not make the shared page writable again.
+  NumaWorld n;
+  mm::Mm& parent = n.process(1, 0);
+  const Vpn a = n.w.map(parent, 1, kRW);
+  n.touch(parent, a, 1, true);
+  n.mark(parent, a, 1);
+  mm::Mm& child = n.fork(parent, 2);
+
+  n.balancer.do_numa_page(1, parent, a, CpuId(0), Tick{});
+  n.balancer.do_numa_page(2, child, a, CpuId(0), Tick{});
+
+  EXPECT_FALSE(parent.pgtable().get(a).writable());
+  EXPECT_FALSE(child.pgtable().get(a).writable());
+  EXPECT_EQ(n.pfn_at(parent, a), n.pfn_at(child, a));
+  n.w.expect_consistent();
+}
+
 TEST(NumaHintFault, RestoredReadOnlyPteStaysReadOnlyAndIsNotGrouped) {
   NumaWorld n;
   mm::Mm& mm = n.process(1, 0);
