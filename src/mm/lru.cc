@@ -36,11 +36,7 @@ LruSet::LruSet(FolioAllocator& folios, VmStat& vmstat, size_t nr_nodes)
   lruvecs_.resize(nr_nodes_);  // the root memcg's
 }
 
-Lruvec& LruSet::lruvec(uint32_t memcg, NodeId node) {
-  const size_t i = static_cast<size_t>(memcg) * nr_nodes_ + node.v;
-  if (i >= lruvecs_.size()) lruvecs_.resize((static_cast<size_t>(memcg) + 1) * nr_nodes_);
-  return lruvecs_[i];
-}
+void LruSet::grow(uint32_t memcg) { lruvecs_.resize((static_cast<size_t>(memcg) + 1) * nr_nodes_); }
 
 const Lruvec* LruSet::find(uint32_t memcg, NodeId node) const {
   const size_t i = static_cast<size_t>(memcg) * nr_nodes_ + node.v;

@@ -65,7 +65,12 @@ class LruSet {
   LruSet(FolioAllocator& folios, VmStat& vmstat, size_t nr_nodes);
 
   // The lruvec of memcg on node (created empty when first asked for).
-  Lruvec& lruvec(uint32_t memcg, NodeId node);
+  Lruvec& lruvec(uint32_t memcg, NodeId node) {
+    const size_t i = static_cast<size_t>(memcg) * nr_nodes_ + node.v;
+    if (i >= lruvecs_.size()) [[unlikely]]
+      grow(memcg);
+    return lruvecs_[i];
+  }
   const Lruvec* find(uint32_t memcg, NodeId node) const;
   size_t nr_memcgs() const { return lruvecs_.size() / nr_nodes_; }
   size_t nr_nodes() const { return nr_nodes_; }
@@ -121,6 +126,8 @@ class LruSet {
   std::vector<std::string> check_invariants() const;
 
  private:
+  // Makes room for memcg's lruvecs.
+  void grow(uint32_t memcg);
   void link(Pfn pfn, bool at_tail);
   void count(const Folio& f, LruList l, int64_t delta);
   FolioAllocator& folios_;

@@ -6,24 +6,6 @@
 
 namespace mmsim::mm {
 
-void PteTable::set(uint32_t i, Pte pte) {
-  check(!huge_, "a PTE set in a huge PMD's table");
-  const Pte old = ptes_[i];
-  nr_used_ += static_cast<uint32_t>(!pte.none()) - static_cast<uint32_t>(!old.none());
-  ptes_[i] = pte;
-  const uint64_t bit = uint64_t{1} << (i & 63);
-  uint64_t& r = readable_[i >> 6];
-  uint64_t& w = writable_[i >> 6];
-  // A sweep may run over a page without the kernel only if the MMU would not
-  // stop either: the accessed bit (and for a write the dirty bit) already
-  // set, so that clearing one (reclaim's folio_referenced) makes the next
-  // access observable, as the hardware's setting of it.
-  const bool young = pte.flags & Pte::kYoung;
-  const bool dirty = pte.flags & Pte::kDirty;
-  r = pte.accessible() && young ? (r | bit) : (r & ~bit);
-  w = pte.writable() && young && dirty ? (w | bit) : (w & ~bit);
-}
-
 void PteTable::set_pmd(Pte pmd) {
   check(huge_ || nr_used_ == 0, "a huge PMD over a table of PTEs");
   huge_ = !pmd.none();
