@@ -1400,8 +1400,10 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
 }
 
 std::optional<double> MemoryManager::demote_folio(Pfn pfn, CpuId cpu) {
-  Folio& f = folios_.folio(pfn);
+  const Folio& f = folios_.folio(pfn);
   const NodeId src = f.node;
+  const uint8_t order = f.order;
+  const uint32_t nr = f.nr_pages();
   const auto target = tiers_.demotion_target(src);
   if (!target || f.test(Folio::kLocked) || f.test(Folio::kMlocked)) return std::nullopt;
   // alloc_demote_page: GFP_NOWAIT without reclaim, on the target alone
@@ -1410,9 +1412,9 @@ std::optional<double> MemoryManager::demote_folio(Pfn pfn, CpuId cpu) {
   const Mark fast = reclaim_ ? Mark::kLow : Mark::kNone;
   const Mark slow = reclaim_ ? Mark::kMin : Mark::kNone;
   auto on = [&](NodeId n) -> std::optional<Pfn> {
-    if (auto p = folios_.alloc_on(n, fast)) return p;
+    if (auto p = folios_.alloc_on(n, fast, order)) return p;
     if (reclaim_) reclaim_->wake_kswapd(n);
-    return folios_.alloc_on(n, slow);
+    return folios_.alloc_on(n, slow, order);
   };
   std::optional<Pfn> fresh = on(*target);
   for (NodeId n : tiers_.lower_tier_nodes(src)) {
@@ -1420,7 +1422,14 @@ std::optional<double> MemoryManager::demote_folio(Pfn pfn, CpuId cpu) {
     if (n != *target) fresh = on(n);
   }
   if (!fresh) {
-    vmstat_.add(Vm::pgmigrate_fail);
+    // No 2 MiB below for a THP: migrate_pages splits it (MR_DEMOTION may)
+    // and counts no page as failed yet; the caller splits it.
+    if (order) {
+      vmstat_.add(Vm::thp_migration_fail);
+      vmstat_.add(Vm::thp_migration_split);
+    } else {
+      vmstat_.add(Vm::pgmigrate_fail);
+    }
     return std::nullopt;
   }
   // migrate_pages: every PTE a migration entry, the copy, the PTEs back on
@@ -1428,11 +1437,13 @@ std::optional<double> MemoryManager::demote_folio(Pfn pfn, CpuId cpu) {
   // task waits on the entries meanwhile; tasks that ran ahead are told).
   const NodeId dst = folios_.folio(*fresh).node;
   MigrateStep un = migrate_unmap(pfn, cpu);
-  double ns = un.cost_ns + cache_.page_copy_ns(topo_.cpu_to_node(cpu), src, dst);
+  double ns =
+      un.cost_ns + static_cast<double>(nr) * cache_.page_copy_ns(topo_.cpu_to_node(cpu), src, dst);
   ns += migrate_remap(pfn, *fresh).cost_ns;
   migrate_folio_finish(pfn, *fresh);
   for (const auto& u : un.unmapped) u.mm->revoke(u.vpn, Vpn(u.vpn.v + u.pages));
-  vmstat_.add(Vm::pgmigrate_success);
+  vmstat_.add(Vm::pgmigrate_success, nr);
+  if (order) vmstat_.add(Vm::thp_migration_success);
   return ns;
 }
 

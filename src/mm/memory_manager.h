@@ -251,9 +251,9 @@ class MemoryManager {
   // folio was isolated from the LRU, its other pages go to *isolated
   // instead (split_huge_page_to_list).
   void split_huge_page(Pfn head, std::vector<Pfn>* isolated = nullptr);
-  // Splits the folio's PMD mappings, then the folio (reclaim's and
-  // demotion's way with a THP here: SIMPLIFICATION, no THP swap-out or
-  // whole-THP demotion).
+  // Splits the folio's PMD mappings, then the folio (reclaim's way with a
+  // THP, and demotion's when no 2 MiB is free below: SIMPLIFICATION, no
+  // THP swap-out).
   void split_huge_folio(Pfn head, std::vector<Pfn>* isolated = nullptr);
 
   // Calls f(Mm&, Vma&, Vpn) for every PTE mapping the folio, found through the

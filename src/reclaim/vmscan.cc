@@ -246,16 +246,29 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
     } else {
       verdict = kReclaim;
     }
-    if ((verdict == kReclaim || verdict == kReclaimClean) && f.large()) {
-      // A THP to reclaim is split first, its pages reclaimed one by one.
-      mm_.split_huge_folio(pfn, &taken);
-    }
-    if ((verdict == kReclaim || verdict == kReclaimClean) && demote) {
+    const bool reclaim = verdict == kReclaim || verdict == kReclaimClean;
+    const uint32_t nr = f.nr_pages();
+    if (reclaim && demote) {
+      // A THP goes down whole if the lower tier has 2 MiB for it.
       if (auto ns = mm_.demote_folio(pfn, sc.cpu)) {
         sc.ns += *ns;
-        ++reclaimed;
-        ++demoted;
+        reclaimed += nr;
+        demoted += nr;
         continue;
+      }
+    }
+    if (reclaim && f.large()) {
+      // A THP to reclaim (or that found no room below) is split, its pages
+      // reclaimed, or demoted, one by one.
+      mm_.split_huge_folio(pfn, &taken);
+      if (demote) {
+        // Its head: demoted now if a page below is free.
+        if (auto ns = mm_.demote_folio(pfn, sc.cpu)) {
+          sc.ns += *ns;
+          ++reclaimed;
+          ++demoted;
+          continue;
+        }
       }
     }
     if ((verdict == kReclaim || verdict == kReclaimClean) && f.test(Folio::kAnon)) {

@@ -196,5 +196,18 @@ body = [ { op = "touch", region = "f" }, { op = "count", counter = "passes" } ]
   EXPECT_GT(off.vm("pgsteal_kswapd"), 0);
 }
 
+TEST(Tiering, AColdThpGoesDownWholeWhenTheLowerTierHas2MiBForIt) {
+  // THP on (a 512 MiB CXL node brings the machine to THP's minimum): the
+  // cold set's THPs are demoted as THPs (migrate_pages of a THP, no split).
+  const Ran r = run_text(hot_cold(kTiering61 + "\ntransparent_hugepage = \"always\""),
+                         {"machine.memory_node_mem=\"512MiB\""});
+  ASSERT_GT(r.vm("thp_fault_alloc"), 0);
+  EXPECT_GT(r.vm("thp_migration_success"), 0);
+  // The hot set is base pages (its THP faults fell back: DRAM was full), so
+  // every THP that moved went down, 512 pages each.
+  EXPECT_GE(r.vm("pgdemote_kswapd"), 512 * r.vm("thp_migration_success"));
+  EXPECT_EQ(r.vm("thp_split_page"), 0);
+}
+
 }  // namespace
 }  // namespace mmsim::numa
