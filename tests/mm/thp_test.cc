@@ -219,5 +219,60 @@ TEST(ThpFork, AfterTheChildExitsTheParentReusesItsHugePageInPlace) {
   t.w.expect_consistent();
 }
 
+// migrate_misplaced_page's part in these tests: the folio isolated from its
+// LRU and locked, as the Migrator does before its first pass.
+void isolate(MmWorld& w, Pfn head) {
+  w.mgr.lru().del(head);
+  w.mgr.folios().folio(head).flags |= Folio::kLocked;
+}
+
+TEST(ThpMigrate, AHugePmdBecomesOneMigrationEntryAndMapsTheNewFolioAfter) {
+  ThpWorld t;
+  t.w.fault(*t.mm, t.a, true);
+  const Pfn old(t.mm->pgtable().table(t.a)->pmd().pfn);
+  isolate(t.w, old);
+  const auto un = t.w.mgr.migrate_unmap(old, CpuId(0));
+  ASSERT_EQ(un.mappings, 1u);
+  EXPECT_EQ(un.unmapped.front().pages, kHugePages);
+  EXPECT_TRUE(t.mm->pgtable().table(t.a)->pmd().migration());
+
+  const auto fresh = t.w.mgr.folios().alloc_on(NodeId(1), Mark::kNone, kHugeOrder);
+  ASSERT_TRUE(fresh);
+  t.w.mgr.migrate_remap(old, *fresh);
+  t.w.mgr.migrate_folio_finish(old, *fresh);
+
+  const PteTable& table = *t.mm->pgtable().table(t.a);
+  ASSERT_TRUE(table.huge());
+  EXPECT_EQ(table.pmd().pfn, fresh->v);
+  EXPECT_TRUE(table.pmd().writable());
+  EXPECT_EQ(t.w.mgr.folios().folio(*fresh).node, NodeId(1));
+  EXPECT_EQ(t.vm(Vm::nr_anon_transparent_hugepages), 1);
+  t.w.expect_consistent();
+}
+
+TEST(ThpMigrate, APartialMunmapDuringMigrationLeavesPteMigrationEntriesTheEndMaps) {
+  // The split of a PMD migration entry gives 512 PTE migration entries;
+  // those still mapped point at the new folio's pages when it ends.
+  ThpWorld t;
+  t.w.fault(*t.mm, t.a, true);
+  const Pfn old(t.mm->pgtable().table(t.a)->pmd().pfn);
+  isolate(t.w, old);
+  t.w.mgr.migrate_unmap(old, CpuId(0));
+  ASSERT_EQ(t.w.mgr.munmap(*t.mm, Vpn(t.a.v + 5), 1, CpuId(0)).error, MmError::kOk);
+  EXPECT_EQ(t.vm(Vm::thp_split_pmd), 1);
+  EXPECT_TRUE(t.mm->pgtable().get(Vpn(t.a.v + 6)).migration());
+
+  const auto fresh = t.w.mgr.folios().alloc_on(NodeId(1), Mark::kNone, kHugeOrder);
+  ASSERT_TRUE(fresh);
+  const auto re = t.w.mgr.migrate_remap(old, *fresh);
+  t.w.mgr.migrate_folio_finish(old, *fresh);
+
+  EXPECT_EQ(re.mappings, kHugePages - 1);
+  EXPECT_EQ(t.mm->pgtable().get(Vpn(t.a.v + 6)).pfn, fresh->v + 6);
+  EXPECT_TRUE(t.mm->pgtable().get(Vpn(t.a.v + 5)).none());
+  EXPECT_EQ(t.w.mgr.folio_mapcount(*fresh), static_cast<int32_t>(kHugePages - 1));
+  t.w.expect_consistent();
+}
+
 }  // namespace
 }  // namespace mmsim::mm
