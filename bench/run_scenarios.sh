@@ -7,7 +7,7 @@ mmsim=${1:-build/release/src/cli/mmsim}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for s in scenarios/seed-a-numa-shared-cow.toml scenarios/seed-b-memcg-fault-drop.toml \
-  scenarios/reclaim-kswapd.toml scenarios/tiering-hot-cold.toml; do
+  scenarios/reclaim-kswapd.toml scenarios/tiering-hot-cold.toml scenarios/numa-thp-migrate.toml; do
   for i in 1 2 3; do "$mmsim" run "$s" --json "$out" >/dev/null 2>&1; cp "$out" "$out.$i"; done
   python3 - "$s" "$out".1 "$out".2 "$out".3 <<'PY'
 import json, sys

@@ -114,7 +114,7 @@ class PageTable {
     return cached_;
   }
   PteTable& table_alloc(Vpn vpn);
-  Pte get(Vpn vpn) const {
+  [[gnu::always_inline]] Pte get(Vpn vpn) const {
     const PteTable* t = table(vpn);
     return t ? t->get(vpn.v & (kPtesPerTable - 1)) : Pte{};
   }
