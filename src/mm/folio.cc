@@ -38,6 +38,12 @@ Pfn FolioAllocator::take(NodeId node, uint8_t order) {
     f.node = node;
     f.flags = Folio::kInUse | Folio::kTail;
   }
+  if (nr > 1) {
+    // A tail is on no LRU list: the first one's links hold the folio's PMD
+    // and PTE mapping counts (MemoryManager), none yet.
+    folios_[slot + 1].lru_prev = 0;
+    folios_[slot + 1].lru_next = 0;
+  }
   nodes_[node.v].used += nr;
   vmstat_.add(Vm::nr_free_pages, -static_cast<int64_t>(nr));
   vmstat_.add(Vm::pgalloc_normal, nr);

@@ -1680,7 +1680,10 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     if (f.large()) {
       if (static_cast<int32_t>(pte_mapcount(Pfn(p))) != mappings ||
           static_cast<int32_t>(entire_mapcount(Pfn(p))) != pmds[p])
-        err("huge folio " + std::to_string(p) + " mapping counts wrong");
+        err("huge folio " + std::to_string(p) +
+            " mapping counts wrong: " + std::to_string(pte_mapcount(Pfn(p))) + " PTE-mapped for " +
+            std::to_string(mappings) + " PTEs, " + std::to_string(entire_mapcount(Pfn(p))) +
+            " PMD-mapped for " + std::to_string(pmds[p]) + " PMDs");
       mappings += pmds[p];
       if (pmds[p] > 0) ++thps;
     }

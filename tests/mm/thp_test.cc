@@ -274,5 +274,16 @@ TEST(ThpMigrate, APartialMunmapDuringMigrationLeavesPteMigrationEntriesTheEndMap
   t.w.expect_consistent();
 }
 
+TEST(ThpMigrate, ANewHugeFolioNotYetGivenTheOldOnesPlacePassesTheChecker) {
+  // A migration still copying when the run ends (fuzz/findings/012): the
+  // destination's mapping counts start at zero, not at a free entry's links.
+  ThpWorld t;
+  const auto fresh = t.w.mgr.folios().alloc_on(NodeId(1), Mark::kNone, kHugeOrder);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(t.w.mgr.folio_mapcount(*fresh), 0);
+  t.w.expect_consistent();
+  t.w.mgr.folios().free(*fresh);
+}
+
 }  // namespace
 }  // namespace mmsim::mm
