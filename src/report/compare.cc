@@ -128,7 +128,8 @@ std::string format_change(const Change& c) {
 }
 
 // Packs the space-separated words of `text` into lines of at most `width`;
-// a word longer than that is cut.
+// a word longer than that is cut after its last '=' or '.' that fits (a
+// setting's key from its value), or else at the width.
 std::vector<std::string> wrap(const std::string& text, size_t width) {
   std::vector<std::string> lines;
   std::istringstream words(text);
@@ -136,8 +137,10 @@ std::vector<std::string> wrap(const std::string& text, size_t width) {
   for (std::string w; words >> w;) {
     while (w.size() > width) {
       if (!line.empty()) lines.push_back(std::exchange(line, ""));
-      lines.push_back(w.substr(0, width));
-      w.erase(0, width);
+      const size_t sep = w.find_last_of("=.", width - 1);
+      const size_t cut = sep != std::string::npos && sep > 0 ? sep + 1 : width;
+      lines.push_back(w.substr(0, cut));
+      w.erase(0, cut);
     }
     if (w.empty()) continue;
     if (!line.empty() && line.size() + 1 + w.size() > width)
