@@ -97,9 +97,10 @@ std::span<const Switch<MmConfig>> mm_switches() {
         .kind = SwitchKind::kInt,
         .doc = "vm.min_free_kbytes: the min watermark of all nodes together, shared out by node "
                "size; auto: 4 x sqrt(memory in KiB) within [128, 262144] "
-               "(mm/page_alloc.c calculate_min_free_kbytes). THP's larger default "
-               "(khugepaged's set_recommended_min_free_kbytes) is not applied: khugepaged is "
-               "not modelled",
+               "(mm/page_alloc.c calculate_min_free_kbytes), raised when THP is on to 11 "
+               "pageblocks (22 MiB) per zone, at most 5% of memory, as khugepaged does at boot "
+               "(mm/khugepaged.c set_recommended_min_free_kbytes, read in 6.1); a value given "
+               "here is taken as set after boot and kept",
         .default_value = kAutoMinFree,
         .lo = kAutoMinFree,
         .hi = int64_t{1} << 40,

@@ -33,6 +33,7 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
   vmstat_.set_shown(Vm::workingset_restore, restore && refault == RefaultStat::kCombined);
   vmstat_.set_shown(Vm::workingset_restore_anon, restore && refault == RefaultStat::kSplit);
   vmstat_.set_shown(Vm::workingset_restore_file, restore && refault == RefaultStat::kSplit);
+  thp_on_ = config_.thp_enabled != ThpEnabled::kNever && topo_.total_mem_bytes() >= kThpMinMemBytes;
   setup_watermarks();
   if (config_.swap_pages) swap_ = std::make_unique<SwapSpace>(config_.swap_pages);
   for (Vm v : {Vm::pgscan_anon, Vm::pgscan_file, Vm::pgsteal_anon, Vm::pgsteal_file})
@@ -44,7 +45,6 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
   vmstat_.set_shown(Vm::pgpromote_candidate, tiers && config_.promote_candidate_stat);
   // hugepage_init: THP stays off on a machine under 512 MiB. Its counters
   // are listed only when it is on (their names changed over the versions).
-  thp_on_ = config_.thp_enabled != ThpEnabled::kNever && topo_.total_mem_bytes() >= kThpMinMemBytes;
   for (Vm v : {Vm::nr_anon_transparent_hugepages, Vm::thp_fault_alloc, Vm::thp_fault_fallback,
                Vm::thp_fault_fallback_charge, Vm::thp_split_pmd, Vm::thp_split_page,
                Vm::thp_zero_page_alloc})
@@ -117,6 +117,19 @@ void MemoryManager::setup_watermarks() {
     const uint64_t kib_per_page = kPageSize / 1024;
     const auto kb = static_cast<double>(total_pages * kib_per_page);
     min_kb = std::clamp<int64_t>(static_cast<int64_t>(std::sqrt(kb * 16)), 128, 262144);
+    if (thp_on_) {
+      // khugepaged's start at boot (set_recommended_min_free_kbytes, with
+      // THP always or madvise): 2 + 3 x 3 pageblocks of 2 MiB per zone up to
+      // ZONE_NORMAL, at most 5% of memory. Zones as x86-64 lays them out:
+      // each node's, plus node 0's DMA, plus its Normal when it has more
+      // than the 3 GiB below the PCI hole (DMA32).
+      uint64_t zones = 1;  // node 0's ZONE_DMA
+      for (const auto& n : topo_.nodes()) zones += folios_.capacity_pages(n.id) ? 1 : 0;
+      const uint64_t node0 = folios_.capacity_pages(topo_.nodes().front().id);
+      if (node0 > (uint64_t{3} << 30) / kPageSize) ++zones;
+      const uint64_t pages = std::min<uint64_t>(kHugePages * zones * (2 + 3 * 3), total_pages / 20);
+      min_kb = std::max<int64_t>(min_kb, static_cast<int64_t>(pages * kib_per_page));
+    }
   }
   const uint64_t pages_min = static_cast<uint64_t>(min_kb) / (kPageSize / 1024);
   for (const auto& n : topo_.nodes()) {

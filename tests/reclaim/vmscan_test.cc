@@ -23,11 +23,31 @@ TEST(Watermarks, MinFollowsTheSquareRootRuleAndLowAndHighAreAGapAbove) {
   // One node of 16 GiB (two of 8 GiB share it): min_free_kbytes =
   // 4 x sqrt(16 GiB in KiB) = 16384 KiB = 4096 pages, half a node each; the
   // gap is 0.1% of the node (2097 pages), more than min/4 (512).
-  MmWorld w(testing::test_mm_config(), (8ull << 30) / kPageSize);
+  mm::MmConfig c = testing::test_mm_config();
+  c.thp_enabled = mm::ThpEnabled::kNever;
+  MmWorld w(c, (8ull << 30) / kPageSize);
   const mm::Watermarks& wm = w.mgr.folios().watermarks(NodeId(0));
   EXPECT_EQ(wm.min, 2048u);
   EXPECT_EQ(wm.low, 2048u + 2097u);
   EXPECT_EQ(wm.high, 2048u + 2 * 2097u);
+}
+
+TEST(Watermarks, WithThpOnMinIsRaisedToElevenPageblocksAZone) {
+  // set_recommended_min_free_kbytes: zones DMA, DMA32 and Normal on node 0
+  // (8 GiB), Normal on node 1: 4 x 11 x 512 pages = 22528, above the square
+  // root rule's 4096 and under 5% of memory; 11264 a node.
+  MmWorld w(testing::test_mm_config(), (8ull << 30) / kPageSize);
+  ASSERT_TRUE(w.mgr.thp_on());
+  EXPECT_EQ(w.mgr.folios().watermarks(NodeId(0)).min, 11264u);
+  EXPECT_EQ(w.mgr.folios().watermarks(NodeId(1)).min, 11264u);
+}
+
+TEST(Watermarks, WithThpOnMinStaysUnder5PercentOfMemory) {
+  // 2 x 256 MiB: 3 zones x 11 x 512 = 16896 pages, more than 5% of the
+  // 131072 pages (6553): 6553, 3276 a node.
+  MmWorld w(testing::test_mm_config(), 65536);
+  ASSERT_TRUE(w.mgr.thp_on());
+  EXPECT_EQ(w.mgr.folios().watermarks(NodeId(0)).min, 3276u);
 }
 
 TEST(Watermarks, AScaleFactorOfZeroGivesTheOlderQuarterOfMin) {
