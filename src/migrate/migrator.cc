@@ -90,6 +90,11 @@ void Migrator::end_pass(Migration& m) {
   const auto nr = static_cast<int64_t>(src.nr_pages());
   // migrate_pages counts a THP's pages and, on its own path (5.13+), the THP.
   const bool thp_stats = src.large() && !config_.thp_legacy;
+  auto count_migrated = [&] {
+    mm_.vmstat().add(mm::Vm::pgmigrate_success, nr);
+    mm_.vmstat().add(mm::Vm::numa_pages_migrated, nr);
+    if (thp_stats) mm_.vmstat().add(mm::Vm::thp_migration_success);
+  };
   if (src.test(mm::Folio::kAnon) && mm_.folio_mapcount(m.folio) == 0) {
     // Every mapping of the isolated anonymous folio went meanwhile (munmap,
     // MADV_DONTNEED, exit): migrate_folio_unmap finds it "freed from under
@@ -99,9 +104,7 @@ void Migrator::end_pass(Migration& m) {
     m.success = true;
     m.new_folio = m.folio;
     mm_.free_anon_folio(m.folio);
-    mm_.vmstat().add(mm::Vm::pgmigrate_success, nr);
-    mm_.vmstat().add(mm::Vm::numa_pages_migrated, nr);
-    if (thp_stats) mm_.vmstat().add(mm::Vm::thp_migration_success);
+    count_migrated();
     finish(m, now, false);
     return;
   }
@@ -113,9 +116,7 @@ void Migrator::end_pass(Migration& m) {
       mm_.vmstat().add(mm::Vm::pgpromote_success, nr);
     mm_.migrate_remap(m.folio, m.new_folio);
     mm_.migrate_folio_finish(m.folio, m.new_folio);
-    mm_.vmstat().add(mm::Vm::pgmigrate_success, nr);
-    mm_.vmstat().add(mm::Vm::numa_pages_migrated, nr);
-    if (thp_stats) mm_.vmstat().add(mm::Vm::thp_migration_success);
+    count_migrated();
   } else {
     mm_.migrate_remap(m.folio, m.folio);
   }

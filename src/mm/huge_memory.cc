@@ -94,8 +94,6 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
     page.index = haddr.v + i;
   }
   folios_.folio(*pfn).flags |= Folio::kAnon | Folio::kUptodate;
-  entire_mapcount(*pfn) = 0;
-  pte_mapcount(*pfn) = 0;
   Folio& f = folios_.folio(*pfn);
   if (memcg_) {
     // The light mask charges without reclaim, as it allocates (so the table

@@ -885,15 +885,16 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
   // thp_get_unmapped_area: a private anonymous mapping on a 2 MiB boundary,
   // as the version has it.
   const AnonAlign rule = config_.thp_anon_align;
-  const bool huge_aligned = !file && !shared &&
-                            ((rule == AnonAlign::kLarge && args.pages >= kHugePages) ||
-                             (rule == AnonAlign::kPmdMultiple && args.pages % kHugePages == 0));
+  const bool private_anon = !file && !shared;
+  const bool huge_aligned =
+      private_anon && ((rule == AnonAlign::kLarge && args.pages >= kHugePages) ||
+                       (rule == AnonAlign::kPmdMultiple && args.pages % kHugePages == 0));
   // Otherwise it lies where the randomised base puts it (SIMPLIFICATION:
   // file and shared mappings keep a fixed layout).
   std::optional<uint32_t> huge_offset;
   if (huge_aligned) {
     huge_offset = 0;
-  } else if (!file && !shared && config_.aslr_seed) {
+  } else if (private_anon && config_.aslr_seed) {
     huge_offset = mm.mmap_rnd_pages;
   }
   auto vma = std::make_unique<Vma>();
@@ -1237,6 +1238,19 @@ std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
   return cost_ns;
 }
 
+namespace {
+
+// A NUMA hinting entry (PTE or PMD): PROT_NONE, its write permission saved
+// for the fault to restore.
+Pte prot_none(Pte pte) {
+  if (pte.flags & Pte::kWrite)
+    pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kWrite) | Pte::kSavedWrite);
+  pte.flags |= Pte::kProtNone;
+  return pte;
+}
+
+}  // namespace
+
 ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn end,
                                                const ProtNumaSkip& skip, CpuId cpu) {
   ProtNumaResult r;
@@ -1254,10 +1268,7 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
     if (!pmd.accessible() || pmd.pfn == kZeroPfn) return;
     Folio& f = folios_.folio(Pfn(pmd.pfn));
     if (skip.skip_huge(f)) return;
-    if (pmd.flags & Pte::kWrite)
-      pmd.flags = static_cast<uint8_t>((pmd.flags & ~Pte::kWrite) | Pte::kSavedWrite);
-    pmd.flags |= Pte::kProtNone;
-    t.set_pmd(pmd);
+    t.set_pmd(prot_none(pmd));
     skip.marked(f);
     r.updated += kHugePages;
     ++r.huge_updated;
@@ -1271,10 +1282,7 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
     // pages where they are. SIMPLIFICATION: never marked (6.12 would).
     if (f && (f->large() || f->test(Folio::kTail))) return;
     if (skip.skip(vma, pte, f)) return;
-    if (pte.flags & Pte::kWrite)
-      pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kWrite) | Pte::kSavedWrite);
-    pte.flags |= Pte::kProtNone;
-    t.set(i, pte);
+    t.set(i, prot_none(pte));
     if (f) skip.marked(*f);
     ++r.updated;
   });
