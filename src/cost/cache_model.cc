@@ -123,7 +123,19 @@ CacheModel::Levels CacheModel::levels(uint64_t task_bytes, uint64_t socket_bytes
 
 double CacheModel::line_ns(uint64_t task_bytes, CpuId cpu, NodeId node, Pattern p) const {
   const uint16_t socket = topo_.cpu(cpu).socket;
-  const Levels l = levels(task_bytes, socket_bytes_[socket], socket);
+  const uint64_t socket_bytes = socket_bytes_[socket];
+  LineMemo& m = line_memo_[static_cast<size_t>(p)];
+  if (m.task_bytes != task_bytes || m.socket_bytes != socket_bytes || m.cpu != cpu ||
+      m.node != node) {
+    m = LineMemo{task_bytes, socket_bytes, cpu, node,
+                 compute_line_ns(task_bytes, socket_bytes, cpu, socket, node, p)};
+  }
+  return m.ns;
+}
+
+double CacheModel::compute_line_ns(uint64_t task_bytes, uint64_t socket_bytes, CpuId cpu,
+                                   uint16_t socket, NodeId node, Pattern p) const {
+  const Levels l = levels(task_bytes, socket_bytes, socket);
   const NodeId here = topo_.cpu_to_node(cpu);
   const double mem = dram_ns(here, node);
   const double in_l2 = l.l2 - l.l1, in_llc = l.llc - l.l2, in_mem = 1.0 - l.llc;

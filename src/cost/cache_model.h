@@ -102,6 +102,8 @@ class CacheModel {
   Levels levels(uint64_t task_bytes, uint64_t socket_bytes, uint16_t socket) const;
   // Expected time to bring one line (not in a register or the store buffer)
   // to a task on `cpu` whose footprint is `task_bytes`, memory on `node`.
+  // The last answer for each pattern is kept: the kernel's walks (an rmap,
+  // a page table) ask the same question many times in a row.
   double line_ns(uint64_t task_bytes, CpuId cpu, NodeId node, Pattern p) const;
   // Same, the task being `pid` (its footprint and its socket's).
   double task_line_ns(uint32_t pid, CpuId cpu, NodeId node, Pattern p) const {
@@ -164,6 +166,16 @@ class CacheModel {
   // Per CPU and array: the line touched last (UINT64_MAX: none).
   std::vector<std::array<uint64_t, static_cast<size_t>(Meta::kCount)>> last_line_;
   std::array<MetaStats, static_cast<size_t>(Meta::kCount)> meta_stats_{};
+  // line_ns's last question and answer, per pattern.
+  struct LineMemo {
+    uint64_t task_bytes = UINT64_MAX, socket_bytes = 0;
+    CpuId cpu{0};
+    NodeId node{0};
+    double ns = 0;
+  };
+  mutable std::array<LineMemo, 3> line_memo_{};
+  double compute_line_ns(uint64_t task_bytes, uint64_t socket_bytes, CpuId cpu, uint16_t socket,
+                         NodeId node, Pattern p) const;
 };
 
 }  // namespace mmsim::cost
