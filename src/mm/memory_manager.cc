@@ -212,19 +212,36 @@ double MemoryManager::folio_mark_accessed(Pfn pfn) {
 
 MemoryManager::Referenced MemoryManager::folio_referenced(Pfn pfn) {
   Referenced r;
-  if (folio_mapcount(pfn) == 0) return r;
+  int32_t unseen = folio_mapcount(pfn);
+  if (unseen == 0) return r;
   // Each mapping's PTE is tested and cleared (ptep_clear_flush_young: no
-  // TLB flush on x86); a young one counts its VMA once.
+  // TLB flush on x86); a young one counts its VMA once. The walk ends at the
+  // first VM_LOCKED mapping (reclaim mlocks the folio; not a PTE of a
+  // large folio), or once it has seen as many mappings as the folio's
+  // mapcount (folio_referenced_one).
+  const bool large = folios_.folio(pfn).large();
   auto& maps = scratch_maps_;
   maps.clear();
+  // Each mapping costs its PTE's line and the page-table lock
+  // (page_vma_mapped_walk); a young one the locked bit clear too, priced as
+  // a locked PTE update (pte_protect_ns). The walk holds the anon_vma or
+  // i_mmap lock for reading.
+  r.cost_ns += costs_.lock_ns;
   rmap_walk(pfn, [&](Mm& mm, Vma& vma, Vpn vpn) {
-    r.cost_ns += cache_.meta_miss_ns(cost::Meta::kPte, mm.id(), vpn.v, sizeof(uint64_t));
-    if (vma.flags & Vma::kLocked) r.locked = true;
+    r.cost_ns +=
+        cache_.meta_miss_ns(cost::Meta::kPte, mm.id(), vpn.v, sizeof(uint64_t)) + costs_.lock_ns;
     const Pte pte = mm.pgtable().get(vpn);
-    if (!(pte.flags & Pte::kYoung)) return;
-    ++r.mappings;
-    if (vma.flags & Vma::kExec) r.exec = true;
-    maps.emplace_back(&mm, vpn);
+    if ((vma.flags & Vma::kLocked) && (!large || mm.pgtable().table(vpn)->huge())) {
+      r.locked = true;
+      return false;
+    }
+    if (pte.flags & Pte::kYoung) {
+      r.cost_ns += costs_.pte_protect_ns;
+      ++r.mappings;
+      if (vma.flags & Vma::kExec) r.exec = true;
+      maps.emplace_back(&mm, vpn);
+    }
+    return --unseen > 0;
   });
   for (auto [mm, vpn] : maps) {
     PteTable& t = mm->pgtable().table_alloc(vpn);

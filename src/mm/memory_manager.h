@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -257,14 +258,25 @@ class MemoryManager {
   void split_huge_folio(Pfn head, std::vector<Pfn>* isolated = nullptr);
 
   // Calls f(Mm&, Vma&, Vpn) for every PTE mapping the folio, found through the
-  // rmap (anon_vma chain or the file's i_mmap), as rmap_walk() does.
+  // rmap (anon_vma chain or the file's i_mmap), as rmap_walk() does. An f
+  // that returns bool ends the walk by returning false (rmap_one's false, or
+  // its `done`).
   template <class F>
   void rmap_walk(Pfn pfn, F&& f) const {
     const Folio& folio = folios_.folio(pfn);
+    // f's answer: go on?
+    auto call = [&](Mm& mm, Vma& vma, Vpn vpn) {
+      if constexpr (std::is_same_v<std::invoke_result_t<F&, Mm&, Vma&, Vpn>, bool>) {
+        return f(mm, vma, vpn);
+      } else {
+        f(mm, vma, vpn);
+        return true;
+      }
+    };
     auto visit = [&](Vma* vma, Vpn vpn) {
-      if (!vma->contains(vpn)) return;
+      if (!vma->contains(vpn)) return true;
       const Pte pte = vma->mm->pgtable().get(vpn);
-      if (pte.maps_folio() && pte.pfn == pfn.v) f(*vma->mm, *vma, vpn);
+      return !(pte.maps_folio() && pte.pfn == pfn.v) || call(*vma->mm, *vma, vpn);
     };
     if (folio.large()) {
       // Each PTE mapping a page of the folio, or the PMD mapping it whole
@@ -277,16 +289,18 @@ class MemoryManager {
           if (!t) break;
           const Pte pte = t->get(static_cast<uint32_t>(v & (kPtesPerTable - 1)));
           if (!pte.maps_folio() || huge_head(Pfn(pte.pfn)) != pfn) continue;
-          f(*vma->mm, *vma, Vpn(v));
+          if (!call(*vma->mm, *vma, Vpn(v))) return;
           if (t->huge()) break;
         }
       }
     } else if (folio.test(Folio::kAnon)) {
-      for (Vma* vma : anon_vmas_[folio.mapping]->vmas) visit(vma, Vpn(folio.index));
+      for (Vma* vma : anon_vmas_[folio.mapping]->vmas) {
+        if (!visit(vma, Vpn(folio.index))) return;
+      }
     } else {
       for (Vma* vma : files_[folio.mapping]->i_mmap) {
         if (folio.index < vma->pgoff) continue;
-        visit(vma, Vpn(vma->start.v + (folio.index - vma->pgoff)));
+        if (!visit(vma, Vpn(vma->start.v + (folio.index - vma->pgoff)))) return;
       }
     }
   }

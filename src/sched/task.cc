@@ -25,7 +25,8 @@ RunQueues::RunQueues(const topo::Topology& topo)
       nr_(topo.nr_cpus(), 0),
       queues_(topo.nr_cpus()),
       current_(topo.nr_cpus(), 0),
-      slice_end_(topo.nr_cpus()) {}
+      slice_end_(topo.nr_cpus()),
+      free_from_(topo.nr_cpus()) {}
 
 CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node,
                                          const std::vector<CpuId>& allowed) const {
@@ -113,7 +114,7 @@ void Scheduler::wake_up_new_task(Task& t, Tick at) {
   t.state = TaskState::kRunnable;
   t.state_since = at;
   if (rq_.current(t.cpu) == 0) {
-    start_running(t, at);
+    start_on_idle(t, at);
   } else {
     rq_.queue(t.cpu).push_back(t.pid);
   }
@@ -148,6 +149,7 @@ void Scheduler::leave_cpu(Task& t, TaskState state, Tick at) {
   t.state = state;
   t.state_since = at;
   rq_.current(cpu) = 0;
+  rq_.free_from(cpu) = at;
   if (state == TaskState::kRunnable) {
     ++t.nivcsw;
     rq_.queue(cpu).push_back(t.pid);
@@ -169,6 +171,7 @@ void Scheduler::run_next(CpuId cpu, Tick at) {
 }
 
 void Scheduler::wake(Task& t, Tick at) {
+  check(at >= t.state_since, "a task woken before it went to sleep");
   const double slept = static_cast<double>((at - t.state_since).ns);
   if (t.state == TaskState::kUninterruptible) {
     t.times.iowait_ns += slept;
@@ -179,7 +182,7 @@ void Scheduler::wake(Task& t, Tick at) {
   t.state = TaskState::kRunnable;
   t.state_since = at;
   if (rq_.current(t.cpu) == 0) {
-    start_running(t, at);
+    start_on_idle(t, at);
   } else {
     rq_.queue(t.cpu).push_back(t.pid);
     // A woken task preempts a current one that has used up its slice.
@@ -199,8 +202,10 @@ std::vector<uint32_t> Scheduler::homed() const {
 bool Scheduler::move_to_idle_cpu(Task& t, CpuId cpu, Tick at) {
   const CpuId old = t.cpu;
   if (rq_.nr_running(old) != 1) return false;  // only a task alone on its CPU moves here
+  if (rq_.free_from(cpu) > at) return false;   // its last task runs there until later
   mm_cpumask_remove(t);
   rq_.current(old) = 0;
+  rq_.free_from(old) = at;
   rq_.remove(old);
   t.cpu = cpu;
   t.node = topo_.cpu_to_node(cpu);
@@ -244,6 +249,7 @@ bool Scheduler::set_cpus_allowed(Task& t, std::vector<CpuId> cpus, Tick at) {
   const CpuId old = t.cpu;
   mm_cpumask_remove(t);
   rq_.current(old) = 0;
+  rq_.free_from(old) = at;
   rq_.remove(old);
   ++t.nivcsw;
   t.cpu = dest;
@@ -252,7 +258,7 @@ bool Scheduler::set_cpus_allowed(Task& t, std::vector<CpuId> cpus, Tick at) {
   t.state_since = at;
   rq_.add(dest);
   if (rq_.current(dest) == 0) {
-    start_running(t, at);
+    start_on_idle(t, at);
   } else {
     rq_.queue(dest).push_back(t.pid);
     executor_.preempt(task(rq_.current(dest)), rq_.slice_end(dest), at);

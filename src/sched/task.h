@@ -98,6 +98,10 @@ class RunQueues {
   uint32_t current_const(CpuId cpu) const { return current_[cpu.v]; }
   Tick& slice_end(CpuId cpu) { return slice_end_[cpu.v]; }
   Tick slice_end_const(CpuId cpu) const { return slice_end_[cpu.v]; }
+  // When the CPU's last task left it. A task runs ahead of the event queue
+  // (to its own clock), so it may leave its CPU later than the time of the
+  // next event: a task woken by that event waits until then.
+  Tick& free_from(CpuId cpu) { return free_from_[cpu.v]; }
 
  private:
   const topo::Topology& topo_;
@@ -105,6 +109,7 @@ class RunQueues {
   std::vector<std::deque<uint32_t>> queues_;
   std::vector<uint32_t> current_;
   std::vector<Tick> slice_end_;
+  std::vector<Tick> free_from_;
 };
 
 }  // namespace mmsim::sched
@@ -147,7 +152,8 @@ class Scheduler {
   // The task leaves its CPU at `at` into `state` (runnable: preempted, back
   // of the queue); the next queued task starts, paying the context switch.
   void leave_cpu(Task& t, TaskState state, Tick at);
-  // The task wakes at `at` from S or D state.
+  // The task wakes at `at` from S or D state. On an idle CPU it runs from
+  // `at`, or from when the CPU's last task left it if that is later.
   void wake(Task& t, Tick at);
   // Tasks waiting for the task's CPU.
   bool others_waiting(const Task& t) const { return !rq_.queue_const(t.cpu).empty(); }
@@ -162,7 +168,8 @@ class Scheduler {
   std::vector<uint32_t> homed() const;
 
   // Moves a running task that is alone on its CPU to the idle `cpu`
-  // (migrate_task_to); `at` starts its slice there. False if it is not alone.
+  // (migrate_task_to); `at` starts its slice there. False if it is not alone,
+  // or `cpu` is not free yet at `at`.
   bool move_to_idle_cpu(Task& t, CpuId cpu, Tick at);
   // Swaps the CPUs of two running tasks (migrate_swap).
   void swap_cpus(Task& a, Task& b);
@@ -181,6 +188,9 @@ class Scheduler {
 
  private:
   void start_running(Task& t, Tick at);
+  // A runnable task placed on its idle CPU at `at` runs from when the CPU is
+  // free.
+  void start_on_idle(Task& t, Tick at) { start_running(t, std::max(at, rq_.free_from(t.cpu))); }
   // The CPU's next queued task, if any, starts at `at` paying the switch.
   void run_next(CpuId cpu, Tick at);
   void mm_cpumask_add(Task& t);

@@ -223,6 +223,10 @@ void World::leave_cpu(TaskExec& t, sched::TaskState state) {
 }
 
 void World::wake(TaskExec& t, Tick at) {
+  // A task that ran ahead of the queue may have gone to sleep (on a
+  // migration entry) at a clock later than the event that ends the wait: it
+  // never waited, and goes on from where it stopped.
+  at = std::max(at, t.task.state_since);
   t.clock = at;
   sched_.wake(t.task, at);
 }

@@ -71,12 +71,13 @@ TEST(Tiering, HotPagesOnCxlArePromotedAndColdDramPagesDemotedToMakeRoom) {
   // to make room (it balances to the promo watermark).
   const int64_t on_cxl = r.vm("numa_miss");
   ASSERT_GT(on_cxl, 1000);
-  // Nearly all within the 10 s (a refused one waits for its next scan).
-  EXPECT_GE(r.vm("pgpromote_success"), on_cxl * 99 / 100);
+  // Nearly all within the 10 s (a refused one waits for its next scan: more
+  // of them while kswapd's demotions lag behind).
+  EXPECT_GE(r.vm("pgpromote_success"), on_cxl * 97 / 100);
   EXPECT_LE(r.vm("pgpromote_success"), on_cxl);
   EXPECT_EQ(r.vm("numa_pages_migrated"), r.vm("pgpromote_success"));
   EXPECT_GE(r.vm("pgpromote_candidate"), on_cxl);
-  EXPECT_GE(r.vm("pgdemote_kswapd"), on_cxl);
+  EXPECT_GE(r.vm("pgdemote_kswapd"), r.vm("pgpromote_success"));
   EXPECT_GT(r.vm("pgscan_anon"), 0);             // no swap, but a tier below
   EXPECT_EQ(r.vm("numa_hint_faults_local"), 0);  // the CXL node has no CPU
   EXPECT_TRUE(r.result.check_failures.empty());
@@ -122,13 +123,13 @@ TEST(Tiering, In61CxlMemoryOnlinedAtBootIsDramAndIn612TheHmatMakesItASlowTier) {
   const std::string boot = "memory_node_online = \"boot\"";
   EXPECT_EQ(run_text(hot_cold(kTiering61, boot)).vm("pgpromote_success"), 0);
   const Ran r612 = run_text(hot_cold(kTiering61, boot), {"kernel.version=6.12"});
-  EXPECT_GE(r612.vm("pgpromote_success"), r612.vm("numa_miss") * 99 / 100);
+  EXPECT_GE(r612.vm("pgpromote_success"), r612.vm("numa_miss") * 97 / 100);
 }
 
 TEST(Tiering, Before61ASlowTierPageIsPromotedWithoutLatencyOrCandidates) {
   // 5.18-6.0: the tiering mode exists, its hot-page selection does not.
   const Ran r = run_text(hot_cold(kTiering61), {"kernel.version=5.19"});
-  EXPECT_GE(r.vm("pgpromote_success"), r.vm("numa_miss") * 99 / 100);
+  EXPECT_GE(r.vm("pgpromote_success"), r.vm("numa_miss") * 97 / 100);
   for (const auto& [name, v] : r.result.vmstat) EXPECT_NE(name, "pgpromote_candidate");
 }
 

@@ -100,6 +100,45 @@ TEST(FolioReferences,
   r.w.expect_consistent();
 }
 
+// A file page that two mms map, shared; the first's VMA with `first_flags`.
+struct TwoMappings {
+  explicit TwoMappings(uint32_t first_flags = 0) : other(r.w.mgr.mm_alloc()) {
+    mm::AddressSpace& f = r.w.mgr.create_file("shared", 1, false);
+    a = r.w.map(*r.mm, 1, kR | mm::Vma::kShared | first_flags, &f);
+    b = r.w.map(*other, 1, kR | mm::Vma::kShared, &f);
+    r.w.fault(*r.mm, a, false);
+    r.w.fault(*other, b, false);
+    pfn = Pfn(r.mm->pgtable().get(a).pfn);
+  }
+  ~TwoMappings() { r.w.teardown(*other); }
+  bool young_in_other() const { return other->pgtable().get(b).flags & mm::Pte::kYoung; }
+  ReclaimWorld r;
+  std::shared_ptr<mm::Mm> other;
+  Vpn a, b;
+  Pfn pfn;
+};
+
+TEST(FolioReferences, TheWalkStopsAtAnMlockedMappingAndLeavesLaterOnesAlone) {
+  TwoMappings m(mm::Vma::kLocked);
+  ASSERT_TRUE(m.young_in_other());
+  const auto ref = m.r.w.mgr.folio_referenced(m.pfn);
+  EXPECT_TRUE(ref.locked);
+  EXPECT_TRUE(m.young_in_other());  // folio_referenced_one broke the loop
+}
+
+TEST(FolioReferences, EachMappingCostsThePageTableLockAndAYoungOneALockedBitClear) {
+  TwoMappings m;
+  const auto& c = m.r.w.costs;
+  const auto young = m.r.w.mgr.folio_referenced(m.pfn);  // both young
+  const auto old = m.r.w.mgr.folio_referenced(m.pfn);    // both cleared by the first
+  EXPECT_EQ(young.mappings, 2);
+  EXPECT_EQ(old.mappings, 0);
+  // The rmap lock and two page-table locks, at least (the PTE lines' misses
+  // come on top).
+  EXPECT_GE(old.cost_ns, 3 * c.lock_ns);
+  EXPECT_DOUBLE_EQ(young.cost_ns - old.cost_ns, 2 * c.pte_protect_ns);
+}
+
 TEST(Kswapd, WakesOnlyWhenEveryZonelistNodeIsBelowLowAndBalancesToHigh) {
   ReclaimWorld r;
   mm::AddressSpace& f = r.w.mgr.create_file("big", 3 * 4096, false);
@@ -231,11 +270,13 @@ body = [ { op = "sweep", region = "hot" } ]
 )"));
 }
 
-TEST(KswapdRun, StreamingPageCacheIsReclaimedByKswapdAloneOnBothNodes) {
+TEST(KswapdRun, StreamingPageCacheIsReclaimedByKswapdAlmostAloneOnBothNodes) {
   const auto ran = run_kswapd_scenario();
   EXPECT_TRUE(ran.result.check_failures.empty());
   EXPECT_GT(ran.vm("pgsteal_kswapd"), 32768);  // most of 256 MiB read into 64 MiB
-  EXPECT_EQ(ran.vm("allocstall_movable"), 0);
+  // Direct reclaim steals under 1% (a few stalls when the stream outruns
+  // kswapd's rmap walks).
+  EXPECT_LT(ran.vm("pgsteal_direct") * 100, ran.vm("pgsteal_kswapd"));
   EXPECT_GT(ran.vm("numa_miss"), 0);  // node 0's task spilled to node 1 first
   ASSERT_EQ(ran.result.kswapd_s.size(), 2u);
   EXPECT_GT(ran.result.kswapd_s[0], 0);

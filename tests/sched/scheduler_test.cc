@@ -147,5 +147,31 @@ TEST(Scheduler, ATaskThatLeavesItsCpuWithNobodyQueuedLeavesItIdle) {
   EXPECT_EQ(w.executor.runs.size(), 1u);  // only its own start
 }
 
+TEST(Scheduler, ATaskWokenOnAnIdleCpuWaitsForItsLastTaskToHaveLeft) {
+  // a ran ahead of the event queue and left the CPU at 9000; b's wake-up
+  // event is at 6000. The CPU is b's from 9000 on: it waits in the queue.
+  SchedWorld w(one_cpu());
+  Task& a = w.fork_task("a", Tick(0));
+  Task& b = w.fork_task("b", Tick(0));
+  w.sched.leave_cpu(a, TaskState::kSleeping, Tick(1000));  // b runs from 1000 + switch
+  w.sched.leave_cpu(b, TaskState::kSleeping, Tick(4000));
+  w.sched.wake(b, Tick(5000));  // b alone again, from 5000
+  w.sched.leave_cpu(b, TaskState::kSleeping, Tick(9000));
+
+  w.sched.wake(a, Tick(6000));
+
+  EXPECT_EQ(a.state, TaskState::kRunning);
+  EXPECT_EQ(w.executor.last_run(a.pid), Tick(9000));
+  EXPECT_EQ(a.times.wait_ns, 3000);  // runnable from 6000 to 9000
+}
+
+TEST(SchedulerDeathTest, AWakeUpBeforeTheTaskWentToSleepIsABug) {
+  SchedWorld w(one_cpu());
+  Task& a = w.fork_task("a", Tick(0));
+  w.sched.leave_cpu(a, TaskState::kUninterruptible, Tick(5000));
+
+  EXPECT_DEATH(w.sched.wake(a, Tick(4000)), "woken before it went to sleep");
+}
+
 }  // namespace
 }  // namespace mmsim::sched
