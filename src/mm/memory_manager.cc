@@ -947,6 +947,7 @@ Vma* MemoryManager::split_vma(Mm& mm, Vma& vma, Vpn at) {
     if (PteTable* t = mm.pgtable().table(at); t && t->huge()) split_huge_pmd(mm, vma, *t);
   }
   auto upper = std::make_unique<Vma>(vma);
+  upper->numab = {};  // vm_area_dup: the new VMA's scan state starts empty
   upper->start = at;
   upper->pgoff = vma.pgoff + (at.v - vma.start.v);
   vma.end = at;

@@ -72,6 +72,20 @@ struct AnonVma {
   std::vector<Vma*> vmas;
 };
 
+// NUMA balancing's per-VMA scan state (struct vma_numab_state, 6.4+): made
+// at the VMA's first scan, and not inherited by a VMA copied at fork or split
+// off (vm_area_dup starts it empty).
+struct VmaNumab {
+  bool made = false;
+  int start_scan_seq = 0;  // the mm's numa_scan_seq when it was made
+  int prev_scan_seq = 0;   // the sequence that last scanned it whole
+  Tick next_scan;          // not scanned before (numa_balancing_scan_delay)
+  Tick pids_active_reset;  // the next shift of pids_active
+  // Bits hash_32(pid, 6) of the tasks that took a hinting fault in it: the
+  // previous period's and this one's.
+  uint64_t pids_active[2] = {0, 0};
+};
+
 struct Vma {
   enum : uint32_t {
     kRead = 1,
@@ -92,6 +106,7 @@ struct Vma {
   std::vector<AnonVma*> avc;     // every anon_vma this VMA is linked into
   MemPolicy policy;
   std::string name;
+  VmaNumab numab;
 
   uint64_t pages() const { return end.v - start.v; }
   bool contains(Vpn v) const { return v >= start && v < end; }

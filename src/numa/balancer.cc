@@ -145,24 +145,38 @@ double Balancer::task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now) {
   int64_t virtpages = pages * kVirtpagesPerPage;
   double cost = 0;
 
-  uint64_t start = mm.numa_scan_offset;
+  uint64_t start = 0;
   auto& vmas = mm.vmas();
-  auto first =
-      std::find_if(vmas.begin(), vmas.end(), [&](const auto& v) { return v->end.v > start; });
-  if (first == vmas.end()) {
-    ++mm.numa_scan_seq;  // reset_ptenuma_scan
-    mm.numa_scan_offset = 0;
-    start = 0;
-    first = vmas.begin();
-  }
+  auto first = vmas.end();
+  // From the offset (a retry: from there again).
+  auto from_offset = [&] {
+    start = mm.numa_scan_offset;
+    first = std::find_if(vmas.begin(), vmas.end(), [&](const auto& v) { return v->end.v > start; });
+    if (first == vmas.end()) {
+      ++mm.numa_scan_seq;  // reset_ptenuma_scan
+      mm.numa_scan_offset = 0;
+      start = 0;
+      first = vmas.begin();
+    }
+  };
+  from_offset();
+  const VmaScanFilter per_vma = cfg_.vma_scan_filter;
+  bool pids_skipped = false, pids_forced = false;
   bool stopped = false;
-  for (auto it = first; it != vmas.end() && !stopped; ++it) {
+retry_pids:
+  auto it = first;
+  for (; it != vmas.end() && !stopped; ++it) {
     mm::Vma& vma = **it;
     // VMAs task_numa_work never scans.
     if (vma.policy.mode != mm::MemPolicy::Mode::kDefault) continue;  // no MPOL_F_MOF
     if (cfg_.skip_shmem_default_policy && vma.file && vma.file->shmem) continue;
     if (vma.file && (vma.flags & (mm::Vma::kRead | mm::Vma::kWrite)) == mm::Vma::kRead) continue;
     if (!(vma.flags & (mm::Vma::kRead | mm::Vma::kWrite | mm::Vma::kExec))) continue;
+    if (per_vma != VmaScanFilter::kNone) {
+      const VmaVerdict v = vma_scan_verdict(pid, mm, vma, now, pids_forced);
+      if (v == VmaVerdict::kSkipPids) pids_skipped = true;
+      if (v != VmaVerdict::kScan) continue;
+    }
     // A private mapping of a single-user mm is aimed at this CPU's node.
     std::optional<NodeId> target_node;
     if (!(vma.flags & mm::Vma::kShared) && mm.users == 1) target_node = topo_.cpu_to_node(cpu);
@@ -184,14 +198,74 @@ double Balancer::task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now) {
         break;
       }
     } while (end != vma.end.v);
+    if (stopped) break;
+    vma.numab.prev_scan_seq = mm.numa_scan_seq;  // done with it for this sequence
+    if (pids_forced) break;                      // one VMA at a time
   }
-  if (stopped) {
+  if (it == vmas.end() && !stopped && per_vma == VmaScanFilter::kPidsSeq && !pids_forced &&
+      pids_skipped) {
+    // Every VMA left was skipped for its pids: one goes anyway.
+    pids_forced = true;
+    from_offset();
+    goto retry_pids;
+  }
+  if (it != vmas.end()) {
     mm.numa_scan_offset = start;
   } else {
     ++mm.numa_scan_seq;
     mm.numa_scan_offset = 0;
   }
   return cost;
+}
+
+namespace {
+
+// hash_32(pid, ilog2(BITS_PER_LONG)): the pid's bit in a 64-bit set.
+uint64_t pid_bit(uint32_t pid) { return uint64_t{1} << ((pid * 0x61C88647u) >> 26); }
+
+}  // namespace
+
+Balancer::VmaVerdict Balancer::vma_scan_verdict(uint32_t pid, mm::Mm& mm, mm::Vma& vma, Tick now,
+                                                bool pids_forced) const {
+  mm::VmaNumab& st = vma.numab;
+  const Tick delay = milliseconds(cfg_.numa_balancing_scan_delay_ms);
+  if (!st.made) {
+    st.made = true;
+    st.start_scan_seq = mm.numa_scan_seq;
+    st.next_scan = now + delay;
+    st.pids_active_reset = st.next_scan + Tick(4 * delay.ns);
+    st.prev_scan_seq = mm.numa_scan_seq - 1;
+  }
+  // New VMAs of a short-lived task are not worth scanning yet.
+  if (mm.numa_scan_seq != 0 && now < st.next_scan) return VmaVerdict::kSkip;
+  if (mm.numa_scan_seq != 0 && now > st.pids_active_reset) {
+    st.pids_active_reset = st.pids_active_reset + Tick(4 * delay.ns);
+    st.pids_active[0] = st.pids_active[1];
+    st.pids_active[1] = 0;
+  }
+  const bool seq = cfg_.vma_scan_filter == VmaScanFilter::kPidsSeq;
+  if (seq && st.prev_scan_seq == mm.numa_scan_seq) {
+    mm.numa_scan_offset = vma.end.v;  // scanned whole this sequence
+    return VmaVerdict::kSkip;
+  }
+  if (pids_forced) return VmaVerdict::kScan;
+  // vma_is_accessed: every VMA in the first two sequences (the mm's up to
+  // 6.6, the VMA's own from 6.7), then a task that faulted in it lately.
+  const int since = mm.numa_scan_seq - (seq ? st.start_scan_seq : 0);
+  if (since < 2) return VmaVerdict::kScan;
+  if ((st.pids_active[0] | st.pids_active[1]) & pid_bit(pid)) return VmaVerdict::kScan;
+  if (seq) {
+    // A scan that has begun in it goes on; so does one of a VMA no
+    // sequence has scanned for more sequences than the mm has threads.
+    if (mm.numa_scan_offset > vma.start.v) return VmaVerdict::kScan;
+    if (mm.numa_scan_seq > st.prev_scan_seq + std::max(1, mm.users)) return VmaVerdict::kScan;
+  }
+  return VmaVerdict::kSkipPids;
+}
+
+void Balancer::vma_set_access_pid_bit(uint32_t pid, mm::Vma& vma) {
+  if (cfg_.vma_scan_filter != VmaScanFilter::kNone && vma.numab.made)
+    vma.numab.pids_active[1] |= pid_bit(pid);
 }
 
 void Balancer::scan_done(uint32_t pid, double scan_cost_ns) {
@@ -216,7 +290,8 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
     return d;
   }
   d.pages = static_cast<int>(folio.nr_pages());
-  const mm::Vma* vma = mm.find_vma(vpn);
+  mm::Vma* vma = mm.find_vma(vpn);
+  vma_set_access_pid_bit(pid, *vma);  // numa_migrate_prep
   if (!pte.writable()) d.flags |= kTnfNoGroup;
   if (folio.mapcount > 1 && (vma->flags & mm::Vma::kShared)) d.flags |= kTnfShared;
   // In memory-tiering mode a slow-tier folio's field holds its access

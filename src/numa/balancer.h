@@ -155,6 +155,14 @@ class Balancer {
   int64_t task_scan_start(uint32_t pid, const mm::Mm& mm) const;
 
  private:
+  // task_numa_work's per-VMA filter (numa.vma_scan_filter), on a VMA that
+  // passed the others: scan it, skip it, or skip it for its pids (which may
+  // force a scan later in the pass).
+  enum class VmaVerdict : uint8_t { kScan, kSkip, kSkipPids };
+  VmaVerdict vma_scan_verdict(uint32_t pid, mm::Mm& mm, mm::Vma& vma, Tick now,
+                              bool pids_forced) const;
+  // vma_set_access_pid_bit: task `pid` took a hinting fault in the VMA.
+  void vma_set_access_pid_bit(uint32_t pid, mm::Vma& vma);
   size_t idx(int stat, int node, int priv) const {
     return (static_cast<size_t>(stat) * nodes_ + static_cast<size_t>(node)) * 2 +
            static_cast<size_t>(priv);

@@ -205,6 +205,25 @@ std::span<const Switch<NumaConfig>> numa_switches() {
        [](const C& c) -> int64_t { return c.thp_migrate_refuse_mapped; },
        [](C& c, int64_t v) { c.thp_migrate_refuse_mapped = v != 0; }},
       {{.section = "numa",
+        .key = "vma_scan_filter",
+        .kind = SwitchKind::kChoice,
+        .doc = "task_numa_work's per-VMA filter (kernel/sched/fair.c vma_is_accessed): none; "
+               "pids (6.4-6.6): a VMA waits scan_delay after its first scan, and after the mm's "
+               "first two sequences only tasks that took a hinting fault in it within the last "
+               "4-8 scan delays scan it; pids-seq (6.7 on, from memory; read in 6.8.1 and 6.12): "
+               "the VMA's own first two sequences, once a sequence, a scan already past its "
+               "start or not done for more sequences than the mm has threads goes on, and one "
+               "VMA is forced when pids skipped them all",
+        .default_value = static_cast<int64_t>(VmaScanFilter::kNone),
+        .presets =
+            {{.from = {6, 4}, .until = {6, 6}, .value = static_cast<int64_t>(VmaScanFilter::kPids)},
+             {.from = {6, 7}, .value = static_cast<int64_t>(VmaScanFilter::kPidsSeq)}},
+        .words = {{"none", static_cast<int64_t>(VmaScanFilter::kNone)},
+                  {"pids", static_cast<int64_t>(VmaScanFilter::kPids)},
+                  {"pids-seq", static_cast<int64_t>(VmaScanFilter::kPidsSeq)}}},
+       [](const C& c) { return static_cast<int64_t>(c.vma_scan_filter); },
+       [](C& c, int64_t v) { c.vma_scan_filter = static_cast<VmaScanFilter>(v); }},
+      {{.section = "numa",
         .key = "migrate_passes",
         .kind = SwitchKind::kInt,
         .doc = "passes migrate_pages makes over a page that fails with EAGAIN (mm/migrate.c)",

@@ -37,6 +37,8 @@ inline constexpr int64_t kNumaBalancingTiering = 2;
 // field, modulo its width (LAST_CPUPID_SHIFT = 21 with NR_CPUS 8192).
 inline constexpr uint32_t kAccessTimeMask = (1u << 21) - 1;
 
+enum class VmaScanFilter : uint8_t { kNone, kPids, kPidsSeq };
+
 struct NumaConfig {
   // kernel.numa_balancing: -1 (the default) is on when the machine has more
   // than one node, as the kernel decides at boot.
@@ -79,6 +81,13 @@ struct NumaConfig {
   // THP mapped more than once (up to 6.1).
   bool thp_migrate_legacy = false;
   bool thp_migrate_refuse_mapped = false;
+  // task_numa_work's per-VMA filter (vma_numab_state): none; from 6.4 a
+  // VMA's scan waits scan_delay after its first, and after the mm's first two
+  // sequences only a task that took a hinting fault in it lately scans it;
+  // from 6.7 the grace is the VMA's own two sequences, a VMA is scanned once
+  // a sequence, a scan begun or long undone goes on, and with nothing else
+  // left one VMA is scanned whatever its pids.
+  VmaScanFilter vma_scan_filter = VmaScanFilter::kNone;
   int64_t migrate_passes = 10;
   int64_t tick_hz = 250;
 

@@ -849,6 +849,7 @@ TEST(NumaMigrate, RateLimitRefusesOnceTheWindowIsOverTheLimit) {
   const Tick t0 = seconds(1);
 
   std::vector<bool> allowed;
+  allowed.reserve(4);
   for (int i = 0; i < 4; ++i)
     allowed.push_back(n.balancer.migrate_allowed(p.pfn, *p.vma, NodeId(1), t0));
 
@@ -1085,6 +1086,101 @@ TEST(NumaMigrate, FailedMigrationRemapsTheOldFolio) {
   for (mm::Mm* mm : t.mms()) EXPECT_TRUE(mm->pgtable().get(t.a).present()) << mm->id();
   EXPECT_EQ(n.w.mgr.folios().folio(t.shared).mapcount, 3);
   n.w.expect_consistent();
+}
+
+// task_numa_work's per-VMA filter (6.4+) -----------------------------------
+
+// Two threads (pids 1 and 2) of one mm with two anonymous VMAs of 4 pages,
+// a and b, every page written; each thread takes a hinting fault in its own
+// VMA only, after the first scan.
+struct TwoVmas {
+  explicit TwoVmas(VmaScanFilter f) : n(config(f)), mm(n.process(1, 0)) {
+    n.thread(2, mm, 1);
+    a = n.w.map(mm, 4, kRW);
+    b = n.w.map(mm, 4, kRW | mm::Vma::kHugepage);  // other flags: no merge
+    n.touch(mm, a, 4, true);
+    n.touch(mm, b, 4, true);
+  }
+  static NumaConfig config(VmaScanFilter f) {
+    NumaConfig c = enabled_config();
+    c.vma_scan_filter = f;
+    return c;
+  }
+  // A scan pass by `pid` at `s` seconds.
+  void scan(uint32_t pid, double s) {
+    n.balancer.task_numa_work(pid, mm, CpuId(0), Tick(static_cast<int64_t>(s * 1e9)));
+  }
+  // A scan pass by `pid` at `s` seconds, then each thread's hinting faults
+  // on the marked pages of its own VMA (pid 1: a, pid 2: b).
+  void pass(uint32_t pid, double s) {
+    scan(pid, s);
+    for (auto [who, v] : {std::pair{1u, a}, std::pair{2u, b}}) {
+      for (uint64_t i = 0; i < 4; ++i) {
+        const Vpn p(v.v + i);
+        if (mm.pgtable().get(p).protnone()) n.balancer.do_numa_page(who, mm, p, CpuId(0), Tick{});
+      }
+    }
+  }
+  bool marked(Vpn v) const { return mm.pgtable().get(v).protnone(); }
+  NumaWorld n;
+  mm::Mm& mm;
+  Vpn a, b;
+};
+
+TEST(NumaVmaFilter, AfterTheFirstTwoSequencesAThreadScansOnlyTheVmasItFaultedIn) {
+  TwoVmas m(VmaScanFilter::kPids);
+  ASSERT_EQ(m.mm.vmas().size(), 2u);
+  m.pass(1, 1.0);  // sequence 0: both marked, each thread faults in its own
+  m.pass(1, 2.1);  // sequence 1: both again (pages 1-3 stay marked)
+  ASSERT_EQ(m.mm.numa_scan_seq, 2);
+
+  m.scan(1, 3.2);  // sequence 2: thread 1 faulted in a only
+
+  EXPECT_TRUE(m.marked(m.a));
+  EXPECT_FALSE(m.marked(m.b));
+}
+
+TEST(NumaVmaFilter, WithoutTheFilterAThreadScansEveryVma) {
+  TwoVmas m(VmaScanFilter::kNone);
+  m.pass(1, 1.0);
+  m.pass(1, 2.1);
+
+  m.scan(1, 3.2);
+
+  EXPECT_TRUE(m.marked(m.a));
+  EXPECT_TRUE(m.marked(m.b));
+}
+
+TEST(NumaVmaFilter, From67AThreadThatFaultedNowhereScansOneVmaAPass) {
+  // Thread 3 took no hinting fault: up to 6.6 it scans nothing; from 6.7
+  // the pass is forced through the first VMA, and only that one.
+  for (VmaScanFilter f : {VmaScanFilter::kPids, VmaScanFilter::kPidsSeq}) {
+    TwoVmas m(f);
+    m.n.thread(3, m.mm, 0);
+    m.pass(1, 1.0);
+    m.pass(1, 2.1);
+
+    m.scan(3, 3.2);
+
+    EXPECT_EQ(m.marked(m.a), f == VmaScanFilter::kPidsSeq);
+    EXPECT_FALSE(m.marked(m.b));
+  }
+}
+
+TEST(NumaVmaFilter, AVmaMappedLaterWaitsTheScanDelayAndFrom67GetsTwoSequencesOfItsOwn) {
+  // Up to 6.6 the two free sequences are the mm's: a VMA mapped after them
+  // is scanned only for a task that faulted in it, which none can have.
+  for (VmaScanFilter f : {VmaScanFilter::kPids, VmaScanFilter::kPidsSeq}) {
+    TwoVmas m(f);
+    m.pass(1, 1.0);  // sequence 0 makes the state of a and b
+    const Vpn c = m.n.w.map(m.mm, 4, kRW | mm::Vma::kNoHugepage);
+    m.n.touch(m.mm, c, 4, true);
+
+    m.pass(1, 2.1);  // c's first visit: its scan waits until 3.1 s
+    EXPECT_FALSE(m.marked(c));
+    m.scan(1, 3.2);
+    EXPECT_EQ(m.marked(c), f == VmaScanFilter::kPidsSeq);
+  }
 }
 
 }  // namespace
