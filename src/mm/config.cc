@@ -84,6 +84,18 @@ std::span<const Switch<MmConfig>> mm_switches() {
        [](const MmConfig& c) { return static_cast<int64_t>(c.retried_fault_is_major); },
        [](MmConfig& c, int64_t v) { c.retried_fault_is_major = v != 0; }},
       {{.section = "kernel",
+        .key = "pgfault_per_attempt",
+        .kind = SwitchKind::kBool,
+        .doc = "vmstat's and memcg's pgfault count each attempt of a fault (handle_mm_fault "
+               "@6.1), so a fault retried after dropping the mmap lock for I/O counts twice; "
+               "from 6.5 a fault counts once, when it completes (mm_account_fault @6.12; \"mm: "
+               "do not increment pgfault stats when page fault handler retries\", S. "
+               "Baghdasaryan, April 2023: the 6.5 release from memory)",
+        .default_value = 0,
+        .presets = {{.until = {6, 4}, .value = 1}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.pgfault_per_attempt); },
+       [](MmConfig& c, int64_t v) { c.pgfault_per_attempt = v != 0; }},
+      {{.section = "kernel",
         .key = "workingset_restore_stat",
         .kind = SwitchKind::kBool,
         .doc = "/proc/vmstat counts refaults of pages that had been active, workingset_restore "

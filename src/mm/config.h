@@ -72,6 +72,10 @@ struct MmConfig {
   // mm_account_fault). Before, only a fault some attempt of which read from
   // storage (VM_FAULT_MAJOR) was.
   bool retried_fault_is_major = true;
+  // PGFAULT (vmstat and memcg) is counted by each attempt of a fault
+  // (handle_mm_fault's entry), so a retried fault counts twice; from 6.5 once
+  // the fault completes (mm_account_fault).
+  bool pgfault_per_attempt = false;
   // workingset_restore (_anon/_file as the refault counter is split): a
   // refault of a page that had been active (4.20+).
   bool workingset_restore_stat = true;

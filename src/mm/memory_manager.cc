@@ -334,6 +334,10 @@ void MemoryManager::account_fault(FaultCtx& ctx, bool major, bool retried) {
   ++page_events_;
   if (memcg_) memcg_->count_fault(ctx.memcg, major);
   vmstat_.add(Vm::pgfault);
+  if (retried && config_.pgfault_per_attempt) {  // the first attempt counted too
+    if (memcg_) memcg_->count_fault(ctx.memcg, false);
+    vmstat_.add(Vm::pgfault);
+  }
   if (major) vmstat_.add(Vm::pgmajfault);
   if (major || (retried && config_.retried_fault_is_major)) {
     if (ctx.maj_flt) ++*ctx.maj_flt;

@@ -61,6 +61,19 @@ TEST(FileReadahead, AFaultOnTheMarkReadsTheNextWindowAndIsMajorOnlyForTheTask) {
   u.w.expect_consistent();
 }
 
+TEST(FileReadahead, UpTo6_4ARetriedFaultCountsPgfaultForEachAttempt) {
+  for (bool per_attempt : {true, false}) {
+    MmConfig c = no_fault_around(true);
+    c.pgfault_per_attempt = per_attempt;
+    Uncached u(c);
+    u.w.fault(*u.mm, u.a, false);              // a miss: read, retried
+    u.w.fault(*u.mm, Vpn(u.a.v + 1), false);   // cached: one attempt
+    u.w.fault(*u.mm, Vpn(u.a.v + 24), false);  // the mark: read, retried
+    EXPECT_EQ(u.w.mgr.vmstat()[Vm::pgfault], per_attempt ? 5 : 3);
+    EXPECT_EQ(u.w.majflt + u.w.minflt, 3u);  // the task counts faults
+  }
+}
+
 TEST(FileReadahead, BeforeFiveNineTheFaultRetriedAtAMarkIsAMinorFault) {
   Uncached u(no_fault_around(false));
   u.w.fault(*u.mm, u.a, false);
