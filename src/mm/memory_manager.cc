@@ -1299,10 +1299,22 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
     Pte pte = t.get(i);
     if (!pte.present()) return;  // migration entries: not present
     Folio* f = pte.pfn == kZeroPfn ? nullptr : &folios_.folio(Pfn(pte.pfn));
-    // A page of a PTE-mapped THP: 5.17-6.1 skip it in a COW mapping (its
-    // refcount is never 1), and 4.16-6.1's do_numa_page leaves compound
-    // pages where they are. SIMPLIFICATION: never marked (6.12 would).
-    if (f && (f->large() || f->test(Folio::kTail))) return;
+    // A page of a PTE-mapped THP: 5.17-6.9 skip it in a COW mapping (its
+    // refcount is never 1); 6.10 marks it unless the folio is likely mapped
+    // shared (folio_likely_mapped_shared: its first page mapped twice, here
+    // more PTE mappings than pages). SIMPLIFICATION: 4.16-5.16 mark it when
+    // the page is mapped once, and their do_numa_page only maps it again:
+    // not marked here.
+    if (f && (f->large() || f->test(Folio::kTail))) {
+      const Pfn h = folio_head(Pfn(pte.pfn));
+      Folio& head = folios_.folio(h);
+      const bool likely_shared = entire_mapcount(h) > 0 || pte_mapcount(h) > head.nr_pages();
+      if (skip.skip_pte_mapped_large(vma, head, likely_shared)) return;
+      t.set(i, prot_none(pte));
+      skip.marked(head);
+      ++r.updated;
+      return;
+    }
     if (skip.skip(vma, pte, f)) return;
     t.set(i, prot_none(pte));
     if (f) skip.marked(*f);

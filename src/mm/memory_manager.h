@@ -79,6 +79,13 @@ class ProtNumaSkip {
   // The same for a huge PMD mapping `folio` whole (change_huge_pmd, which
   // tests far less than change_pte_range).
   virtual bool skip_huge(const Folio&) const { return false; }
+  // The same for a PTE mapping a page of a large folio (`head`), which
+  // `likely_shared` by more than one mm: skipped unless the kernel hints
+  // such pages.
+  virtual bool skip_pte_mapped_large(const Vma&, const Folio& /*head*/,
+                                     bool /*likely_shared*/) const {
+    return true;
+  }
   // Called for each folio whose PTE was made PROT_NONE (the memory-tiering
   // mode stamps the scan time in it).
   virtual void marked(Folio&) const {}

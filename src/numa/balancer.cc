@@ -284,10 +284,23 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
   d.page_node = folio.node;
   if (folio.large() && !pmd_mapped) {
     // A page of a PTE-mapped THP (its PMD was split after the scan marked
-    // it): do_numa_page maps it again and counts nothing (up to 6.1;
-    // SIMPLIFICATION: 6.12 would count it and move the folio).
-    d.pages = 0;
-    return d;
+    // it): up to 6.9 do_numa_page maps it again and counts nothing.
+    if (!cfg_.pte_mapped_thp_hinting) {
+      d.pages = 0;
+      return d;
+    }
+    // numa_rebuild_large_mapping: the folio's other hinting PTEs in this
+    // page table too.
+    const mm::Vma& v = *mm.find_vma(vpn);
+    const uint64_t table = vpn.v & ~uint64_t{mm::kPtesPerTable - 1};
+    const uint64_t lo = std::max({folio.index, v.start.v, table});
+    const uint64_t hi =
+        std::min({folio.index + folio.nr_pages(), v.end.v, table + mm::kPtesPerTable});
+    for (uint64_t p = lo; p < hi; ++p) {
+      const mm::Pte other = mm.pgtable().get(Vpn(p));
+      if (other.protnone() && mm_.folio_head(Pfn(other.pfn)) == head)
+        mm_.restore_numa_pte(mm, Vpn(p));
+    }
   }
   d.pages = static_cast<int>(folio.nr_pages());
   mm::Vma* vma = mm.find_vma(vpn);

@@ -92,8 +92,8 @@ struct HintDecision {
   uint32_t flags = 0;
   uint32_t last_cpupid = kCpupidUnset;
   NodeId page_node;
-  // Pages task_numa_fault counts: the folio's (512 for a huge PMD); 0 when
-  // the fault counts nothing (a page of a PTE-mapped THP, which
+  // Pages task_numa_fault counts: the folio's (512 for a THP); 0 when the
+  // fault counts nothing (a page of a PTE-mapped THP up to 6.9, which
   // do_numa_page only makes accessible again).
   int pages = 1;
 };

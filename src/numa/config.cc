@@ -223,6 +223,15 @@ std::span<const Switch<NumaConfig>> numa_switches() {
                   {"pids-seq", static_cast<int64_t>(VmaScanFilter::kPidsSeq)}}},
        [](const C& c) { return static_cast<int64_t>(c.vma_scan_filter); },
        [](C& c, int64_t v) { c.vma_scan_filter = static_cast<VmaScanFilter>(v); }},
+      {rule("pte_mapped_thp_hinting",
+            "a hinting fault on a page of a PTE-mapped THP counts the folio's pages "
+            "(task_numa_fault), may migrate it whole, and rebuilds its other hinting PTEs in "
+            "that page table (mm/memory.c do_numa_page, numa_rebuild_large_mapping @6.12); "
+            "before, do_numa_page only made that page present (\"TODO: handle PTE-mapped THP\" "
+            "@6.1); 6.10 from memory (\"mm: support multi-size THP numa balancing\")",
+            {6, 10}),
+       [](const C& c) -> int64_t { return c.pte_mapped_thp_hinting; },
+       [](C& c, int64_t v) { c.pte_mapped_thp_hinting = v != 0; }},
       {{.section = "numa",
         .key = "migrate_passes",
         .kind = SwitchKind::kInt,

@@ -88,6 +88,10 @@ struct NumaConfig {
   // a sequence, a scan begun or long undone goes on, and with nothing else
   // left one VMA is scanned whatever its pids.
   VmaScanFilter vma_scan_filter = VmaScanFilter::kNone;
+  // A hinting fault on a page of a PTE-mapped THP counts its 512 pages, may
+  // move it whole, and makes its other marked pages in that page table
+  // accessible too (6.10); before, it only made that page accessible.
+  bool pte_mapped_thp_hinting = false;
   int64_t migrate_passes = 10;
   int64_t tick_hz = 250;
 

@@ -71,6 +71,14 @@ bool ProtNumaFilter::skip_huge(const mm::Folio& folio) const {
   return config_.skip_top_tier && tiers_.toptier(folio.node);
 }
 
+bool ProtNumaFilter::skip_pte_mapped_large(const mm::Vma& vma, const mm::Folio& head,
+                                           bool likely_shared) const {
+  if (!config_.pte_mapped_thp_hinting) return true;
+  if (config_.skip_shared_cow && vma.is_cow_mapping() && likely_shared) return true;
+  if (config_.skip_target_node && target_node_ && head.node == *target_node_) return true;
+  return config_.skip_top_tier && tiers_.toptier(head.node);
+}
+
 void ProtNumaFilter::marked(mm::Folio& folio) const {
   if (config_.hot_page_selection() && !tiers_.toptier(folio.node))
     folio.last_cpupid = now_ms_ & kAccessTimeMask;

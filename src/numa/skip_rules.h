@@ -58,6 +58,11 @@ class ProtNumaFilter final : public mm::ProtNumaSkip {
   // tiering-only mode's top-tier one (read in 6.1 and 6.12; taken to have
   // come with the PTE rule in 5.18).
   bool skip_huge(const mm::Folio& folio) const override;
+  // 6.10 on (numa.pte_mapped_thp_hinting): the shared-COW rule as
+  // folio_likely_mapped_shared, the target node and the tiering-only mode's
+  // top tier; up to 6.9 always (see change_prot_numa).
+  bool skip_pte_mapped_large(const mm::Vma& vma, const mm::Folio& head,
+                             bool likely_shared) const override;
   void marked(mm::Folio& folio) const override;
 
  private:

@@ -541,6 +541,7 @@ bool World::numa_hint_fault(TaskExec& t, Vpn vpn, Pfn pfn) {
     return true;
   }
   const mm::Vma* vma = mm.find_vma(vpn);
+  pfn = mm_.folio_head(pfn);  // a page of a PTE-mapped THP moves with its folio
   if (migrator_.migrating(pfn) || !balancer_.migrate_allowed(pfn, *vma, *d.target, t.clock)) {
     finish_hint_fault(t, d, d.page_node, d.flags | numa::kTnfMigrateFail);
     return true;

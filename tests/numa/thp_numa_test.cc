@@ -118,6 +118,44 @@ TEST(ThpNuma, AMisplacedThpMigratesWholeAndStaysHuge) {
   EXPECT_EQ(ran.vm("thp_split_page"), 0);
 }
 
+// The scenario with the first THP's PMD split, its pages all still mapped:
+// MADV_NOHUGEPAGE on its first page splits the VMA there.
+std::string with_pte_mapped_thp(const std::string& version) {
+  std::string s = scenario(version);
+  const std::string touch = "op = \"touch\"\nregion = \"data\"\nmode = \"write\"\n";
+  const auto at = s.find(touch);
+  s.insert(at + touch.size(),
+           "\n[[programs.main]]\nop = \"madvise\"\nregion = \"data\"\nadvice = "
+           "\"nohugepage\"\nsize = \"4KiB\"\n");
+  return s;
+}
+
+TEST(ThpNuma, UpTo6_9APteMappedThpIsNeverMarkedOrMoved) {
+  const auto ran = run_text(with_pte_mapped_thp("6.1"));
+  ASSERT_EQ(ran.vm("thp_split_pmd"), 1);
+  EXPECT_EQ(ran.vm("numa_pte_updates"), 512 * ran.vm("numa_huge_pte_updates"));
+  EXPECT_EQ(ran.vm("thp_migration_success"), kThps - 1);
+  EXPECT_EQ(ran.vm("numa_pages_migrated"), kPages - 512);
+  EXPECT_TRUE(ran.result.check_failures.empty());
+}
+
+TEST(ThpNuma, From6_10APteMappedThpTakesOneHintingFaultAndMovesWhole) {
+  const auto ran = run_text(with_pte_mapped_thp("6.12"));
+  ASSERT_EQ(ran.vm("thp_split_pmd"), 1);
+  EXPECT_EQ(ran.vm("thp_migration_success"), kThps);
+  EXPECT_EQ(ran.vm("numa_pages_migrated"), kPages);
+  // Its 512 PTEs are marked one by one, but a fault makes the folio's other
+  // PTEs of its VMA accessible again (numa_rebuild_large_mapping stops at
+  // the VMA's edge; a migration remaps them all): one or two faults a scan
+  // for it, its first page being a VMA of its own, and one for each PMD.
+  const int64_t huge = ran.vm("numa_huge_pte_updates");
+  const int64_t pte_scans = (ran.vm("numa_pte_updates") - 512 * huge) / 512;
+  ASSERT_GT(pte_scans, 0);
+  EXPECT_GE(ran.vm("numa_hint_faults"), huge + pte_scans);
+  EXPECT_LE(ran.vm("numa_hint_faults"), huge + 2 * pte_scans);
+  EXPECT_TRUE(ran.result.check_failures.empty());
+}
+
 TEST(ThpNuma, AThreadThatReachesAThpUnderMigrationWaitsInDState) {
   // The second reader finds the PMD migration entry the first one's
   // migration left (pmd_migration_entry_wait).
