@@ -229,6 +229,18 @@ std::span<const Switch<MmConfig>> mm_switches() {
                   {"pmd-multiple", static_cast<int64_t>(AnonAlign::kPmdMultiple)}}},
        [](const MmConfig& c) { return static_cast<int64_t>(c.thp_anon_align); },
        [](MmConfig& c, int64_t v) { c.thp_anon_align = static_cast<AnonAlign>(v); }},
+      {{.section = "kernel",
+        .key = "file_thp_align",
+        .kind = SwitchKind::kBool,
+        .doc = "a disk file's mmap covering a whole aligned 2 MiB of the file starts at an "
+               "address congruent to its offset modulo 2 MiB (ext4's get_unmapped_area, "
+               "thp_get_unmapped_area @6.1, 6.12), so fault-around's blocks line up with the "
+               "readahead windows; before, only DAX files (\"mm: Align THP mappings for "
+               "non-DAX\": 5.18, from memory). Whatever the THP setting; tmpfs does not",
+        .default_value = 1,
+        .presets = {{.until = {5, 17}, .value = 0}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.file_thp_align); },
+       [](MmConfig& c, int64_t v) { c.file_thp_align = v != 0; }},
   };
   return table;
 }

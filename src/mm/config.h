@@ -98,6 +98,10 @@ struct MmConfig {
   ThpDefrag thp_defrag = ThpDefrag::kMadvise;
   bool thp_use_zero_page = true;
   AnonAlign thp_anon_align = AnonAlign::kPmdMultiple;
+  // A disk file's mmap lies at an address congruent to its file offset
+  // modulo 2 MiB when it covers a whole aligned 2 MiB of the file (ext4's
+  // thp_get_unmapped_area, no longer only for DAX: 5.18).
+  bool file_thp_align = true;
   // Seeds each mm's randomised mmap base (the run's seed); none: mappings
   // are laid out from a fixed base (unit tests). Not a switch.
   std::optional<uint64_t> aslr_seed;

@@ -911,10 +911,17 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
       private_anon && ((rule == AnonAlign::kLarge && args.pages >= kHugePages) ||
                        (rule == AnonAlign::kPmdMultiple && args.pages % kHugePages == 0));
   // Otherwise it lies where the randomised base puts it (SIMPLIFICATION:
-  // file and shared mappings keep a fixed layout).
+  // other file and shared mappings keep a fixed layout).
   std::optional<uint32_t> huge_offset;
+  // A disk file's thp_get_unmapped_area: its offset modulo 2 MiB, if the
+  // mapping covers a whole aligned 2 MiB of the file.
+  const uint64_t off_align = (args.pgoff + kHugePages - 1) / kHugePages * kHugePages;
+  const bool file_aligned = config_.file_thp_align && file && !file->shmem &&
+                            args.pgoff + args.pages >= off_align + kHugePages;
   if (huge_aligned) {
     huge_offset = 0;
+  } else if (file_aligned) {
+    huge_offset = static_cast<uint32_t>(args.pgoff % kHugePages);
   } else if (private_anon && config_.aslr_seed) {
     huge_offset = mm.mmap_rnd_pages;
   }

@@ -74,6 +74,30 @@ TEST(FileReadahead, UpTo6_4ARetriedFaultCountsPgfaultForEachAttempt) {
   }
 }
 
+TEST(FileMmap, ADiskFileCoveringAnAligned2MiBIsMappedAtItsOffsetModulo2MiB) {
+  // thp_get_unmapped_area (ext4): whatever is mapped before it, so that
+  // fault-around's 16-page blocks line up with the readahead windows.
+  MmWorld w(testing::test_mm_config());
+  auto mm = w.mgr.mm_alloc();
+  w.map(*mm, 3, testing::kRW);  // leaves the next free address unaligned
+  AddressSpace& disk = w.mgr.create_file("disk", 2048, false);
+  AddressSpace& tmpfs = w.mgr.create_file("tmpfs", 2048, true);
+  EXPECT_EQ(w.map(*mm, 1024, kR | Vma::kShared, &disk).v % 512, 0u);
+  EXPECT_EQ(w.map(*mm, 1024, kR | Vma::kShared, &disk, 515).v % 512, 3u);
+  // Less than an aligned 2 MiB of the file, or tmpfs: where it falls.
+  EXPECT_NE(w.map(*mm, 600, kR | Vma::kShared, &disk, 3).v % 512, 3u);
+  EXPECT_NE(w.map(*mm, 1024, kR | Vma::kShared, &tmpfs).v % 512, 0u);
+  MmConfig old = testing::test_mm_config();
+  old.file_thp_align = false;  // before 5.18: DAX files only
+  MmWorld w2(old);
+  auto mm2 = w2.mgr.mm_alloc();
+  w2.map(*mm2, 3, testing::kRW);
+  AddressSpace& disk2 = w2.mgr.create_file("disk", 2048, false);
+  EXPECT_NE(w2.map(*mm2, 1024, kR | Vma::kShared, &disk2).v % 512, 0u);
+  w.teardown(*mm);
+  w2.teardown(*mm2);
+}
+
 TEST(FileReadahead, BeforeFiveNineTheFaultRetriedAtAMarkIsAMinorFault) {
   Uncached u(no_fault_around(false));
   u.w.fault(*u.mm, u.a, false);
