@@ -2,8 +2,6 @@
 // charge must not hold on to folios across that.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "support/run.h"
@@ -12,9 +10,8 @@ TEST(MemcgCharge, AChargeWhoseReclaimDemotesFindsItsFolioAgainAfterward) {
   // A 4 KiB cgroup reads a file: each page's charge reclaims, which demotes
   // to the CXL node; the demotion's allocation grew the folio table under
   // the charge's reference (fuzz/findings/011: use-after-free under ASan).
-  std::ifstream in(std::string(MMSIM_SOURCE_DIR) +
-                   "/fuzz/findings/011-charge-reclaim-grows-folio-table.toml");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text =
+      mmsim::testing::fuzz_finding("011-charge-reclaim-grows-folio-table.toml");
   ASSERT_FALSE(text.empty());
   const auto ran = mmsim::testing::run_text(text);
   EXPECT_TRUE(ran.result.check_failures.empty());

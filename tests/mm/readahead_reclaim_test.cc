@@ -2,8 +2,6 @@
 // read must not take the folio the fault is about to map.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "support/run.h"
@@ -12,9 +10,7 @@ TEST(ReadaheadReclaim, TheFolioAtAMarkSurvivesTheReclaimOfTheNextWindowsRead) {
   // A 1 MiB memcg reads a 2 MiB file: each window's read charges and
   // reclaims; the page at the mark was once the oldest on the list
   // (fuzz/findings/010). The checker compares mapcounts with PTEs.
-  std::ifstream in(std::string(MMSIM_SOURCE_DIR) +
-                   "/fuzz/findings/010-readahead-mark-folio-reclaimed.toml");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = mmsim::testing::fuzz_finding("010-readahead-mark-folio-reclaimed.toml");
   ASSERT_FALSE(text.empty());
   const auto ran = mmsim::testing::run_text(text);
   EXPECT_TRUE(ran.result.check_failures.empty());

@@ -1,8 +1,6 @@
 // End-to-end NUMA balancing: small versions of the scenarios, checker on.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "support/run.h"
@@ -333,9 +331,7 @@ TEST(NumaBalancing, AScanPeriodOfZeroTicksOncePerTickNotForever) {
   // scan windows rounds to 0: task_tick_numa then acts at every scheduler
   // tick, as the kernel's does, not again and again at one instant (the run
   // never ended: fuzz/findings/008).
-  std::ifstream in(std::string(MMSIM_SOURCE_DIR) +
-                   "/fuzz/findings/008-numa-scan-period-zero-hang.toml");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = testing::fuzz_finding("008-numa-scan-period-zero-hang.toml");
   ASSERT_FALSE(text.empty());
   auto ran = run_text(text);
   EXPECT_GT(ran.vm("numa_pte_updates"), 0);

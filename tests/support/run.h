@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +58,12 @@ inline Ran run_text(const std::string& toml, const std::vector<std::string>& set
       *prepared.run, scenario::RunOptions{.check_invariants = true, .fast_forward = fast_forward});
   for (const auto& f : ran.result.check_failures) ADD_FAILURE() << "checker: " << f;
   return ran;
+}
+
+// The text of fuzz/findings/<name> (empty if it cannot be read).
+inline std::string fuzz_finding(const std::string& name) {
+  std::ifstream in(std::string(MMSIM_SOURCE_DIR) + "/fuzz/findings/" + name);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // A machine block for small tests: 2 nodes of 2 CPUs.

@@ -3,8 +3,6 @@
 // ran ahead on it has left.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "support/run.h"
@@ -17,9 +15,7 @@ TEST(CpuTime, TasksSwappingOnTinyNodesUseNoMoreCpuTimeThanTheMachineHas) {
   // each faulting task far ahead of the queue, while others wake from swap
   // reads and sleeps (fuzz/findings/013: 0.10 CPU-seconds in 0.08 by
   // 20 ms).
-  std::ifstream in(std::string(MMSIM_SOURCE_DIR) +
-                   "/fuzz/findings/013-cpu-overcommit-after-run-ahead.toml");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = testing::fuzz_finding("013-cpu-overcommit-after-run-ahead.toml");
   ASSERT_FALSE(text.empty());
   const auto ran = testing::run_text(text, {"scenario.time_limit=\"20ms\""});
   EXPECT_TRUE(ran.result.check_failures.empty());
