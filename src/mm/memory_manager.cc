@@ -1314,15 +1314,12 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
     // not marked here.
     if (f && (f->large() || f->test(Folio::kTail))) {
       const Pfn h = folio_head(Pfn(pte.pfn));
-      Folio& head = folios_.folio(h);
-      const bool likely_shared = entire_mapcount(h) > 0 || pte_mapcount(h) > head.nr_pages();
-      if (skip.skip_pte_mapped_large(vma, head, likely_shared)) return;
-      t.set(i, prot_none(pte));
-      skip.marked(head);
-      ++r.updated;
+      f = &folios_.folio(h);
+      const bool likely_shared = entire_mapcount(h) > 0 || pte_mapcount(h) > f->nr_pages();
+      if (skip.skip_pte_mapped_large(vma, *f, likely_shared)) return;
+    } else if (skip.skip(vma, pte, f)) {
       return;
     }
-    if (skip.skip(vma, pte, f)) return;
     t.set(i, prot_none(pte));
     if (f) skip.marked(*f);
     ++r.updated;

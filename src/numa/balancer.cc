@@ -165,7 +165,7 @@ double Balancer::task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now) {
   bool stopped = false;
 retry_pids:
   auto it = first;
-  for (; it != vmas.end() && !stopped; ++it) {
+  for (; it != vmas.end(); ++it) {
     mm::Vma& vma = **it;
     // VMAs task_numa_work never scans.
     if (vma.policy.mode != mm::MemPolicy::Mode::kDefault) continue;  // no MPOL_F_MOF
@@ -202,8 +202,7 @@ retry_pids:
     vma.numab.prev_scan_seq = mm.numa_scan_seq;  // done with it for this sequence
     if (pids_forced) break;                      // one VMA at a time
   }
-  if (it == vmas.end() && !stopped && per_vma == VmaScanFilter::kPidsSeq && !pids_forced &&
-      pids_skipped) {
+  if (it == vmas.end() && per_vma == VmaScanFilter::kPidsSeq && !pids_forced && pids_skipped) {
     // Every VMA left was skipped for its pids: one goes anyway.
     pids_forced = true;
     from_offset();
@@ -282,6 +281,7 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
   const Pfn head = mm_.folio_head(Pfn(pte.pfn));
   mm::Folio& folio = mm_.folios().folio(head);
   d.page_node = folio.node;
+  mm::Vma* vma = mm.find_vma(vpn);
   if (folio.large() && !pmd_mapped) {
     // A page of a PTE-mapped THP (its PMD was split after the scan marked
     // it): up to 6.9 do_numa_page maps it again and counts nothing.
@@ -291,11 +291,10 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
     }
     // numa_rebuild_large_mapping: the folio's other hinting PTEs in this
     // page table too.
-    const mm::Vma& v = *mm.find_vma(vpn);
     const uint64_t table = vpn.v & ~uint64_t{mm::kPtesPerTable - 1};
-    const uint64_t lo = std::max({folio.index, v.start.v, table});
+    const uint64_t lo = std::max({folio.index, vma->start.v, table});
     const uint64_t hi =
-        std::min({folio.index + folio.nr_pages(), v.end.v, table + mm::kPtesPerTable});
+        std::min({folio.index + folio.nr_pages(), vma->end.v, table + mm::kPtesPerTable});
     for (uint64_t p = lo; p < hi; ++p) {
       const mm::Pte other = mm.pgtable().get(Vpn(p));
       if (other.protnone() && mm_.folio_head(Pfn(other.pfn)) == head)
@@ -303,7 +302,6 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
     }
   }
   d.pages = static_cast<int>(folio.nr_pages());
-  mm::Vma* vma = mm.find_vma(vpn);
   vma_set_access_pid_bit(pid, *vma);  // numa_migrate_prep
   if (!pte.writable()) d.flags |= kTnfNoGroup;
   if (folio.mapcount > 1 && (vma->flags & mm::Vma::kShared)) d.flags |= kTnfShared;

@@ -76,7 +76,7 @@ bool ProtNumaFilter::skip_pte_mapped_large(const mm::Vma& vma, const mm::Folio& 
   if (!config_.pte_mapped_thp_hinting) return true;
   if (config_.skip_shared_cow && vma.is_cow_mapping() && likely_shared) return true;
   if (config_.skip_target_node && target_node_ && head.node == *target_node_) return true;
-  return config_.skip_top_tier && tiers_.toptier(head.node);
+  return skip_huge(head);  // the tiering-only mode's top tier
 }
 
 void ProtNumaFilter::marked(mm::Folio& folio) const {
