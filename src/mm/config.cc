@@ -211,6 +211,73 @@ std::span<const Switch<MmConfig>> mm_switches() {
        [](const MmConfig& c) { return static_cast<int64_t>(c.thp_use_zero_page); },
        [](MmConfig& c, int64_t v) { c.thp_use_zero_page = v != 0; }},
       {{.section = "kernel",
+        .key = "khugepaged_scan_sleep_millisecs",
+        .kind = SwitchKind::kInt,
+        .doc = "/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs: khugepaged "
+               "sleeps this long between passes while an mm is registered (mm/khugepaged.c "
+               "khugepaged_wait_work, read in 6.1 and 6.12); it sleeps without a timeout while "
+               "none is, and the first registration wakes it at once",
+        .default_value = 10000,
+        .lo = 0,
+        .hi = 3600000},
+       [](const MmConfig& c) { return c.khugepaged_scan_sleep_ms; },
+       [](MmConfig& c, int64_t v) { c.khugepaged_scan_sleep_ms = v; }},
+      {{.section = "kernel",
+        .key = "khugepaged_alloc_sleep_millisecs",
+        .kind = SwitchKind::kInt,
+        .doc = "/sys/kernel/mm/transparent_hugepage/khugepaged/alloc_sleep_millisecs: after a "
+               "failed huge-page allocation khugepaged sleeps this long, then goes on with its "
+               "pass; a second failure ends the pass (khugepaged_do_scan, read in 6.1)",
+        .default_value = 60000,
+        .lo = 0,
+        .hi = 3600000},
+       [](const MmConfig& c) { return c.khugepaged_alloc_sleep_ms; },
+       [](MmConfig& c, int64_t v) { c.khugepaged_alloc_sleep_ms = v; }},
+      {{.section = "kernel",
+        .key = "khugepaged_pages_to_scan",
+        .kind = SwitchKind::kInt,
+        .doc = "/sys/kernel/mm/transparent_hugepage/khugepaged/pages_to_scan: a pass's budget, "
+               "512 per PMD range scanned and 1 per mm and per VMA skipped (khugepaged_init: "
+               "HPAGE_PMD_NR x 8; khugepaged_scan_mm_slot, read in 6.1 and 6.12)",
+        .default_value = 4096,
+        .lo = 1,
+        .hi = 1 << 30},
+       [](const MmConfig& c) { return c.khugepaged_pages_to_scan; },
+       [](MmConfig& c, int64_t v) { c.khugepaged_pages_to_scan = v; }},
+      {{.section = "kernel",
+        .key = "khugepaged_max_ptes_none",
+        .kind = SwitchKind::kInt,
+        .doc = "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none: empty (or zero "
+               "page) PTEs a range may have and still be collapsed, each becoming a zeroed page "
+               "of the THP (hpage_collapse_scan_pmd; default HPAGE_PMD_NR - 1)",
+        .default_value = 511,
+        .lo = 0,
+        .hi = 511},
+       [](const MmConfig& c) { return c.khugepaged_max_ptes_none; },
+       [](MmConfig& c, int64_t v) { c.khugepaged_max_ptes_none = v; }},
+      {{.section = "kernel",
+        .key = "khugepaged_max_ptes_shared",
+        .kind = SwitchKind::kInt,
+        .doc = "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_shared: pages mapped "
+               "more than once (after fork) a range may have and still be collapsed "
+               "(hpage_collapse_scan_pmd; default HPAGE_PMD_NR / 2, 5.8 from memory; before, a "
+               "shared page refused the range: 0)",
+        .default_value = 256,
+        .presets = {{.until = {5, 7}, .value = 0}},
+        .lo = 0,
+        .hi = 512},
+       [](const MmConfig& c) { return c.khugepaged_max_ptes_shared; },
+       [](MmConfig& c, int64_t v) { c.khugepaged_max_ptes_shared = v; }},
+      {{.section = "kernel",
+        .key = "khugepaged_defrag",
+        .kind = SwitchKind::kBool,
+        .doc = "/sys/kernel/mm/transparent_hugepage/khugepaged/defrag: khugepaged's huge-page "
+               "allocation may reclaim (GFP_TRANSHUGE) rather than only take free pages "
+               "(alloc_hugepage_khugepaged_gfpmask); on by default",
+        .default_value = 1},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.khugepaged_defrag); },
+       [](MmConfig& c, int64_t v) { c.khugepaged_defrag = v != 0; }},
+      {{.section = "kernel",
         .key = "thp_anon_align",
         .kind = SwitchKind::kChoice,
         .doc = "which private anonymous mmaps start on a 2 MiB boundary, so that all of their "

@@ -102,6 +102,17 @@ struct MmConfig {
   // modulo 2 MiB when it covers a whole aligned 2 MiB of the file (ext4's
   // thp_get_unmapped_area, no longer only for DAX: 5.18).
   bool file_thp_align = true;
+  // khugepaged (/sys/kernel/mm/transparent_hugepage/khugepaged/*): its pace
+  // and what it collapses.
+  int64_t khugepaged_scan_sleep_ms = 10000;
+  int64_t khugepaged_alloc_sleep_ms = 60000;
+  int64_t khugepaged_pages_to_scan = 4096;
+  int64_t khugepaged_max_ptes_none = 511;
+  int64_t khugepaged_max_ptes_shared = 256;
+  bool khugepaged_defrag = true;
+  // khugepaged collapses pages of a PTE-mapped THP (5.8; before, such a
+  // range was refused). Set from the version; not a switch.
+  bool khugepaged_collapse_large = true;
   // Seeds each mm's randomised mmap base (the run's seed); none: mappings
   // are laid out from a fixed base (unit tests). Not a switch.
   std::optional<uint64_t> aslr_seed;

@@ -68,6 +68,7 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
   FaultResult& r = out.result;
   const Vpn haddr(vpn.v & kHugeMask);
   AnonVma& av = anon_vma_prepare(vma);
+  khugepaged_enter_vma(vma);
   if (!write && config_.thp_use_zero_page) {
     // The huge zero page, read-only: no RSS, no LRU, no charge.
     if (!huge_zero_page_) {

@@ -47,7 +47,7 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
   // are listed only when it is on (their names changed over the versions).
   for (Vm v : {Vm::nr_anon_transparent_hugepages, Vm::thp_fault_alloc, Vm::thp_fault_fallback,
                Vm::thp_fault_fallback_charge, Vm::thp_split_pmd, Vm::thp_split_page,
-               Vm::thp_zero_page_alloc})
+               Vm::thp_zero_page_alloc, Vm::thp_collapse_alloc, Vm::thp_collapse_alloc_failed})
     vmstat_.set_shown(v, thp_on_);
   for (Vm v : {Vm::thp_migration_success, Vm::thp_migration_fail, Vm::thp_migration_split})
     vmstat_.set_shown(v, thp_on_ && config_.thp_migration_stats);
@@ -312,6 +312,7 @@ std::shared_ptr<Mm> MemoryManager::mm_alloc() {
 
 void MemoryManager::release_mm(Mm* mm) {
   check(mm->vmas().empty(), "mm released with VMAs still mapped");
+  khugepaged_exit(*mm);
   live_mms_.erase(std::find(live_mms_.begin(), live_mms_.end(), mm));
   delete mm;
 }
@@ -1069,6 +1070,8 @@ MmResult MemoryManager::madvise_hugepage(Mm& mm, Vpn start, uint64_t pages, bool
     const uint32_t clear = on ? Vma::kNoHugepage : Vma::kHugepage;
     v->flags = (v->flags & ~clear) | set;
     r.cost.sys_ns += costs_.vma_op_ns;
+    // A VMA that now qualifies registers its mm without waiting for a fault.
+    if (on) khugepaged_enter_vma(*v);
   }
   return r;
 }
@@ -1213,11 +1216,13 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
     parent.revoke(Vpn(0), Vpn(UINT64_MAX));
     cost.sys_ns += flush_tlb_range(parent, cpu, protected_ptes);
   }
+  if (parent.khugepaged) khugepaged_enter(child);  // khugepaged_fork
   return cost;
 }
 
 OpCost MemoryManager::exit_mmap(Mm& mm, CpuId cpu) {
   OpCost cost;
+  khugepaged_exit(mm);  // before the mappings go (mmput)
   uint64_t zapped = 0;
   double memcg_ns = 0;
   for (auto& v : mm.vmas_mut()) {

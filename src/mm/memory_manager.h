@@ -11,6 +11,7 @@
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cost/cache_model.h"
@@ -264,6 +265,34 @@ class MemoryManager {
   // THP swap-out).
   void split_huge_folio(Pfn head, std::vector<Pfn>* isolated = nullptr);
 
+  // khugepaged (mm/khugepaged.c) --------------------------------------
+  // One run of the khugepaged thread: its CPU time and what it does next.
+  struct KhugepagedStep {
+    enum class Next : uint8_t {
+      kIdle,        // no mm registered: it sleeps until one is
+      kScanSleep,   // the pass is over: scan_sleep_millisecs to the next
+      kAllocSleep,  // a huge page could not be had: alloc_sleep_millisecs, then the pass goes on
+    };
+    double ns = 0;
+    Next next = Next::kIdle;
+  };
+  // khugepaged_do_scan: scans PMD ranges of the registered mms, from where the
+  // last pass stopped, until pages_to_scan is spent, collapsing each range
+  // that qualifies into a THP; or the rest of a pass a failed allocation
+  // interrupted. A collapse revokes the range's PTEs (Mm::revoke).
+  KhugepagedStep khugepaged_run();
+  // Whether a registration found khugepaged's list empty, which wakes it
+  // (__khugepaged_enter); cleared by the call.
+  bool khugepaged_take_wakeup() { return std::exchange(khugepaged_.wake, false); }
+  // /sys/kernel/mm/transparent_hugepage/khugepaged/{pages_collapsed,
+  // full_scans}, and its CPU time.
+  struct KhugepagedStats {
+    uint64_t pages_collapsed = 0;
+    uint64_t full_scans = 0;
+    double cpu_ns = 0;
+  };
+  const KhugepagedStats& khugepaged_stats() const { return khugepaged_.stats; }
+
   // Calls f(Mm&, Vma&, Vpn) for every PTE mapping the folio, found through the
   // rmap (anon_vma chain or the file's i_mmap), as rmap_walk() does. An f
   // that returns bool ends the walk by returning false (rmap_one's false, or
@@ -501,6 +530,33 @@ class MemoryManager {
   double zap_huge_pmd(Mm& mm, Vma& vma, PteTable& t);
   // __split_huge_pmd_locked: the PMD becomes 512 PTEs of its folio's pages.
   void split_huge_pmd(Mm& mm, Vma& vma, PteTable& t);
+  // khugepaged_enter_vma: registers the VMA's mm with khugepaged if the VMA
+  // is one it collapses in.
+  void khugepaged_enter_vma(const Vma& vma);
+  // __khugepaged_enter: puts the mm on the list (fork's khugepaged_fork too).
+  void khugepaged_enter(Mm& mm);
+  // __khugepaged_exit: the mm leaves khugepaged's list.
+  void khugepaged_exit(Mm& mm);
+  // hugepage_vma_check as khugepaged asks it: an anonymous VMA that has
+  // faulted (anon_vma), THP on for it, with an aligned 2 MiB range inside.
+  bool khugepaged_vma_check(const Vma& vma) const;
+  enum class ScanResult : uint8_t { kSucceed, kFail, kAllocFail };
+  // khugepaged_scan_mm_slot: the cursor's mm, up to `pages` of budget.
+  // Returns the budget used.
+  uint64_t khugepaged_scan_mm_slot(uint64_t pages, ScanResult* result, double* ns);
+  // What the checks of hpage_collapse_scan_pmd (and, again under the locks,
+  // __collapse_huge_page_isolate) found in a PMD range's PTEs.
+  struct CollapseSurvey {
+    bool ok = false;
+    std::vector<uint32_t> node_load;  // present pages by node
+  };
+  CollapseSurvey collapse_survey(const PteTable& t, double* ns) const;
+  // hpage_collapse_scan_pmd, and collapse_huge_page when it qualifies.
+  // *unlocked: it tried a collapse, which drops the mmap lock (the scan of
+  // the mm ends).
+  ScanResult hpage_collapse_scan_pmd(Mm& mm, Vma& vma, Vpn haddr, bool* unlocked, double* ns);
+  ScanResult collapse_huge_page(Mm& mm, Vma& vma, Vpn haddr, const CollapseSurvey& survey,
+                                double* ns);
   // delete_from_swap_cache: the folio gives its slot up (which goes back
   // once no PTE refers to it).
   void swap_cache_del(Pfn pfn);
@@ -540,6 +596,21 @@ class MemoryManager {
   std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
   bool thp_on_ = false;
   bool huge_zero_page_ = false;  // the huge zero page was allocated (thp_zero_page_alloc)
+  // khugepaged's list of mms (khugepaged_scan.mm_head, in registration
+  // order), its cursor (mm_slot, npos: none, and address) and where a pass
+  // interrupted by an allocation failure stands.
+  struct Khugepaged {
+    static constexpr size_t npos = ~size_t{0};
+    std::vector<Mm*> mms;
+    size_t cursor = npos;
+    Vpn address{};
+    bool wake = false;
+    bool in_pass = false;
+    uint64_t progress = 0;
+    int pass_through_head = 0;
+    bool alloc_waited = false;
+    KhugepagedStats stats;
+  } khugepaged_;
 };
 
 }  // namespace mmsim::mm

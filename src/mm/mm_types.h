@@ -162,8 +162,9 @@ class Mm {
   uint64_t rss_file = 0;   // MM_FILEPAGES
   uint64_t rss_shmem = 0;  // MM_SHMEMPAGES
   PteObserver* observer = nullptr;
-  uint32_t memcg = 0;      // the memcg charged for this mm's new pages (mm->owner's)
-  int runahead_tasks = 0;  // tasks of this mm that ran ahead (see PteObserver)
+  uint32_t memcg = 0;       // the memcg charged for this mm's new pages (mm->owner's)
+  int runahead_tasks = 0;   // tasks of this mm that ran ahead (see PteObserver)
+  bool khugepaged = false;  // MMF_VM_HUGEPAGE: on khugepaged's list
   // Automatic NUMA balancing state of the mm (mm->numa_*).
   Tick numa_next_scan;            // no scan pass starts before this
   uint64_t numa_scan_offset = 0;  // vpn where the next pass resumes

@@ -446,11 +446,23 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
   {
     const mm::MmConfig& m = sc.kernel.mm;
     const std::string dir = o.sysfs_root + "/kernel/mm/transparent_hugepage/";
-    for (const auto& [key, file, value] :
-         {std::tuple{"kernel.transparent_hugepage", "enabled", mm::thp_word(m.thp_enabled)},
-          std::tuple{"kernel.transparent_hugepage_defrag", "defrag", mm::thp_word(m.thp_defrag)},
-          std::tuple{"kernel.thp_use_zero_page", "use_zero_page",
-                     m.thp_use_zero_page ? "1" : "0"}}) {
+    using Knob = std::tuple<std::string, std::string, std::string>;
+    const std::vector<Knob> knobs = {
+        {"kernel.transparent_hugepage", "enabled", mm::thp_word(m.thp_enabled)},
+        {"kernel.transparent_hugepage_defrag", "defrag", mm::thp_word(m.thp_defrag)},
+        {"kernel.thp_use_zero_page", "use_zero_page", m.thp_use_zero_page ? "1" : "0"},
+        {"kernel.khugepaged_scan_sleep_millisecs", "khugepaged/scan_sleep_millisecs",
+         std::to_string(m.khugepaged_scan_sleep_ms)},
+        {"kernel.khugepaged_alloc_sleep_millisecs", "khugepaged/alloc_sleep_millisecs",
+         std::to_string(m.khugepaged_alloc_sleep_ms)},
+        {"kernel.khugepaged_pages_to_scan", "khugepaged/pages_to_scan",
+         std::to_string(m.khugepaged_pages_to_scan)},
+        {"kernel.khugepaged_max_ptes_none", "khugepaged/max_ptes_none",
+         std::to_string(m.khugepaged_max_ptes_none)},
+        {"kernel.khugepaged_max_ptes_shared", "khugepaged/max_ptes_shared",
+         std::to_string(m.khugepaged_max_ptes_shared)},
+        {"kernel.khugepaged_defrag", "khugepaged/defrag", m.khugepaged_defrag ? "1" : "0"}};
+    for (const auto& [key, file, value] : knobs) {
       const std::string path = dir + file;
       if (::access(path.c_str(), F_OK) == 0) {
         fit.settings.push_back({key, value, path, ""});

@@ -158,6 +158,7 @@ ordered_json metrics_json(const RunInfo& info) {
   if (!info.host_run) {
     const auto& k = info.result->kswapd_s;
     m["kswapd_s"] = std::accumulate(k.begin(), k.end(), 0.0);
+    m["khugepaged_s"] = info.result->khugepaged_s;
   }
   return m;
 }
@@ -348,6 +349,11 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
     std::string per_node;
     for (double s : r.kswapd_s) per_node += fmt::format(" {:.6f}", s);
     line(fmt::format("  {:<24}{}  (CPU time by node)", "kswapd_s", per_node));
+  }
+  if (r.khugepaged_s > 0) {
+    line(fmt::format("  {:<24} {:.6f}  (CPU time; pages_collapsed {}, full_scans {})",
+                     "khugepaged_s", r.khugepaged_s, r.khugepaged_pages_collapsed,
+                     r.khugepaged_full_scans));
   }
 
   line("");

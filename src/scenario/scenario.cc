@@ -1678,6 +1678,7 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.mm.promote_candidate_stat = wc.numa.promote_hot_threshold;
   wc.mm.numa_huge_pte_stat = s.kernel.version >= KernelVersion{3, 13};
   wc.mm.thp_migration_stats = s.kernel.version >= KernelVersion{5, 9};
+  wc.mm.khugepaged_collapse_large = s.kernel.version >= KernelVersion{5, 8};
   wc.sample_interval = s.sample_interval;
   wc.limits = s.limits;
   wc.memcg = s.kernel.memcg;

@@ -93,6 +93,11 @@ struct RunResult {
   // CPU time of each node's kswapd (kernel threads are not tasks here: their
   // time is not taken from the tasks' CPUs).
   std::vector<double> kswapd_s;
+  // khugepaged's CPU time (not taken from the tasks' CPUs either), and its
+  // /sys/kernel/mm/transparent_hugepage/khugepaged/ counts.
+  double khugepaged_s = 0;
+  uint64_t khugepaged_pages_collapsed = 0;
+  uint64_t khugepaged_full_scans = 0;
   std::vector<Sample> timeline;
   std::vector<memcg::MemCgroup> memcg;  // final state of every memcg (empty: off)
   // Kernel metadata lines the cache model priced, by array: accesses that hit

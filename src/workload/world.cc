@@ -140,7 +140,9 @@ RunResult World::run() {
         config_.limits.timeline_rows, config_.sample_interval.seconds()));
   }
   r.limit_error = limit_error_;
-  r.time_limit_hit = !queue_.empty() || live_tasks_ > 0;
+  // Kernel threads' events may outlive the last task (khugepaged sleeps
+  // 10 s between passes): only a task still alive means the limit cut the run.
+  r.time_limit_hit = live_tasks_ > 0;
   r.elapsed_s = (r.time_limit_hit ? config_.time_limit : last_exit_).seconds();
   run_checker("end of run", /*always=*/true);
 
@@ -148,6 +150,9 @@ RunResult World::run() {
   r.page_events = mm_.page_events();
   for (const auto& n : mm_.topology().nodes())
     r.kswapd_s.push_back(vmscan_.kswapd(n.id).cpu_ns * 1e-9);
+  r.khugepaged_s = mm_.khugepaged_stats().cpu_ns * 1e-9;
+  r.khugepaged_pages_collapsed = mm_.khugepaged_stats().pages_collapsed;
+  r.khugepaged_full_scans = mm_.khugepaged_stats().full_scans;
   for (size_t pid = 1; pid < tasks_.size(); ++pid) {
     const TaskExec& t = *tasks_[pid];
     r.tasks.push_back(task_result(t.task, workload_.programs[t.program].name, t.counters,
@@ -231,12 +236,36 @@ void World::wake(TaskExec& t, Tick at) {
   sched_.wake(t.task, at);
 }
 
-void World::start_kswapds(Tick at) {
+void World::start_kthreads(Tick at) {
   for (NodeId n : vmscan_.take_wakeups()) {
     if (!vmscan_.kswapd_wake(n, at)) continue;
     // It runs once the scheduler has switched to it.
     queue_.schedule(at + to_tick(costs_.context_switch_ns), this, kKswapd, n.v, ++kswapd_gen_[n.v]);
   }
+  // A registration wakes khugepaged only from its untimed sleep: asleep
+  // between passes, it waits out its time.
+  if (mm_.khugepaged_take_wakeup() && !khugepaged_pending_) {
+    khugepaged_pending_ = true;
+    queue_.schedule(at + to_tick(costs_.context_switch_ns), this, kKhugepaged);
+  }
+}
+
+void World::khugepaged_event(Tick now) {
+  khugepaged_pending_ = false;
+  if (live_tasks_ == 0) return;  // the run is over
+  const mm::MemoryManager::KhugepagedStep step = mm_.khugepaged_run();
+  run_checker("after khugepaged");
+  using Next = mm::MemoryManager::KhugepagedStep::Next;
+  if (step.next != Next::kIdle) {
+    // SIMPLIFICATION: like kswapd, khugepaged takes no task's CPU time.
+    const mm::MmConfig& c = mm_.config();
+    const int64_t ms =
+        step.next == Next::kScanSleep ? c.khugepaged_scan_sleep_ms : c.khugepaged_alloc_sleep_ms;
+    const Tick end = now + std::max(to_tick(step.ns), Tick(1));
+    khugepaged_pending_ = true;
+    queue_.schedule(end + to_tick(static_cast<double>(ms) * 1e6), this, kKhugepaged);
+  }
+  start_kthreads(now);  // its allocation may have woken a kswapd
 }
 
 void World::kswapd_event(NodeId node, uint64_t gen, Tick now) {
@@ -259,12 +288,16 @@ void World::kswapd_event(NodeId node, uint64_t gen, Tick now) {
   } else if (step.nap) {
     queue_.schedule(vmscan_.kswapd(node).nap_end, this, kKswapd, node.v, gen);
   }
-  start_kswapds(now);
+  start_kthreads(now);
 }
 
 void World::on_event(sim::EventQueue&, const sim::Event& e) {
   if (e.kind == kKswapd) {
     kswapd_event(NodeId(static_cast<uint16_t>(e.arg0)), e.arg1, e.time);
+    return;
+  }
+  if (e.kind == kKhugepaged) {
+    khugepaged_event(e.time);
     return;
   }
   if (e.kind == kKswapdFreed) {
@@ -488,7 +521,7 @@ void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
   t.task.times.sys_ns += c.sys_ns;
   t.clock += to_tick(c.sys_ns);
   check_memory_limits(0);
-  start_kswapds(t.clock);
+  start_kthreads(t.clock);
 }
 
 bool World::check_memory_limits(uint64_t more_pages) {

@@ -172,6 +172,7 @@ class World final : public sim::EventHandler,
     kMoveEnd = 6,
     kKswapd = 7,
     kKswapdFreed = 8,
+    kKhugepaged = 9,
   };
 
   TaskExec& exec(uint32_t pid) { return *tasks_[pid]; }
@@ -199,8 +200,11 @@ class World final : public sim::EventHandler,
   void exit_task(TaskExec& t);
   void kill_task(TaskExec& t, const std::string& why);
   void charge_sys(TaskExec& t, const mm::OpCost& c);
-  // Starts the kswapds the allocator woke, at `at`.
-  void start_kswapds(Tick at);
+  // Starts the kswapds the allocator woke, and khugepaged if a first mm
+  // registered with it, at `at`.
+  void start_kthreads(Tick at);
+  // One run of khugepaged (its event), and its next one scheduled.
+  void khugepaged_event(Tick now);
   // One step of a node's kswapd (its event), and the next one scheduled.
   void kswapd_event(NodeId node, uint64_t gen, Tick now);
   Tick horizon() const { return queue_.next_time(); }
@@ -249,6 +253,7 @@ class World final : public sim::EventHandler,
   reclaim::Vmscan vmscan_;
   memcg::Controller memcg_;
   std::vector<uint64_t> kswapd_gen_;  // by node: events of older generations are stale
+  bool khugepaged_pending_ = false;   // khugepaged's next run is in the queue
   sched::Scheduler sched_;
   numa::Balancer balancer_;
   migrate::Migrator migrator_;
