@@ -100,6 +100,9 @@ struct MmResult {
 };
 
 struct MmapArgs {
+  // mmap's address hint: taken if the range is free (a page clear of other
+  // VMAs), else ignored, as without MAP_FIXED.
+  std::optional<Vpn> addr;
   uint64_t pages = 0;
   uint32_t vm_flags = 0;  // Vma::kRead | kWrite | kShared ...
   AddressSpace* file = nullptr;

@@ -41,17 +41,39 @@ Vma* Mm::insert_vma(std::unique_ptr<Vma> vma) {
 }
 
 Vpn Mm::get_unmapped_area(uint64_t pages, std::optional<uint32_t> huge_offset) const {
-  // mmap_base of a 47-bit layout, growing up; leave a guard page between VMAs.
+  // x86-64's default top-down layout (arch_pick_mmap_layout, vm_unmapped_area
+  // with VM_UNMAPPED_AREA_TOPDOWN): the highest gap below mmap_base that fits,
+  // the mapping at its top. A guard page is left between VMAs, because VMA
+  // merging is not modelled (SIMPLIFICATION: the kernel puts consecutive
+  // mappings edge to edge, and merges compatible ones).
   constexpr uint64_t kHuge = 512;
-  auto align = [&](uint64_t v) {
+  constexpr uint64_t kBase = uint64_t{0x7f0000000000} >> kPageShift;
+  constexpr uint64_t kLow = uint64_t{0x10000} >> kPageShift;  // mmap_min_addr
+  // The highest start <= v that has the wanted offset past a 2 MiB boundary.
+  auto align_down = [&](uint64_t v) {
     if (!huge_offset) return v;
-    const uint64_t up = ((v + kHuge - 1 - *huge_offset) & ~(kHuge - 1)) + *huge_offset;
-    return up;
+    if (v < *huge_offset) return uint64_t{0};
+    return ((v - *huge_offset) & ~(kHuge - 1)) + *huge_offset;
   };
-  uint64_t candidate = align(uint64_t{0x7f0000000000} >> kPageShift);
+  uint64_t top = kBase;  // the gap's exclusive end
+  for (auto it = vmas_.rbegin(); it != vmas_.rend(); ++it) {
+    const Vma& vma = **it;
+    if (vma.start.v >= top) continue;
+    if (vma.end.v + 1 <= top && top - (vma.end.v + 1) >= pages) {
+      const uint64_t start = align_down(top - pages);
+      if (start >= vma.end.v + 1) return Vpn(start);
+    }
+    top = std::min(top, vma.start.v > 0 ? vma.start.v - 1 : 0);
+  }
+  if (top >= pages && align_down(top - pages) >= kLow) return Vpn(align_down(top - pages));
+  // No room below the base (a huge address space in use): the first gap
+  // above it (legacy bottom-up, which the kernel's fallback also takes).
+  auto align_up = [&](uint64_t v) { return align_down(v + kHuge - 1); };
+  uint64_t candidate = huge_offset ? align_up(kBase) : kBase;
   for (const auto& vma : vmas_) {
+    if (vma->end.v + 1 <= candidate) continue;
     if (vma->start.v >= candidate + pages + 1) break;
-    candidate = std::max(candidate, align(vma->end.v + 1));
+    candidate = huge_offset ? align_up(vma->end.v + 1) : vma->end.v + 1;
   }
   return Vpn(candidate);
 }

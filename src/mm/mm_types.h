@@ -143,9 +143,9 @@ class Mm {
   const std::vector<std::unique_ptr<Vma>>& vmas() const { return vmas_; }
   std::vector<std::unique_ptr<Vma>>& vmas_mut() { return vmas_; }
   Vma* insert_vma(std::unique_ptr<Vma> vma);
-  // A free range of `pages` pages above the mmap base (top-down is not
-  // needed); if `huge_offset` is set, starting that many pages (< 512) past
-  // a 2 MiB boundary.
+  // A free range of `pages` pages: the highest below the mmap base
+  // (top-down, x86-64's default); if `huge_offset` is set, starting that
+  // many pages (< 512) past a 2 MiB boundary.
   Vpn get_unmapped_area(uint64_t pages, std::optional<uint32_t> huge_offset = {}) const;
   // Pages a private anonymous mapping that get_unmapped_area does not align
   // starts past a 2 MiB boundary: the randomised mmap base's (arch_mmap_rnd,

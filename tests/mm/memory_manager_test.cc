@@ -11,6 +11,33 @@ using testing::kR;
 using testing::kRW;
 using testing::MmWorld;
 
+TEST(MmapLayout, ALaterMappingLiesBelowAnEarlierOneAPageApart) {
+  // x86-64's top-down layout: the NUMA scan and khugepaged, which walk
+  // VMAs by address, meet the later mapping first.
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn first = w.map(*mm, 100, kRW);
+  const Vpn second = w.map(*mm, 50, kRW);
+  EXPECT_EQ(second.v + 50 + 1, first.v);
+  EXPECT_EQ(mm->vmas().front()->start, second);
+  w.teardown(*mm);
+}
+
+TEST(MmapLayout, AnAddressHintIsTakenOnlyWhenItsRangeIsFree) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn at(0x7e0000000);
+  EXPECT_EQ(w.map_at(*mm, at, 10, kRW), at);
+  MmapArgs again;
+  again.addr = Vpn(at.v + 5);
+  again.pages = 10;
+  again.vm_flags = kRW;
+  const Vpn got = w.mgr.mmap(*mm, again, CpuId(0)).addr;
+  EXPECT_NE(got, *again.addr);
+  EXPECT_EQ(mm->find_vma_intersection(got, Vpn(got.v + 10)), mm->find_vma(got));
+  w.teardown(*mm);
+}
+
 TEST(AnonFault, ReadOfUntouchedAnonymousMemoryMapsTheZeroPage) {
   MmWorld w;
   auto mm = w.mgr.mm_alloc();

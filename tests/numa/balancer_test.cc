@@ -138,6 +138,8 @@ int64_t membuf_faults(const TaskNuma& t, int node, int priv) {
 
 // First scan allowed for an mm created at time 0: now + scan_delay (S2).
 constexpr Tick kFirstScan = milliseconds(1000);
+// A 2 MiB-aligned address for mappings whose scan chunks the tests count.
+constexpr Vpn kAligned{uint64_t{0x7e0000000}};
 
 // P3b ------------------------------------------------------------------------
 
@@ -331,7 +333,7 @@ uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 TEST(NumaScan, PassStopsAtThePageBudgetAndSavesTheOffset) {
   NumaWorld n(one_mb_scans());
   mm::Mm& mm = n.process(1, 0);
-  const Vpn a = n.w.map(mm, 1124, kRW);
+  const Vpn a = n.w.map_at(mm, kAligned, 1124, kRW);
   n.touch(mm, a, 1124, true);
 
   n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), kFirstScan);
@@ -349,7 +351,7 @@ TEST(NumaScan, PassStopsAtThePageBudgetAndSavesTheOffset) {
 TEST(NumaScan, NextPassResumesAtTheSavedOffset) {
   NumaWorld n(one_mb_scans());
   mm::Mm& mm = n.process(1, 0);
-  const Vpn a = n.w.map(mm, 1124, kRW);
+  const Vpn a = n.w.map_at(mm, kAligned, 1124, kRW);
   n.touch(mm, a, 1124, true);
   n.balancer.task_numa_work(1, mm, CpuId(n.node1_cpu()), kFirstScan);
   const uint64_t first_end = mm.numa_scan_offset;
@@ -366,7 +368,7 @@ TEST(NumaScan, NextPassResumesAtTheSavedOffset) {
 TEST(NumaScan, PassThatReachesTheEndWrapsAndIncrementsTheSequence) {
   NumaWorld n(one_mb_scans());
   mm::Mm& mm = n.process(1, 0);
-  const Vpn a = n.w.map(mm, 1124, kRW);
+  const Vpn a = n.w.map_at(mm, kAligned, 1124, kRW);
   n.touch(mm, a, 1124, true);
   const CpuId cpu(n.node1_cpu());
   n.balancer.task_numa_work(1, mm, cpu, kFirstScan);
@@ -384,7 +386,7 @@ TEST(NumaScan, PassThatReachesTheEndWrapsAndIncrementsTheSequence) {
 TEST(NumaScan, PassAfterAWrapStartsAgainAtTheFirstVma) {
   NumaWorld n(one_mb_scans());
   mm::Mm& mm = n.process(1, 0);
-  const Vpn a = n.w.map(mm, 1124, kRW);
+  const Vpn a = n.w.map_at(mm, kAligned, 1124, kRW);
   n.touch(mm, a, 1124, true);
   const CpuId cpu(n.node1_cpu());
   for (int pass = 0; pass < 3; ++pass) n.balancer.task_numa_work(1, mm, cpu, mm.numa_next_scan);
@@ -1096,8 +1098,9 @@ TEST(NumaMigrate, FailedMigrationRemapsTheOldFolio) {
 struct TwoVmas {
   explicit TwoVmas(VmaScanFilter f) : n(config(f)), mm(n.process(1, 0)) {
     n.thread(2, mm, 1);
-    a = n.w.map(mm, 4, kRW);
+    // Mapped top-down: b first, so that a lies first in address order.
     b = n.w.map(mm, 4, kRW | mm::Vma::kHugepage);  // other flags: no merge
+    a = n.w.map(mm, 4, kRW);
     n.touch(mm, a, 4, true);
     n.touch(mm, b, 4, true);
   }

@@ -57,6 +57,16 @@ struct MmWorld {
     a.pgoff = pgoff;
     return mgr.mmap(mm, a, CpuId(0)).addr;
   }
+  // A mapping at `at` (mmap's hint; the range must be free).
+  Vpn map_at(mm::Mm& mm, Vpn at, uint64_t pages, uint32_t flags) {
+    mm::MmapArgs a;
+    a.addr = at;
+    a.pages = pages;
+    a.vm_flags = flags;
+    const Vpn got = mgr.mmap(mm, a, CpuId(0)).addr;
+    EXPECT_EQ(got, at) << "the hint's range was not free";
+    return got;
+  }
   mm::FaultStatus fault(mm::Mm& mm, Vpn v, bool write, uint16_t cpu = 0) {
     auto c = ctx(cpu);
     return mgr.handle_mm_fault(mm, v, write, c).status;
