@@ -132,16 +132,45 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
 }
 
 // Runs every combination of the varied settings and sets them side by side.
+// Sharding: `--shard K/N --out DIR` runs a share of the compare into DIR;
+// `--merge DIR` makes the whole compare's report from the shards' files.
+struct ShardArgs {
+  std::string shard;
+  std::string out;
+  std::string merge;
+};
+
 int cmd_compare(report::CompareOptions options, const std::string& seed, const std::string& json,
-                std::ostream& out, std::ostream& err) {
+                const ShardArgs& sa, std::ostream& out, std::ostream& err) {
   if (!seed.empty() && !(options.seed = parse_seed(seed, err))) return kExitBadInput;
+  if (sa.merge.empty() && options.scenario.empty()) {
+    err << "mmsim: error: compare: a scenario is required (or --merge DIR)\n";
+    return kExitBadInput;
+  }
+  if (sa.shard.empty() != sa.out.empty()) {
+    err << "mmsim: error: --shard and --out go together: --shard K/N --out DIR\n";
+    return kExitBadInput;
+  }
   if (!json.empty()) {
     if (const std::string why = output_problem(json, {options.scenario}); !why.empty()) {
       err << "mmsim: error: --json: " << why << "\n";
       return kExitBadInput;
     }
   }
-  const report::CompareReport r = report::compare(options);
+  if (!sa.shard.empty()) {
+    std::string why;
+    const auto shard = report::parse_shard(sa.shard, &why);
+    if (!shard) {
+      err << "mmsim: error: " << why << "\n";
+      return kExitBadInput;
+    }
+    const report::CompareReport r = report::compare_shard(options, *shard, sa.out);
+    out << r.out;
+    err << r.err;
+    return r.exit_code;
+  }
+  const report::CompareReport r =
+      sa.merge.empty() ? report::compare(options) : report::compare_merge(sa.merge);
   out << r.out;
   err << r.err;
   if (r.exit_code != 0) return r.exit_code;
@@ -350,7 +379,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   std::string compare_seed;
   auto* compare = app.add_subcommand(
       "compare", "Run every combination of varied settings, repeatedly, and compare them");
-  compare->add_option("scenario", co.scenario, "Scenario TOML file")->required();
+  ShardArgs compare_shards;
+  compare->add_option("scenario", co.scenario, "Scenario TOML file (not with --merge)");
   compare
       ->add_option("--vary", co.vary,
                    "KEY=V1,V2,...: a setting to vary (repeatable; the first varies slowest)")
@@ -368,6 +398,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       "--metric", co.metric,
       "The throughput counter (default: the scenario's first counter, else elapsed_s)");
   compare->add_option("--jobs", co.jobs, "Simulations run at once")->capture_default_str();
+  auto* shard_opt = compare->add_option(
+      "--shard", compare_shards.shard,
+      "K/N: run only the K-th of N shares of the runs (with --out), e.g. one array task's");
+  compare->add_option("--out", compare_shards.out,
+                      "With --shard: the directory for the share's runs (plan.json, run-J.json)");
+  compare
+      ->add_option("--merge", compare_shards.merge,
+                   "DIR: the report of a sharded compare from its --out directory, as one "
+                   "unsharded run prints it")
+      ->excludes(shard_opt);
 
   std::string machine = "2s-16c";
   auto* topology = app.add_subcommand("topology", "Print a machine as numactl --hardware does");
@@ -524,7 +564,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   }
   try {
     if (*run) return cmd_run(ra, out, err);
-    if (*compare) return cmd_compare(co, compare_seed, compare_json, out, err);
+    if (*compare) {
+      if (!compare_shards.merge.empty() &&
+          (!co.scenario.empty() || !co.vary.empty() || !co.sets.empty() || !compare_seed.empty() ||
+           !co.metric.empty() || compare->count("--repeat"))) {
+        err << "mmsim: error: --merge DIR takes the scenario and its settings from DIR/plan.json: "
+               "give only --json besides it\n";
+        return kExitBadInput;
+      }
+      return cmd_compare(co, compare_seed, compare_json, compare_shards, out, err);
+    }
     if (*topology) return cmd_topology(machine, out, err);
     if (*costs) return cmd_costs(costs_machine, out, err);
     if (*switches) return cmd_switches(switches_version, switches_markdown, out, err);

@@ -7,6 +7,9 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -75,28 +78,49 @@ struct RunSummary {
   ordered_json vmstat;
 };
 
-RunSummary summarize(const scenario::Prepared& run, const workload::RunResult& r,
-                     const std::string& metric) {
-  RunSummary s;
-  s.seed = run.scenario.seed;
+// A run's record: what the table and the JSON need of it, as JSON, so that
+// a run made by another process (a shard) counts exactly as one made here.
+ordered_json run_record(size_t job, const scenario::Prepared& run, const workload::RunResult& r,
+                        const std::string& who) {
   const RunInfo info{&run.scenario, &run.topology, &r, 0.0, false};
-  s.metrics = metrics_json(info);
+  ordered_json vmstat = ordered_json::object();
+  for (const auto& [name, v] : r.vmstat) vmstat[name] = v;
+  ordered_json warnings = ordered_json::array();
+  if (r.time_limit_hit)
+    warnings.push_back(fmt::format(
+        "mmsim: warning: {}: the time limit ended the run with tasks still alive", who));
+  if (!r.errors.empty())
+    warnings.push_back(fmt::format("mmsim: warning: {}: {} error(s) in the run, e.g. {}", who,
+                                   r.errors.size(), r.errors.front()));
+  ordered_json rec = {{"job", job},
+                      {"seed", run.scenario.seed},
+                      {"warnings", warnings},
+                      {"limit_error", r.limit_error.empty() ? std::string()
+                                                            : fmt::format("mmsim: error: {}: {}",
+                                                                          who, r.limit_error)},
+                      {"metrics", metrics_json(info)},
+                      {"vmstat", vmstat}};
+  // Through text and back: the values a shard's file gives, to the bit.
+  return ordered_json::parse(rec.dump());
+}
+
+RunSummary summarize(const ordered_json& rec, size_t nr_cpus, const std::string& metric) {
+  RunSummary s;
+  s.seed = rec.at("seed").get<uint64_t>();
+  s.metrics = rec.at("metrics");
   s.metric = s.metrics.at(metric).get<double>();
-  s.elapsed_s = r.elapsed_s;
+  s.elapsed_s = s.metrics.at("elapsed_s").get<double>();
   s.user_s = s.metrics.at("user_s").get<double>();
   s.sys_s = s.metrics.at("sys_s").get<double>();
   s.iowait_s = s.metrics.at("iowait_s").get<double>();
-  s.vmstat = ordered_json::object();
-  for (const auto& [name, v] : r.vmstat) {
-    s.vmstat[name] = v;
-    for (size_t i = 0; i < kVmRows.size(); ++i) {
-      if (name == kVmRows[i]) s.vm[i] = static_cast<double>(v);
-    }
+  s.vmstat = rec.at("vmstat");
+  for (size_t i = 0; i < kVmRows.size(); ++i) {
+    if (s.vmstat.contains(kVmRows[i])) s.vm[i] = s.vmstat.at(kVmRows[i]).get<double>();
   }
-  if (r.elapsed_s > 0) {
-    s.tasks_in_d = s.iowait_s / r.elapsed_s;
-    const double cpus = static_cast<double>(std::max<size_t>(1, run.topology.nr_cpus()));
-    s.iowait_pct = s.iowait_s / (r.elapsed_s * cpus) * 100.0;
+  if (s.elapsed_s > 0) {
+    s.tasks_in_d = s.iowait_s / s.elapsed_s;
+    const double cpus = static_cast<double>(std::max<size_t>(1, nr_cpus));
+    s.iowait_pct = s.iowait_s / (s.elapsed_s * cpus) * 100.0;
   }
   return s;
 }
@@ -200,6 +224,17 @@ bool is_metric_of(const std::string& metric, const scenario::Scenario& sc) {
          std::find(kTimeMetrics.begin(), kTimeMetrics.end(), metric) != kTimeMetrics.end();
 }
 
+// A compare's runs, validated: every combination's scenario, once per
+// repeat, in job order.
+struct Plan {
+  std::vector<Combination> combos;
+  std::vector<scenario::Prepared> jobs;  // combination c, repeat r at c * repeat + r
+  std::string metric;
+  uint32_t repeat = 1;
+  // "KEY=V ..., seed S": a job in warnings.
+  std::string who(size_t job) const;
+};
+
 // The most runs (combinations x repeats) one compare makes.
 constexpr uint64_t kMaxCompareRuns = 10'000;
 
@@ -230,6 +265,22 @@ std::vector<workload::RunResult> run_all(const std::vector<scenario::Prepared>& 
 }
 
 }  // namespace
+
+std::optional<Shard> parse_shard(const std::string& arg, std::string* error) {
+  const auto slash = arg.find('/');
+  auto number = [](const std::string& t) -> std::optional<uint32_t> {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    return static_cast<uint32_t>(std::stoul(t));
+  };
+  const auto k = slash == std::string::npos ? std::nullopt : number(arg.substr(0, slash));
+  const auto n = slash == std::string::npos ? std::nullopt : number(arg.substr(slash + 1));
+  if (!k || !n || *k < 1 || *n < 1 || *k > *n) {
+    *error = fmt::format("--shard {}: expected K/N with 1 <= K <= N, e.g. 2/8", arg);
+    return std::nullopt;
+  }
+  return Shard{*k, *n};
+}
 
 std::optional<Vary> parse_vary(const std::string& arg, std::string* error) {
   const auto eq = arg.find('=');
@@ -322,8 +373,11 @@ double t_quantile_975(double df) {
   return t0 + (1.960 - t0) * (1 / d0 - 1 / d) / (1 / d0);
 }
 
-CompareReport compare(const CompareOptions& o) {
-  CompareReport rep;
+namespace {
+
+// Checks the arguments and prepares every combination's scenario (nothing
+// runs if any fails: rep says why).
+std::optional<Plan> make_plan(const CompareOptions& o, CompareReport& rep) {
   auto fail = [&rep](const std::string& line) {
     rep.err += line + "\n";
     rep.exit_code = 2;
@@ -359,7 +413,7 @@ CompareReport compare(const CompareOptions& o) {
         "runs a compare makes",
         runs_wanted / std::max<uint32_t>(o.repeat, 1), o.repeat, kMaxCompareRuns));
   }
-  if (rep.exit_code) return rep;
+  if (rep.exit_code) return std::nullopt;
 
   // 2. Every combination's scenario, before anything runs.
   const std::vector<Combination> combos = combinations(varies, o.sets);
@@ -385,7 +439,7 @@ CompareReport compare(const CompareOptions& o) {
     }
     prepared.push_back(std::move(*pr.run));
   }
-  if (rep.exit_code) return rep;
+  if (rep.exit_code) return std::nullopt;
 
   std::string metric = o.metric;
   if (metric.empty()) {
@@ -400,39 +454,45 @@ CompareReport compare(const CompareOptions& o) {
     fail(fmt::format("mmsim: error: --metric: {}: no counter is named \"{}\" (known: {})",
                      combos[i].label(), metric, fmt::join(known, ", ")));
   }
-  if (rep.exit_code) return rep;
+  if (rep.exit_code) return std::nullopt;
 
-  // 3. Run: combination c, repeat r is job c * repeat + r, seed base + r.
-  std::vector<scenario::Prepared> jobs;
-  jobs.reserve(prepared.size() * o.repeat);
+  // Combination c, repeat r is job c * repeat + r, seed base + r.
+  Plan plan;
+  plan.combos = combos;
+  plan.metric = metric;
+  plan.repeat = o.repeat;
+  plan.jobs.reserve(prepared.size() * o.repeat);
   for (const auto& p : prepared) {
     const uint64_t base = p.scenario.seed;  // o.seed already replaced it
     for (uint32_t r = 0; r < o.repeat; ++r) {
-      jobs.push_back(p);
-      jobs.back().scenario.seed = base + r;
+      plan.jobs.push_back(p);
+      plan.jobs.back().scenario.seed = base + r;
     }
   }
-  const std::vector<workload::RunResult> results = run_all(jobs, o.jobs);
+  return plan;
+}
 
-  // 4. Summaries, in job order.
+std::string Plan::who(size_t job) const {
+  return fmt::format("{}, seed {}", combos[job / repeat].label(), jobs[job].scenario.seed);
+}
+
+// The table and the JSON from every job's record.
+void report_records(const CompareOptions& o, const Plan& plan,
+                    const std::vector<ordered_json>& records, CompareReport& rep) {
+  const std::vector<Combination>& combos = plan.combos;
+  const std::string& metric = plan.metric;
+  // Summaries, in job order, with each run's warnings.
   std::vector<std::vector<RunSummary>> runs(combos.size());
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    const size_t c = j / o.repeat;
-    runs[c].push_back(summarize(jobs[j], results[j], metric));
-    const auto& r = results[j];
-    const std::string who = fmt::format("{}, seed {}", combos[c].label(), jobs[j].scenario.seed);
-    if (r.time_limit_hit)
-      rep.err += fmt::format(
-          "mmsim: warning: {}: the time limit ended the run with tasks still alive\n", who);
-    if (!r.errors.empty())
-      rep.err += fmt::format("mmsim: warning: {}: {} error(s) in the run, e.g. {}\n", who,
-                             r.errors.size(), r.errors.front());
-    if (!r.limit_error.empty()) {
-      rep.err += fmt::format("mmsim: error: {}: {}\n", who, r.limit_error);
+  for (size_t j = 0; j < plan.jobs.size(); ++j) {
+    const ordered_json& rec = records[j];
+    runs[j / o.repeat].push_back(summarize(rec, plan.jobs[j].topology.nr_cpus(), metric));
+    for (const auto& w : rec.at("warnings")) rep.err += w.get<std::string>() + "\n";
+    if (const std::string e = rec.at("limit_error").get<std::string>(); !e.empty()) {
+      rep.err += e + "\n";
       rep.exit_code = 2;
     }
   }
-  if (rep.exit_code) return rep;
+  if (rep.exit_code) return;
 
   using Get = double (*)(const RunSummary&);
   const std::vector<std::pair<std::string, Get>> mean_rows = {
@@ -496,13 +556,13 @@ CompareReport compare(const CompareOptions& o) {
     jcombos.push_back(std::move(jc));
   }
 
-  const scenario::Scenario& sc = prepared.front().scenario;
-  const uint64_t first_seed = prepared.front().scenario.seed;
+  const scenario::Scenario& sc = plan.jobs.front().scenario;
+  const uint64_t first_seed = sc.seed;
   rep.out += fmt::format(
       "compare {} ({}): {} combination(s) x {} run(s), seeds {}{}, machine {} ({} CPUs)\n",
       sc.name.empty() ? "(unnamed)" : sc.name, sc.path, combos.size(), o.repeat, first_seed,
       o.repeat > 1 ? fmt::format("-{}", first_seed + o.repeat - 1) : "",
-      prepared.front().topology.name(), prepared.front().topology.nr_cpus());
+      plan.jobs.front().topology.name(), plan.jobs.front().topology.nr_cpus());
   rep.out += "\n" + format_table(headers, rows) + "\n";
   rep.out += fmt::format(
       "Means over the runs. change vs first: the {} mean's change in %, with\n"
@@ -513,7 +573,148 @@ CompareReport compare(const CompareOptions& o) {
               {"metric", metric},
               {"repeat", o.repeat},
               {"combinations", jcombos}};
+}
+
+// 64-bit FNV-1a of the scenario file: merge refuses shards of another text.
+std::string fingerprint(const std::string& text) {
+  uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string plan_path(const std::string& dir) { return dir + "/plan.json"; }
+std::string run_path(const std::string& dir, size_t job) {
+  return fmt::format("{}/run-{}.json", dir, job);
+}
+
+// What a shard records of the compare's arguments, and the merge reads back.
+ordered_json plan_json(const CompareOptions& o, const std::string& scenario_text, size_t jobs) {
+  return {{"format", "mmsim-compare-shards-1"},
+          {"scenario", o.scenario},
+          {"scenario_fnv1a", fingerprint(scenario_text)},
+          {"vary", o.vary},
+          {"set", o.sets},
+          {"repeat", o.repeat},
+          {"seed", o.seed ? ordered_json(*o.seed) : ordered_json(nullptr)},
+          {"metric", o.metric},
+          {"runs", jobs}};
+}
+
+}  // namespace
+
+CompareReport compare_shard(const CompareOptions& o, Shard shard, const std::string& dir) {
+  CompareReport rep;
+  const std::optional<Plan> plan = make_plan(o, rep);
+  if (!plan) return rep;
+  const std::optional<std::string> text = read_text(o.scenario);
+  if (!text) {
+    rep.err += fmt::format("mmsim: error: {}: cannot be read again\n", o.scenario);
+    rep.exit_code = 2;
+    return rep;
+  }
+  std::vector<size_t> mine;
+  std::vector<scenario::Prepared> jobs;
+  for (size_t j = shard.k - 1; j < plan->jobs.size(); j += shard.n) {
+    mine.push_back(j);
+    jobs.push_back(plan->jobs[j]);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ostringstream err;
+  const std::string plan_text = plan_json(o, *text, plan->jobs.size()).dump(2) + "\n";
+  if (ec || !write_atomically(plan_path(dir), plan_text, err)) {
+    rep.err += ec ? fmt::format("mmsim: error: --out {}: {}\n", dir, ec.message()) : err.str();
+    rep.exit_code = 3;
+    return rep;
+  }
+  const std::vector<workload::RunResult> results = run_all(jobs, o.jobs);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const ordered_json rec = run_record(mine[i], jobs[i], results[i], plan->who(mine[i]));
+    for (const auto& w : rec.at("warnings")) rep.err += w.get<std::string>() + "\n";
+    if (!write_atomically(run_path(dir, mine[i]), rec.dump(2) + "\n", err)) {
+      rep.err += err.str();
+      rep.exit_code = 3;
+      return rep;
+    }
+  }
+  rep.out += fmt::format("compare shard {}/{}: {} of {} run(s) written to {}\n", shard.k, shard.n,
+                         mine.size(), plan->jobs.size(), dir);
   return rep;
 }
 
+CompareReport compare_merge(const std::string& dir) {
+  CompareReport rep;
+  auto fail = [&rep](const std::string& why) {
+    rep.err += "mmsim: error: --merge " + why + "\n";
+    rep.exit_code = 2;
+    return rep;
+  };
+  const std::optional<std::string> plan_text = read_text(plan_path(dir));
+  if (!plan_text) return fail(dir + ": no plan.json (is it a --shard --out directory?)");
+  const ordered_json pj = ordered_json::parse(*plan_text, nullptr, false);
+  if (pj.is_discarded() || !pj.is_object() || pj.value("format", "") != "mmsim-compare-shards-1")
+    return fail(plan_path(dir) + ": not a plan written by mmsim compare --shard");
+  CompareOptions o;
+  try {
+    o.scenario = pj.at("scenario").get<std::string>();
+    o.vary = pj.at("vary").get<std::vector<std::string>>();
+    o.sets = pj.at("set").get<std::vector<std::string>>();
+    o.repeat = pj.at("repeat").get<uint32_t>();
+    if (!pj.at("seed").is_null()) o.seed = pj.at("seed").get<uint64_t>();
+    o.metric = pj.at("metric").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    return fail(plan_path(dir) + ": " + e.what());
+  }
+  const std::optional<std::string> text = read_text(o.scenario);
+  if (!text || fingerprint(*text) != pj.value("scenario_fnv1a", ""))
+    return fail(dir + ": " + o.scenario +
+                " is not the scenario the shards ran (missing or changed)");
+  const std::optional<Plan> plan = make_plan(o, rep);
+  if (!plan) return rep;
+  std::vector<ordered_json> records;
+  std::vector<size_t> missing;
+  for (size_t j = 0; j < plan->jobs.size(); ++j) {
+    const std::optional<std::string> t = read_text(run_path(dir, j));
+    ordered_json rec = t ? ordered_json::parse(*t, nullptr, false) : ordered_json();
+    const bool ok =
+        t && !rec.is_discarded() && rec.is_object() && rec.value("job", SIZE_MAX) == j &&
+        rec.value("seed", uint64_t{0}) == plan->jobs[j].scenario.seed && rec.contains("metrics") &&
+        rec.contains("vmstat") && rec.contains("warnings") && rec.contains("limit_error");
+    if (!ok) missing.push_back(j);
+    records.push_back(std::move(rec));
+  }
+  if (!missing.empty()) {
+    std::vector<std::string> names;
+    for (size_t j = 0; j < std::min<size_t>(missing.size(), 8); ++j)
+      names.push_back(fmt::format("run-{}.json", missing[j]));
+    if (missing.size() > 8) names.push_back("...");
+    return fail(
+        fmt::format("{}: {} of {} run(s) missing or unreadable ({}); run their shards again", dir,
+                    missing.size(), plan->jobs.size(), fmt::join(names, ", ")));
+  }
+  report_records(o, *plan, records, rep);
+  return rep;
+}
+
+CompareReport compare(const CompareOptions& o) {
+  CompareReport rep;
+  const std::optional<Plan> plan = make_plan(o, rep);
+  if (!plan) return rep;
+  const std::vector<workload::RunResult> results = run_all(plan->jobs, o.jobs);
+  std::vector<ordered_json> records;
+  records.reserve(results.size());
+  for (size_t j = 0; j < results.size(); ++j)
+    records.push_back(run_record(j, plan->jobs[j], results[j], plan->who(j)));
+  report_records(o, *plan, records, rep);
+  return rep;
+}
 }  // namespace mmsim::report

@@ -49,6 +49,26 @@ struct CompareReport {
 // exception from a run (a bug) propagates to the caller.
 CompareReport compare(const CompareOptions& options);
 
+// `--shard K/N`: the K-th (from 1) of N shares of a compare's runs, those
+// whose job number (combination x repeat + repeat index) is K - 1 modulo N.
+struct Shard {
+  uint32_t k = 1;
+  uint32_t n = 1;
+};
+// "K/N" with 1 <= K <= N; nullopt, with `error` set, otherwise.
+std::optional<Shard> parse_shard(const std::string& arg, std::string* error);
+
+// Runs the shard's share of the compare and writes, into `dir` (made if
+// missing), plan.json (the whole compare's arguments, the same from every
+// shard) and run-J.json for each of its jobs J. `out` says what it wrote.
+// exit_code 3: a file could not be written.
+CompareReport compare_shard(const CompareOptions& options, Shard shard, const std::string& dir);
+
+// The compare that `dir`'s shards ran, from their files: the same table and
+// JSON as one unsharded compare (the scenario must be where, and what, it was
+// when they ran). exit_code 2 when a run is missing or the files disagree.
+CompareReport compare_merge(const std::string& dir);
+
 // The statistics behind "change vs first", exposed for tests.
 struct Sample {
   double mean = 0;

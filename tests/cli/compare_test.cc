@@ -292,3 +292,86 @@ TEST(CompareStats, TQuantilesFollowTheTableAndApproachTheNormal) {
 
 }  // namespace
 }  // namespace mmsim::cli
+
+namespace mmsim::cli {
+namespace {
+
+using testing::Cli;
+using testing::mmsim;
+using testing::slurp;
+using testing::TempDir;
+
+// The same sweep, whole and in `n` shards merged: args before the mode's.
+std::vector<std::string> sweep(const std::string& path, std::vector<std::string> more) {
+  std::vector<std::string> a = {"compare",  path, "--vary", "kernel.fault_around_kb=0,16,64",
+                                "--repeat", "2"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+TEST(CompareShards, MergedShardsPrintAndWriteExactlyWhatOneUnshardedCompareDoes) {
+  TempDir dir;
+  const std::string path = dir.write("tiny.toml", tiny_scenario());
+  const Cli whole = mmsim(sweep(path, {"--json", dir.file("whole.json")}));
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  // 6 runs in 4 shards: shares of 2, 2, 1 and 1, run in any order.
+  for (const char* k : {"3/4", "1/4", "4/4", "2/4"}) {
+    const Cli s = mmsim(sweep(path, {"--shard", k, "--out", dir.file("shards")}));
+    ASSERT_EQ(s.code, 0) << k << ": " << s.err;
+  }
+  const Cli merged =
+      mmsim({"compare", "--merge", dir.file("shards"), "--json", dir.file("merged.json")});
+  ASSERT_EQ(merged.code, 0) << merged.err;
+  EXPECT_EQ(merged.out, whole.out);
+  EXPECT_EQ(merged.err, whole.err);
+  EXPECT_EQ(slurp(dir.file("merged.json")), slurp(dir.file("whole.json")));
+}
+
+TEST(CompareShards, AShardRunsTheJobsWhoseNumberIsKMinusOneModuloN) {
+  TempDir dir;
+  const std::string path = dir.write("tiny.toml", tiny_scenario());
+  const Cli s = mmsim(sweep(path, {"--shard", "2/4", "--out", dir.file("s")}));
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_NE(s.out.find("2 of 6 run(s)"), std::string::npos) << s.out;
+  EXPECT_TRUE(fs::exists(dir.file("s/run-1.json")));
+  EXPECT_TRUE(fs::exists(dir.file("s/run-5.json")));
+  EXPECT_FALSE(fs::exists(dir.file("s/run-0.json")));
+  EXPECT_TRUE(fs::exists(dir.file("s/plan.json")));
+}
+
+TEST(CompareShards, AMergeWithARunMissingNamesItAndPrintsNoTable) {
+  TempDir dir;
+  const std::string path = dir.write("tiny.toml", tiny_scenario());
+  ASSERT_EQ(mmsim(sweep(path, {"--shard", "1/2", "--out", dir.file("s")})).code, 0);
+  const Cli m = mmsim({"compare", "--merge", dir.file("s")});
+  EXPECT_EQ(m.code, 2);
+  EXPECT_EQ(m.out, "");
+  EXPECT_NE(m.err.find("3 of 6 run(s) missing"), std::string::npos) << m.err;
+  EXPECT_NE(m.err.find("run-1.json"), std::string::npos) << m.err;
+}
+
+TEST(CompareShards, AMergeRefusesShardsOfAScenarioThatChangedSince) {
+  TempDir dir;
+  const std::string path = dir.write("tiny.toml", tiny_scenario());
+  ASSERT_EQ(mmsim(sweep(path, {"--shard", "1/1", "--out", dir.file("s")})).code, 0);
+  dir.write("tiny.toml", tiny_scenario(false));
+  const Cli m = mmsim({"compare", "--merge", dir.file("s")});
+  EXPECT_EQ(m.code, 2);
+  EXPECT_NE(m.err.find("is not the scenario the shards ran"), std::string::npos) << m.err;
+}
+
+TEST(CompareShards, BadShardArgumentsAreRefusedBeforeAnythingRuns) {
+  TempDir dir;
+  const std::string path = dir.write("tiny.toml", tiny_scenario());
+  for (const char* bad : {"0/4", "5/4", "4", "a/b", "1/0", "/4"}) {
+    const Cli r = mmsim(sweep(path, {"--shard", bad, "--out", dir.file("s")}));
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("expected K/N"), std::string::npos) << bad << ": " << r.err;
+  }
+  EXPECT_EQ(mmsim(sweep(path, {"--shard", "1/2"})).code, 2);  // no --out
+  EXPECT_EQ(mmsim({"compare", "--merge", dir.file("s"), path}).code, 2);
+  EXPECT_FALSE(fs::exists(dir.file("s")));
+}
+
+}  // namespace
+}  // namespace mmsim::cli
