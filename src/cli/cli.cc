@@ -21,6 +21,7 @@
 #include "native/native.h"
 #include "native/scenario_native.h"
 #include "report/compare.h"
+#include "report/csv.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
 #include "topo/topology.h"
@@ -81,6 +82,7 @@ struct RunArgs {
   std::vector<std::string> sets;
   std::string seed;
   std::string json;
+  std::string csv;
   bool check = false;
   bool tasks = false;
   bool no_timing = false;
@@ -96,9 +98,12 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   }
   std::optional<uint64_t> seed;
   if (!a.seed.empty() && !(seed = parse_seed(a.seed, err))) return kExitBadInput;
-  if (!a.json.empty()) {
-    if (const std::string why = output_problem(a.json, {a.scenario, a.costs}); !why.empty()) {
-      err << "mmsim: error: --json: " << why << "\n";
+  for (const auto& [flag, path] : {std::pair{"--json", a.json}, std::pair{"--csv", a.csv},
+                                   std::pair{"--csv", report::timeline_csv_path(a.csv)}}) {
+    if (a.csv.empty() && flag == std::string("--csv")) continue;
+    if (path.empty()) continue;
+    if (const std::string why = output_problem(path, {a.scenario, a.costs}); !why.empty()) {
+      err << "mmsim: error: " << flag << ": " << why << "\n";
       return kExitBadInput;
     }
   }
@@ -119,9 +124,14 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   report::RunInfo info{&sc, &pr.run->topology, &result, wall, !a.no_timing};
   out << report::summary_text(info, a.tasks);
   if (!a.no_timing) err << report::timing_text(info);
-  if (!a.json.empty()) {
-    out.flush();  // before the JSON, should it go to /dev/stdout
-    if (!report::write_atomically(a.json, report::run_json(info).dump(2) + "\n", err))
+  if (!a.json.empty() || !a.csv.empty()) {
+    out.flush();  // before the files, should one be /dev/stdout
+    const nlohmann::ordered_json j = report::run_json(info);
+    if (!a.json.empty() && !report::write_atomically(a.json, j.dump(2) + "\n", err))
+      return kExitHostRefused;
+    if (!a.csv.empty() && (!report::write_atomically(a.csv, report::run_tasks_csv(j), err) ||
+                           !report::write_atomically(report::timeline_csv_path(a.csv),
+                                                     report::run_timeline_csv(j), err)))
       return kExitHostRefused;
   }
   if (!result.check_failures.empty()) {
@@ -141,7 +151,7 @@ struct ShardArgs {
 };
 
 int cmd_compare(report::CompareOptions options, const std::string& seed, const std::string& json,
-                const ShardArgs& sa, std::ostream& out, std::ostream& err) {
+                const std::string& csv, const ShardArgs& sa, std::ostream& out, std::ostream& err) {
   if (!seed.empty() && !(options.seed = parse_seed(seed, err))) return kExitBadInput;
   if (sa.merge.empty() && options.scenario.empty()) {
     err << "mmsim: error: compare: a scenario is required (or --merge DIR)\n";
@@ -151,11 +161,17 @@ int cmd_compare(report::CompareOptions options, const std::string& seed, const s
     err << "mmsim: error: --shard and --out go together: --shard K/N --out DIR\n";
     return kExitBadInput;
   }
-  if (!json.empty()) {
-    if (const std::string why = output_problem(json, {options.scenario}); !why.empty()) {
-      err << "mmsim: error: --json: " << why << "\n";
+  for (const auto& [flag, path] : {std::pair{"--json", json}, std::pair{"--csv", csv}}) {
+    if (path.empty()) continue;
+    if (const std::string why = output_problem(path, {options.scenario}); !why.empty()) {
+      err << "mmsim: error: " << flag << ": " << why << "\n";
       return kExitBadInput;
     }
+  }
+  if (!sa.shard.empty() && !(json.empty() && csv.empty())) {
+    err << "mmsim: error: --shard writes only its runs (--out); --json and --csv go with "
+           "--merge\n";
+    return kExitBadInput;
   }
   if (!sa.shard.empty()) {
     std::string why;
@@ -176,6 +192,8 @@ int cmd_compare(report::CompareOptions options, const std::string& seed, const s
   if (r.exit_code != 0) return r.exit_code;
   out.flush();
   if (!json.empty() && !report::write_atomically(json, r.json.dump(2) + "\n", err))
+    return kExitHostRefused;
+  if (!csv.empty() && !report::write_atomically(csv, report::compare_runs_csv(r.json), err))
     return kExitHostRefused;
   return 0;
 }
@@ -368,6 +386,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_option("--set", ra.sets, "Override a scenario key: key.path=value (repeatable)");
   run->add_option("--seed", ra.seed, "Seed (replaces scenario.seed)");
   run->add_option("--json", ra.json, "Write the results as JSON to this file");
+  run->add_option("--csv", ra.csv,
+                  "Write one row per task as CSV to this file, and the timeline to "
+                  "FILE.timeline.csv (FILE without its .csv)");
   run->add_flag("--check", ra.check, "Run the invariant checker (mapcounts, rmap, node pages)");
   run->add_flag("--tasks", ra.tasks, "List every task, not a summary by program");
   run->add_flag("--no-timing", ra.no_timing, "Leave host timings out, for byte-identical output");
@@ -380,6 +401,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   auto* compare = app.add_subcommand(
       "compare", "Run every combination of varied settings, repeatedly, and compare them");
   ShardArgs compare_shards;
+  std::string compare_csv;
   compare->add_option("scenario", co.scenario, "Scenario TOML file (not with --merge)");
   compare
       ->add_option("--vary", co.vary,
@@ -394,6 +416,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->allow_extra_args(false);
   compare->add_option("--json", compare_json,
                       "Write every run and the comparison as JSON to this file");
+  compare->add_option(
+      "--csv", compare_csv,
+      "Write one row per run (settings, seed, metrics, vmstat) as CSV to this file");
   compare->add_option(
       "--metric", co.metric,
       "The throughput counter (default: the scenario's first counter, else elapsed_s)");
@@ -572,7 +597,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                "give only --json besides it\n";
         return kExitBadInput;
       }
-      return cmd_compare(co, compare_seed, compare_json, compare_shards, out, err);
+      return cmd_compare(co, compare_seed, compare_json, compare_csv, compare_shards, out, err);
     }
     if (*topology) return cmd_topology(machine, out, err);
     if (*costs) return cmd_costs(costs_machine, out, err);
