@@ -25,6 +25,7 @@
 #include "report/report.h"
 #include "scenario/scenario.h"
 #include "topo/topology.h"
+#include "util/progress.h"
 #include "validate/validate.h"
 #include "workload/world.h"
 
@@ -115,8 +116,23 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   }
   const scenario::Scenario& sc = pr.run->scenario;
   const auto t0 = std::chrono::steady_clock::now();
-  const workload::RunResult result = scenario::simulate(*pr.run, {.check_invariants = a.check});
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto since_start = [t0] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  util::ProgressLine progress(err, util::stderr_is_terminal());
+  scenario::RunOptions ro{.check_invariants = a.check};
+  if (progress.enabled()) {
+    const double limit = sc.time_limit.seconds();
+    ro.progress = [&progress, &since_start, limit](Tick now, uint64_t events) {
+      const double wall = since_start();
+      progress.update(fmt::format("mmsim: simulated {:.3f} s of at most {:g} s, {:.3g} events/s",
+                                  now.seconds(), limit,
+                                  wall > 0 ? static_cast<double>(events) / wall : 0.0));
+    };
+  }
+  const workload::RunResult result = scenario::simulate(*pr.run, std::move(ro));
+  progress.clear();
+  const double wall = since_start();
   if (!result.limit_error.empty()) {
     err << "mmsim: error: " << result.limit_error << "\n";
     return kExitBadInput;
@@ -150,6 +166,19 @@ struct ShardArgs {
   std::string merge;
 };
 
+// A compare's progress: runs done of the total, and a guess at the time left.
+std::function<void(size_t, size_t)> runs_progress(util::ProgressLine& line, const char* what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  return [&line, t0, what](size_t done, size_t total) {
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double left = wall / static_cast<double>(done) * static_cast<double>(total - done);
+    line.update(
+        fmt::format("mmsim: {}: {} of {} runs done, about {:.0f} s to go", what, done, total, left),
+        done == total);
+  };
+}
+
 int cmd_compare(report::CompareOptions options, const std::string& seed, const std::string& json,
                 const std::string& csv, const ShardArgs& sa, std::ostream& out, std::ostream& err) {
   if (!seed.empty() && !(options.seed = parse_seed(seed, err))) return kExitBadInput;
@@ -180,13 +209,19 @@ int cmd_compare(report::CompareOptions options, const std::string& seed, const s
       err << "mmsim: error: " << why << "\n";
       return kExitBadInput;
     }
+    util::ProgressLine progress(err, util::stderr_is_terminal());
+    if (progress.enabled()) options.on_run_done = runs_progress(progress, "compare shard");
     const report::CompareReport r = report::compare_shard(options, *shard, sa.out);
+    progress.clear();
     out << r.out;
     err << r.err;
     return r.exit_code;
   }
+  util::ProgressLine progress(err, util::stderr_is_terminal());
+  if (progress.enabled()) options.on_run_done = runs_progress(progress, "compare");
   const report::CompareReport r =
       sa.merge.empty() ? report::compare(options) : report::compare_merge(sa.merge);
+  progress.clear();
   out << r.out;
   err << r.err;
   if (r.exit_code != 0) return r.exit_code;

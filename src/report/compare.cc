@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -241,14 +242,24 @@ constexpr uint64_t kMaxCompareRuns = 10'000;
 // Runs every job on up to `threads` threads; results land by index, so they
 // do not depend on the thread count. Rethrows the first exception of a run.
 std::vector<workload::RunResult> run_all(const std::vector<scenario::Prepared>& jobs,
-                                         uint32_t threads) {
+                                         uint32_t threads,
+                                         const std::function<void(size_t, size_t)>& done_hook) {
   std::vector<workload::RunResult> results(jobs.size());
   std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  std::mutex hook_mu;
   const size_t n = std::min<size_t>(std::max<uint32_t>(threads, 1), jobs.size());
   std::vector<std::exception_ptr> failures(n);
   auto work = [&](size_t w) {
     try {
-      for (size_t i = next++; i < jobs.size(); i = next++) results[i] = scenario::simulate(jobs[i]);
+      for (size_t i = next++; i < jobs.size(); i = next++) {
+        results[i] = scenario::simulate(jobs[i]);
+        const size_t d = ++done;
+        if (done_hook) {
+          const std::lock_guard lock(hook_mu);
+          done_hook(d, jobs.size());
+        }
+      }
     } catch (...) {
       failures[w] = std::current_exception();
       next = jobs.size();  // the others stop after their current run
@@ -636,7 +647,7 @@ CompareReport compare_shard(const CompareOptions& o, Shard shard, const std::str
     rep.exit_code = 3;
     return rep;
   }
-  const std::vector<workload::RunResult> results = run_all(jobs, o.jobs);
+  const std::vector<workload::RunResult> results = run_all(jobs, o.jobs, o.on_run_done);
   for (size_t i = 0; i < mine.size(); ++i) {
     const ordered_json rec = run_record(mine[i], jobs[i], results[i], plan->who(mine[i]));
     for (const auto& w : rec.at("warnings")) rep.err += w.get<std::string>() + "\n";
@@ -709,7 +720,7 @@ CompareReport compare(const CompareOptions& o) {
   CompareReport rep;
   const std::optional<Plan> plan = make_plan(o, rep);
   if (!plan) return rep;
-  const std::vector<workload::RunResult> results = run_all(plan->jobs, o.jobs);
+  const std::vector<workload::RunResult> results = run_all(plan->jobs, o.jobs, o.on_run_done);
   std::vector<ordered_json> records;
   records.reserve(results.size());
   for (size_t j = 0; j < results.size(); ++j)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -35,6 +36,9 @@ struct CompareOptions {
   std::optional<uint64_t> seed;   // the first run's seed; default scenario.seed
   std::string metric;  // a named counter or a time; empty: the first counter, else elapsed_s
   uint32_t jobs = 2;   // worlds run at once; REQUIRES: >= 1
+  // Called (from a worker thread, one call at a time) after each run with the
+  // runs done and the total: a progress display's hook.
+  std::function<void(size_t, size_t)> on_run_done;
 };
 
 struct CompareReport {

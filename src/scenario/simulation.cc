@@ -38,6 +38,7 @@ workload::RunResult simulate(const Prepared& run, RunOptions options) {
   wc.check_invariants = options.check_invariants;
   wc.check_stride = options.check_stride;
   wc.fast_forward = options.fast_forward;
+  wc.progress = std::move(options.progress);
   workload::World world(run.topology, sc.costs, sc.workload, std::move(wc));
   return world.run();
 }

@@ -4,6 +4,7 @@
 // go through here.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@ struct RunOptions {
   bool check_invariants = false;  // the DEBUG_VM-like checker after each kernel operation
   uint32_t check_stride = 1;      // >1: after every check_stride-th one (WorldConfig)
   bool fast_forward = true;       // off: loops run pass by pass (tests compare the two)
+  // Now and then: the simulated time and the events so far (progress).
+  std::function<void(Tick, uint64_t)> progress;
 };
 
 // Runs one World. Thread-safe: worlds share nothing, so several may run at

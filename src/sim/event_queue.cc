@@ -20,6 +20,7 @@ uint64_t EventQueue::run(Tick until) {
     now_ = e.time;
     e.handler->on_event(*this, e);
     ++n;
+    if ((n & 0xFFFF) == 0 && progress_) progress_(now_, processed_ + n);
   }
   processed_ += n;
   return n;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <queue>
 #include <vector>
 
@@ -44,6 +45,9 @@ class EventQueue {
   uint64_t processed() const { return processed_; }
   // Ends run() after the current event.
   void stop() { stopped_ = true; }
+  // Calls f(now, events processed) after every 2^16th event of run(): a
+  // progress display's hook, which must not touch the simulation.
+  void on_progress(std::function<void(Tick, uint64_t)> f) { progress_ = std::move(f); }
 
  private:
   struct Later {
@@ -58,6 +62,7 @@ class EventQueue {
   uint64_t seq_ = 0;
   uint64_t processed_ = 0;
   bool stopped_ = false;
+  std::function<void(Tick, uint64_t)> progress_;
 };
 
 }  // namespace mmsim::sim

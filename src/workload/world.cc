@@ -132,6 +132,7 @@ RunResult World::run() {
   timeline_.start(before);
 
   RunResult r;
+  if (config_.progress) queue_.on_progress(config_.progress);
   r.events = queue_.run(config_.time_limit);
   if (timeline_.full()) {
     stop_at_limit(fmt::format(

@@ -15,6 +15,7 @@
 // faulted then. So cost grows with kernel events, not with memory accesses.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -49,7 +50,10 @@ struct WorldConfig {
   // of the pages in use. 1 (or 0): after each operation.
   uint32_t check_stride = 1;
   bool fast_forward = true;  // off: run loops pass by pass (tests compare)
-  Tick sample_interval;      // > 0: record a timeline of counters
+  // Called now and then with the simulated time and the events so far (a
+  // progress display); it must not touch the world.
+  std::function<void(Tick, uint64_t)> progress;
+  Tick sample_interval;  // > 0: record a timeline of counters
   Limits limits;
   mm::MmConfig mm;
   numa::NumaConfig numa;     // automatic NUMA balancing (enabled resolved)

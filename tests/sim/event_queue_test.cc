@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 namespace mmsim::sim {
@@ -21,6 +22,17 @@ TEST(EventQueue, RunsEventsInTimeThenPriorityThenInsertionOrder) {
   q.schedule(Tick(10), &r, 0, 4, 0, 1);
   q.run();
   EXPECT_EQ(r.seen, (std::vector<uint64_t>{3, 4, 2, 1}));
+}
+
+TEST(EventQueue, TheProgressHookSeesEvery65536thEventWithItsTime) {
+  EventQueue q;
+  Recorder r;
+  for (uint64_t i = 0; i < 3 * 65536 + 5; ++i) q.schedule(Tick(static_cast<int64_t>(i)), &r, 0, i);
+  std::vector<std::pair<int64_t, uint64_t>> calls;
+  q.on_progress([&](Tick now, uint64_t events) { calls.emplace_back(now.ns, events); });
+  q.run();
+  EXPECT_EQ(calls, (std::vector<std::pair<int64_t, uint64_t>>{
+                       {65535, 65536}, {2 * 65536 - 1, 2 * 65536}, {3 * 65536 - 1, 3 * 65536}}));
 }
 
 TEST(EventQueue, StopsAtTheRequestedTime) {

@@ -45,14 +45,21 @@ need_root() {
   [[ $(id -u) -eq 0 ]] || die "run as root (it installs packages and starts daemons as root)"
 }
 
-# True if the pid file names a live process.
-alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# True if pid file $1 names a live process called $2 (a stale file's pid may
+# have been reused). A daemon that exited may stay a zombie for a while (PID 1
+# need not be an init that reaps at once): that is not alive either.
+alive() {
+  local pid stat comm
+  pid=$(cat "$1" 2>/dev/null) && [[ -n $pid ]] || return 1
+  read -r stat comm < <(ps -o stat=,comm= -p "$pid") || return 1
+  [[ $stat != Z* && $comm == "$2" ]]
+}
 
-# Waits up to $2 seconds for the process in pid file $1 to exit.
+# Waits up to $3 seconds for the process $2 in pid file $1 to exit.
 wait_gone() {
   local pidfile=$1 i
-  for ((i = 0; i < $2 * 10; i++)); do
-    alive "$pidfile" || return 0
+  for ((i = 0; i < $3 * 10; i++)); do
+    alive "$pidfile" "$2" || return 0
     sleep 0.1
   done
   return 1
@@ -93,7 +100,7 @@ start_munge() {
   chmod 0400 "$DIR/munge/munge.key"
   munged --socket="$SOCKET" --key-file="$DIR/munge/munge.key" \
     --log-file="$DIR/log/munged.log" --pid-file="$DIR/run/munged.pid" \
-    --seed-file="$DIR/munge/munged.seed" ||
+    --seed-file="$DIR/munge/munged.seed" --origin="$ADDR" ||
     die "munged did not start: $(tail -n 3 "$DIR/log/munged.log" 2>/dev/null)"
   munge -n -S "$SOCKET" | unmunge -S "$SOCKET" >/dev/null ||
     die "munge does not decode its own credential"
@@ -177,7 +184,7 @@ wait_idle() {
 
 start() {
   need_root
-  alive "$DIR/run/slurmctld.pid" && die "already running (SLURM_CONF=$CONF); stop it first"
+  alive "$DIR/run/slurmctld.pid" slurmctld && die "already running (SLURM_CONF=$CONF); stop it first"
   local t0=$SECONDS
   install_packages
   make_dirs
@@ -210,9 +217,11 @@ cancel_jobs() {
 # Sends SIGTERM to the daemon in pid file $2 and waits for it to exit.
 stop_daemon() {
   local name=$1 pidfile=$2
-  alive "$pidfile" || return 0
-  kill "$(cat "$pidfile")"
-  wait_gone "$pidfile" 30 || die "$name (pid $(cat "$pidfile")) did not exit"
+  alive "$pidfile" "$name" || return 0
+  local pid
+  pid=$(cat "$pidfile")
+  kill "$pid" 2>/dev/null || true
+  wait_gone "$pidfile" "$name" 30 || die "$name (pid $pid) did not exit"
 }
 
 stop() {
@@ -221,7 +230,7 @@ stop() {
     log "no cluster in $DIR: nothing to stop"
     return 0
   fi
-  alive "$DIR/run/slurmctld.pid" && cancel_jobs
+  alive "$DIR/run/slurmctld.pid" slurmctld && cancel_jobs
   stop_daemon slurmd "$DIR/run/slurmd.pid"
   stop_daemon slurmctld "$DIR/run/slurmctld.pid"
   stop_daemon munged "$DIR/run/munged.pid"

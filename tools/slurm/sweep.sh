@@ -87,6 +87,7 @@ cancel_array() {
   echo "sweep: interrupted: cancelling array job ${id:-(not submitted yet)}" >&2
   [[ -z $id ]] || scancel "$id" || true
   kill "$2" 2>/dev/null || true
+  wait "$2" 2>/dev/null || true
   exit 130
 }
 
