@@ -42,7 +42,7 @@ else
 endif
 
 .PHONY: all deps configure build demo test bench clean asan-test format format-check tidy \
-        scenarios-check lint fuzz validate validate-quick kernel-source apt-lists
+        scenarios-check lint fuzz validate validate-quick kernel-source apt-lists sweep-test
 
 all: build
 
@@ -157,6 +157,14 @@ validate: build apt-lists
 # kernel and back, kept working by CI (a counter outside tolerance fails it).
 validate-quick: build apt-lists
 	$(MMSIM) validate validate/fork-cow-faults.toml --kernel 6.1 --repeat 1 --accel tcg
+
+# A sharded compare under GNU parallel and as a Slurm job array on a one-node
+# cluster brought up on localhost (both installed from Debian when missing;
+# Slurm needs root), each merged and checked byte for byte against the
+# unsharded compare.
+sweep-test: build
+	bash tools/parallel/test-sweep.sh $(MMSIM)
+	bash tools/slurm/test-sweep.sh $(MMSIM)
 
 # Debian's sources of the kernels validate boots, unpacked under
 # $(MMSIM_CACHE)/kernel-source/linux-source-<series> (read them; copy nothing).
