@@ -24,6 +24,7 @@
 #include "report/csv.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
+#include "sim/trace.h"
 #include "topo/topology.h"
 #include "util/progress.h"
 #include "validate/validate.h"
@@ -84,6 +85,9 @@ struct RunArgs {
   std::string seed;
   std::string json;
   std::string csv;
+  std::string trace;
+  uint64_t trace_limit = 300'000;
+  double trace_from = 0;
   bool check = false;
   bool tasks = false;
   bool no_timing = false;
@@ -99,8 +103,9 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   }
   std::optional<uint64_t> seed;
   if (!a.seed.empty() && !(seed = parse_seed(a.seed, err))) return kExitBadInput;
-  for (const auto& [flag, path] : {std::pair{"--json", a.json}, std::pair{"--csv", a.csv},
-                                   std::pair{"--csv", report::timeline_csv_path(a.csv)}}) {
+  for (const auto& [flag, path] :
+       {std::pair{"--json", a.json}, std::pair{"--csv", a.csv},
+        std::pair{"--csv", report::timeline_csv_path(a.csv)}, std::pair{"--trace", a.trace}}) {
     if (a.csv.empty() && flag == std::string("--csv")) continue;
     if (path.empty()) continue;
     if (const std::string why = output_problem(path, {a.scenario, a.costs}); !why.empty()) {
@@ -130,6 +135,11 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
                                   wall > 0 ? static_cast<double>(events) / wall : 0.0));
     };
   }
+  std::optional<sim::Trace> trace;
+  if (!a.trace.empty()) {
+    trace.emplace(a.trace_limit, to_tick(a.trace_from * 1e9));
+    ro.trace = &*trace;
+  }
   const workload::RunResult result = scenario::simulate(*pr.run, std::move(ro));
   progress.clear();
   const double wall = since_start();
@@ -149,6 +159,17 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
                            !report::write_atomically(report::timeline_csv_path(a.csv),
                                                      report::run_timeline_csv(j), err)))
       return kExitHostRefused;
+  }
+  if (trace) {
+    const std::string text = trace->json(fmt::format("mmsim run {} (seed {})", sc.path, sc.seed));
+    if (!report::write_atomically(a.trace, text, err)) return kExitHostRefused;
+    err << fmt::format("mmsim: trace: {} events, {:.1f} MB in {}{}\n", trace->events(),
+                       static_cast<double>(text.size()) / 1e6, a.trace,
+                       trace->truncated()
+                           ? fmt::format("; slices and instants stop at {:.6f} s (--trace-limit "
+                                         "{}), counters go on",
+                                         trace->truncated_at().seconds(), a.trace_limit)
+                           : "");
   }
   if (!result.check_failures.empty()) {
     err << "mmsim: error: the invariant checker found violations (see above)\n";
@@ -421,6 +442,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_option("--set", ra.sets, "Override a scenario key: key.path=value (repeatable)");
   run->add_option("--seed", ra.seed, "Seed (replaces scenario.seed)");
   run->add_option("--json", ra.json, "Write the results as JSON to this file");
+  run->add_option("--trace", ra.trace,
+                  "Write a timeline for the Perfetto UI (Chrome JSON trace) to this file");
+  run->add_option("--trace-limit", ra.trace_limit,
+                  "Slices and instant events a trace keeps (0: all); about 140 bytes each")
+      ->capture_default_str();
+  run->add_option("--trace-from", ra.trace_from,
+                  "Simulated seconds at which the trace's slices and instants begin (counters "
+                  "cover the whole run)")
+      ->check(CLI::NonNegativeNumber);
   run->add_option("--csv", ra.csv,
                   "Write one row per task as CSV to this file, and the timeline to "
                   "FILE.timeline.csv (FILE without its .csv)");

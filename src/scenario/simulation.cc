@@ -39,6 +39,7 @@ workload::RunResult simulate(const Prepared& run, RunOptions options) {
   wc.check_stride = options.check_stride;
   wc.fast_forward = options.fast_forward;
   wc.progress = std::move(options.progress);
+  wc.trace = options.trace;
   workload::World world(run.topology, sc.costs, sc.workload, std::move(wc));
   return world.run();
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "scenario/scenario.h"
+#include "sim/trace.h"
 #include "topo/topology.h"
 #include "workload/result.h"
 
@@ -45,6 +46,7 @@ struct RunOptions {
   bool fast_forward = true;       // off: loops run pass by pass (tests compare the two)
   // Now and then: the simulated time and the events so far (progress).
   std::function<void(Tick, uint64_t)> progress;
+  sim::Trace* trace = nullptr;  // the run's trace (--trace), or none
 };
 
 // Runs one World. Thread-safe: worlds share nothing, so several may run at

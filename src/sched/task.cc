@@ -130,8 +130,17 @@ void Scheduler::mm_cpumask_remove(Task& t) {
   mask.erase(std::remove(mask.begin(), mask.end(), t.cpu), mask.end());
 }
 
+void Scheduler::trace_state(const Task& t, Tick at) const {
+  if (!trace_) return;
+  static constexpr const char* kNames[] = {"running", "runnable", "sleeping", "D", "dead"};
+  trace_->task_state(t.pid, t.tgid, t.cpu.v, t.comm, kNames[static_cast<int>(t.state)],
+                     t.state_since, at,
+                     t.state == TaskState::kUninterruptible ? t.wait_detail : std::string());
+}
+
 void Scheduler::start_running(Task& t, Tick at) {
   const CpuId cpu = t.cpu;
+  trace_state(t, at);
   rq_.current(cpu) = t.pid;
   if (t.state == TaskState::kRunnable)
     t.times.wait_ns += static_cast<double>((at - t.state_since).ns);
@@ -145,6 +154,7 @@ void Scheduler::start_running(Task& t, Tick at) {
 void Scheduler::leave_cpu(Task& t, TaskState state, Tick at) {
   const CpuId cpu = t.cpu;
   check(rq_.current(cpu) == t.pid, "leave_cpu of a task not on its CPU");
+  trace_state(t, at);
   mm_cpumask_remove(t);
   t.state = state;
   t.state_since = at;
@@ -172,6 +182,7 @@ void Scheduler::run_next(CpuId cpu, Tick at) {
 
 void Scheduler::wake(Task& t, Tick at) {
   check(at >= t.state_since, "a task woken before it went to sleep");
+  trace_state(t, at);
   const double slept = static_cast<double>((at - t.state_since).ns);
   if (t.state == TaskState::kUninterruptible) {
     t.times.iowait_ns += slept;
@@ -203,6 +214,8 @@ bool Scheduler::move_to_idle_cpu(Task& t, CpuId cpu, Tick at) {
   const CpuId old = t.cpu;
   if (rq_.nr_running(old) != 1) return false;  // only a task alone on its CPU moves here
   if (rq_.free_from(cpu) > at) return false;   // its last task runs there until later
+  trace_state(t, at);                          // its time on the old CPU
+  t.state_since = at;
   mm_cpumask_remove(t);
   rq_.current(old) = 0;
   rq_.free_from(old) = at;
@@ -247,6 +260,7 @@ bool Scheduler::set_cpus_allowed(Task& t, std::vector<CpuId> cpus, Tick at) {
   // The stopper preempts it on the old CPU (an involuntary switch); the next
   // queued task runs there.
   const CpuId old = t.cpu;
+  trace_state(t, at);
   mm_cpumask_remove(t);
   rq_.current(old) = 0;
   rq_.free_from(old) = at;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mm/mm_types.h"
+#include "sim/trace.h"
 #include "sim/types.h"
 #include "topo/topology.h"
 
@@ -50,6 +51,8 @@ struct Task {
   uint64_t maj_flt = 0;
   uint64_t nvcsw = 0;   // voluntary context switches
   uint64_t nivcsw = 0;  // involuntary (preemptions)
+  // What a task in D state waits on, for a trace ("migration entry at ...").
+  std::string wait_detail;
   // task_struct->cpus_mask (sched_setaffinity): the CPUs the task may run on,
   // ascending; empty: every CPU. fork and clone copy it.
   std::vector<CpuId> cpus_allowed;
@@ -144,6 +147,11 @@ class Scheduler {
   // wake_up_new_task: the new task runs at once if its CPU is idle, else it
   // queues there.
   void wake_up_new_task(Task& t, Tick at);
+  // Each task state that ends from now on goes to `trace` (nullptr: none).
+  void set_trace(sim::Trace* trace) { trace_ = trace; }
+  // Tells the trace that t's current state lasted from state_since to `at`
+  // (the caller then starts its next one at `at`).
+  void trace_state(const Task& t, Tick at) const;
   Task& task(uint32_t pid) { return *tasks_[pid]; }
   const Task& task(uint32_t pid) const { return *tasks_[pid]; }
   // Tasks by pid; [0] is the idle task's empty slot.
@@ -199,6 +207,7 @@ class Scheduler {
   const topo::Topology& topo_;
   double context_switch_ns_;
   Executor& executor_;
+  sim::Trace* trace_ = nullptr;
   RunQueues rq_;
   SliceConfig slices_;
   std::vector<std::unique_ptr<Task>> tasks_;

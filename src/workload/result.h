@@ -49,7 +49,8 @@ inline constexpr std::array<mm::Vm, 21> kTimelineCounters = {mm::Vm::pgfault,
 struct Sample {
   double t_s = 0;
   std::array<int64_t, kTimelineCounters.size()> vm{};
-  uint32_t tasks_in_d = 0;  // tasks waiting in D state at that moment
+  uint32_t tasks_in_d = 0;          // tasks waiting in D state at that moment
+  std::vector<uint64_t> node_used;  // pages in use on each node (not in the JSON)
   // memory.stat of the first process's memcg: cache, mapped_file (pages), pgpgin
   std::array<int64_t, 3> memcg{};
 };

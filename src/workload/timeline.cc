@@ -36,6 +36,7 @@ void TimelineSampler::on_event(sim::EventQueue&, const sim::Event& e) {
   for (size_t i = 0; i < kTimelineCounters.size(); ++i)
     smp.vm[i] = vmstat_[kTimelineCounters[i]] - base_[kTimelineCounters[i]];
   smp.tasks_in_d = source_.tasks_in_d();
+  smp.node_used = source_.node_used_pages();
   if (memcg_.enabled()) {
     const auto& g = memcg_.cgroups()[memcg_id_];
     smp.memcg = {g.cache, g.mapped_file, g.pgpgin};

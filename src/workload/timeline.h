@@ -21,6 +21,8 @@ class TimelineSampler final : public sim::EventHandler {
     virtual ~Source() = default;
     virtual uint32_t tasks_in_d() const = 0;
     virtual bool tasks_alive() const = 0;
+    // Pages in use on each node (a trace's counter tracks).
+    virtual std::vector<uint64_t> node_used_pages() const { return {}; }
   };
 
   // `memcg_id`: the memcg whose memory.stat is sampled (if memcg is on).

@@ -100,6 +100,13 @@ void World::run_checker(const char* when, bool always) {
   }
 }
 
+std::vector<uint64_t> World::node_used_pages() const {
+  std::vector<uint64_t> used;
+  for (size_t n = 0; n < mm_.topology().nr_nodes(); ++n)
+    used.push_back(mm_.folios().used_pages(NodeId(static_cast<uint16_t>(n))));
+  return used;
+}
+
 uint32_t World::tasks_in_d() const {
   uint32_t n = 0;
   for (size_t pid = 1; pid < tasks_.size(); ++pid) {
@@ -133,6 +140,7 @@ RunResult World::run() {
 
   RunResult r;
   if (config_.progress) queue_.on_progress(config_.progress);
+  sched_.set_trace(config_.trace);
   r.events = queue_.run(config_.time_limit);
   if (timeline_.full()) {
     stop_at_limit(fmt::format(
@@ -163,6 +171,7 @@ RunResult World::run() {
   if (errors_not_kept_) r.errors.push_back(fmt::format("... and {} more errors", errors_not_kept_));
   r.check_failures = check_failures_;
   r.timeline = timeline_.samples_until(r.elapsed_s);
+  if (config_.trace) finish_trace(r);
   if (memcg_.enabled()) r.memcg = memcg_.cgroups();
   const auto& meta = mm_.cache().meta_stats();
   for (size_t a = 0; a < meta.size(); ++a) {
@@ -237,6 +246,38 @@ void World::wake(TaskExec& t, Tick at) {
   sched_.wake(t.task, at);
 }
 
+void World::finish_trace(const RunResult& r) const {
+  sim::Trace& trace = *config_.trace;
+  const topo::Topology& topo = mm_.topology();
+  for (size_t c = 0; c < topo.nr_cpus(); ++c) {
+    const CpuId cpu(static_cast<uint16_t>(c));
+    trace.name_cpu(cpu.v, topo.cpu_to_node(cpu).v);
+  }
+  for (size_t pid = 1; pid < tasks_.size(); ++pid) {
+    const sched::Task& t = tasks_[pid]->task;
+    trace.name_task(t.pid, t.tgid, t.comm);
+  }
+  // Counter tracks from the timeline: a counter's change over the interval
+  // that ends at the sample, a gauge as it is.
+  std::array<int64_t, kTimelineCounters.size()> prev{};
+  for (const Sample& s : r.timeline) {
+    const Tick at(std::llround(s.t_s * 1e9));
+    for (size_t i = 0; i < kTimelineCounters.size(); ++i) {
+      const std::string_view name = mm::kVmNames[static_cast<size_t>(kTimelineCounters[i])];
+      const bool gauge = name.starts_with("nr_");
+      trace.counter(gauge ? fmt::format("{} (change since the start)", name)
+                          : fmt::format("{} (per interval)", name),
+                    at, static_cast<double>(gauge ? s.vm[i] : s.vm[i] - prev[i]));
+      prev[i] = s.vm[i];
+    }
+    trace.counter("tasks in D", at, s.tasks_in_d);
+    for (size_t n = 0; n < s.node_used.size(); ++n)
+      trace.counter(fmt::format("node {} pages in use", n), at,
+                    static_cast<double>(s.node_used[n]));
+    if (memcg_.enabled()) trace.counter("memcg cache (pages)", at, static_cast<double>(s.memcg[0]));
+  }
+}
+
 void World::start_kthreads(Tick at) {
   for (NodeId n : vmscan_.take_wakeups()) {
     if (!vmscan_.kswapd_wake(n, at)) continue;
@@ -254,8 +295,13 @@ void World::start_kthreads(Tick at) {
 void World::khugepaged_event(Tick now) {
   khugepaged_pending_ = false;
   if (live_tasks_ == 0) return;  // the run is over
+  const uint64_t collapsed = mm_.khugepaged_stats().pages_collapsed;
   const mm::MemoryManager::KhugepagedStep step = mm_.khugepaged_run();
   run_checker("after khugepaged");
+  if (config_.trace)
+    config_.trace->kthread(
+        "khugepaged", now, now + std::max(to_tick(step.ns), Tick(1)), "khugepaged pass",
+        fmt::format("\"collapsed\":{}", mm_.khugepaged_stats().pages_collapsed - collapsed));
   using Next = mm::MemoryManager::KhugepagedStep::Next;
   if (step.next != Next::kIdle) {
     // SIMPLIFICATION: like kswapd, khugepaged takes no task's CPU time.
@@ -280,6 +326,10 @@ void World::kswapd_event(NodeId node, uint64_t gen, Tick now) {
   // start: held until then.
   const Tick end = now + std::max(to_tick(step.ns), Tick(1));
   const uint64_t after = mm_.folios().free_pages(node);
+  if (config_.trace)
+    config_.trace->kthread(fmt::format("kswapd{}", node.v), now, end, "kswapd pass",
+                           fmt::format("\"pages_freed\":{}",
+                                       static_cast<int64_t>(after) - static_cast<int64_t>(before)));
   if (after > before) {
     mm_.folios().hold(node, after - before);
     if (!step.run) queue_.schedule(end, this, kKswapdFreed, node.v, 0);
@@ -312,6 +362,7 @@ void World::on_event(sim::EventQueue&, const sim::Event& e) {
     // The charge move is over: accounts move, moving_account drops.
     t.moving = false;
     memcg_.finish_move(*t.proc->mm, static_cast<uint32_t>(e.arg1));
+    if (config_.trace) config_.trace->end("charge move", t.task.pid, "move charges", e.time, "");
     t.task.times.sys_ns += static_cast<double>((e.time - t.clock).ns);
     t.clock = e.time;
     run_checker("after a charge move");
@@ -361,7 +412,11 @@ bool World::apply_segment(TaskExec& t, Tick at) {
   t.clock = x;
   if (blocked) {
     t.blocked_on = blocked;
+    // It waits where it reached the migrating page, on its CPU until the
+    // queue catches up (its running time ends here in a trace).
+    sched_.trace_state(t.task, x);
     t.task.state_since = x;
+    if (config_.trace) t.task.wait_detail = "migration entry (reached running ahead)";
   }
   uint64_t done = s.unit_ns > 0 ? static_cast<uint64_t>(elapsed / s.unit_ns) : s.units;
   if (x == s.stop && s.stop == s.t0 + to_tick(s.unit_ns * static_cast<double>(s.units)))
@@ -556,7 +611,19 @@ Tick World::numa_deadline(const TaskExec& t) const {
 bool World::numa_tick(TaskExec& t) {
   mm::Mm& mm = *t.proc->mm;
   if (!balancer_.task_tick(t.task.pid, mm, t.clock)) return false;
+  const int64_t updates_before = mm_.vmstat()[mm::Vm::numa_pte_updates];
   const double cost = balancer_.task_numa_work(t.task.pid, mm, t.task.cpu, t.clock);
+  if (config_.trace) {
+    // One event a pass, with the hinting faults since the last: millions of
+    // faults stay a few events a second per task.
+    config_.trace->task_instant(
+        t.task.pid, t.task.tgid, "NUMA scan pass", t.clock,
+        fmt::format("\"pte_updates\":{},\"hint_faults_since_last\":{},\"local\":{},"
+                    "\"migration_refused\":{}",
+                    mm_.vmstat()[mm::Vm::numa_pte_updates] - updates_before, t.hint_faults,
+                    t.hint_local, t.hint_refused));
+    t.hint_faults = t.hint_local = t.hint_refused = 0;
+  }
   mm::OpCost c;
   c.sys_ns = cost;
   charge_sys(t, c);
@@ -570,6 +637,8 @@ bool World::numa_hint_fault(TaskExec& t, Vpn vpn, Pfn pfn) {
   const numa::HintDecision d = balancer_.do_numa_page(t.task.pid, mm, vpn, t.task.cpu, t.clock);
   cost.sys_ns += costs_.pte_protect_ns;
   charge_sys(t, cost);
+  ++t.hint_faults;
+  if (d.page_node == t.task.node) ++t.hint_local;
   if (!d.target) {
     finish_hint_fault(t, d, d.page_node, d.flags);
     return true;
@@ -577,6 +646,7 @@ bool World::numa_hint_fault(TaskExec& t, Vpn vpn, Pfn pfn) {
   const mm::Vma* vma = mm.find_vma(vpn);
   pfn = mm_.folio_head(pfn);  // a page of a PTE-mapped THP moves with its folio
   if (migrator_.migrating(pfn) || !balancer_.migrate_allowed(pfn, *vma, *d.target, t.clock)) {
+    ++t.hint_refused;
     finish_hint_fault(t, d, d.page_node, d.flags | numa::kTnfMigrateFail);
     return true;
   }
@@ -584,7 +654,14 @@ bool World::numa_hint_fault(TaskExec& t, Vpn vpn, Pfn pfn) {
   t.pending_hint = d;
   ++t.gen;
   t.blocked_on = 0;
-  migrator_.start(pfn, *d.target, t.task.pid, t.task.cpu, t.clock);
+  const uint32_t mig = migrator_.start(pfn, *d.target, t.task.pid, t.task.cpu, t.clock);
+  if (config_.trace) {
+    const mm::Folio& f = mm_.folios().folio(pfn);
+    config_.trace->begin("migration", mig, "migration", t.clock,
+                         fmt::format("\"pfn\":{},\"pages\":{},\"from_node\":{},"
+                                     "\"to_node\":{},\"by_pid\":{}",
+                                     pfn.v, f.nr_pages(), f.node.v, d.target->v, t.task.pid));
+  }
   return false;
 }
 
@@ -623,6 +700,11 @@ void World::release(const migrate::Migration& m, const migrate::Waiter& w, Tick 
   } else {
     // Cut while running ahead: it waited on its CPU since it got there.
     wt.task.times.iowait_ns += static_cast<double>((now - wt.task.state_since).ns);
+    if (config_.trace) {
+      config_.trace->task_state(wt.task.pid, wt.task.tgid, wt.task.cpu.v, wt.task.comm, "D",
+                                wt.task.state_since, now, wt.task.wait_detail);
+      wt.task.state_since = now;
+    }
     ++wt.task.nvcsw;
     wt.clock = now;
     schedule_run(wt, now);
@@ -631,6 +713,16 @@ void World::release(const migrate::Migration& m, const migrate::Waiter& w, Tick 
 
 void World::finished(const migrate::Migration& m, Tick now) {
   TaskExec& t = exec(m.pid);
+  if (config_.trace) {
+    const char* why = m.success ? ""
+                      : m.nomem ? "no destination page (ENOMEM)"
+                                : "references held to the end (EAGAIN)";
+    config_.trace->end(
+        "migration", m.id, "migration", now,
+        fmt::format("\"result\":\"{}\",\"reason\":\"{}\",\"passes\":{},"
+                    "\"mappings\":{},\"waiters\":{}",
+                    m.success ? "migrated" : "failed", why, m.pass, m.mappings, m.waiters.size()));
+  }
   t.task.times.sys_ns += static_cast<double>((now - t.clock).ns);
   t.clock = now;
   const numa::HintDecision hint = t.pending_hint;
@@ -643,6 +735,8 @@ bool World::wait_on_migration(TaskExec& t, Vpn vpn, Pfn pfn) {
   const uint32_t id = migrator_.wait(t.task.pid, t.proc->mm->id(), vpn, pfn, t.clock);
   if (id == 0) return false;
   t.blocked_on = id;
+  if (config_.trace)
+    t.task.wait_detail = fmt::format("migration entry at 0x{:x} (migration {})", vpn.v << 12, id);
   // migration_entry_wait: TASK_UNINTERRUPTIBLE on the page lock (iowait).
   leave_cpu(t, sched::TaskState::kUninterruptible);
   return true;
@@ -701,6 +795,7 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
   }
   if (r.cost.io_ns > 0) {
     // Waiting for the read: D state, which the kernel reports as iowait.
+    if (config_.trace) t.task.wait_detail = fmt::format("page read at 0x{:x}", vpn.v << 12);
     leave_cpu(t, sched::TaskState::kUninterruptible);
     queue_.schedule(t.clock + to_tick(r.cost.io_ns), this, kWakeTask, t.task.pid);
     return false;
@@ -844,6 +939,9 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
       t.cursor = 0;
       ++t.gen;
       queue_.schedule(t.clock + to_tick(cost), this, kMoveEnd, t.task.pid, to, 0);
+      if (config_.trace)
+        config_.trace->begin("charge move", t.task.pid, "move charges", t.clock,
+                             fmt::format("\"pid\":{},\"to_memcg\":{}", t.task.pid, to));
       return Step::kStopped;
     }
     case OpKind::kPin:
@@ -982,6 +1080,7 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
   if (r.cost.io_ns > 0) {
     ++t.stack.back().pc;
     t.cursor = 0;
+    if (config_.trace) t.task.wait_detail = "page reads of a system call";
     leave_cpu(t, sched::TaskState::kUninterruptible);
     queue_.schedule(t.clock + to_tick(r.cost.io_ns), this, kWakeTask, t.task.pid);
     return Step::kStopped;

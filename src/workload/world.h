@@ -53,6 +53,8 @@ struct WorldConfig {
   // Called now and then with the simulated time and the events so far (a
   // progress display); it must not touch the world.
   std::function<void(Tick, uint64_t)> progress;
+  // The run's trace (--trace), or nullptr. Not owned; it must outlive the run.
+  sim::Trace* trace = nullptr;
   Tick sample_interval;  // > 0: record a timeline of counters
   Limits limits;
   mm::MmConfig mm;
@@ -104,6 +106,7 @@ class World final : public sim::EventHandler,
   // TimelineSampler::Source
   uint32_t tasks_in_d() const override;
   bool tasks_alive() const override { return live_tasks_ > 0; }
+  std::vector<uint64_t> node_used_pages() const override;
 
  private:
   struct Region {
@@ -168,6 +171,9 @@ class World final : public sim::EventHandler,
     std::vector<std::pair<uint32_t, Tick>> reaches;  // (migration, when) for run-ahead
     // The hinting fault whose migration the task is in (migrate::Executor::finished).
     numa::HintDecision pending_hint;
+    // Hinting faults since its last NUMA scan pass (for the trace): all,
+    // on its own node, and refused a migration.
+    uint64_t hint_faults = 0, hint_local = 0, hint_refused = 0;
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
   enum EventKind : uint32_t {
@@ -209,6 +215,9 @@ class World final : public sim::EventHandler,
   void start_kthreads(Tick at);
   // One run of khugepaged (its event), and its next one scheduled.
   void khugepaged_event(Tick now);
+  // The trace's task names, CPU names and counter tracks (from the timeline),
+  // at the end of the run.
+  void finish_trace(const RunResult& r) const;
   // One step of a node's kswapd (its event), and the next one scheduled.
   void kswapd_event(NodeId node, uint64_t gen, Tick now);
   Tick horizon() const { return queue_.next_time(); }
