@@ -416,7 +416,11 @@ bool World::apply_segment(TaskExec& t, Tick at) {
     // queue catches up (its running time ends here in a trace).
     sched_.trace_state(t.task, x);
     t.task.state_since = x;
-    if (config_.trace) t.task.wait_detail = "migration entry (reached running ahead)";
+    if (config_.trace) {
+      t.task.wait_detail =
+          fmt::format("migration entry (migration {}, reached running ahead)", blocked);
+      ++trace_waiters_[blocked];
+    }
   }
   uint64_t done = s.unit_ns > 0 ? static_cast<uint64_t>(elapsed / s.unit_ns) : s.units;
   if (x == s.stop && s.stop == s.t0 + to_tick(s.unit_ns * static_cast<double>(s.units)))
@@ -717,11 +721,12 @@ void World::finished(const migrate::Migration& m, Tick now) {
     const char* why = m.success ? ""
                       : m.nomem ? "no destination page (ENOMEM)"
                                 : "references held to the end (EAGAIN)";
-    config_.trace->end(
-        "migration", m.id, "migration", now,
-        fmt::format("\"result\":\"{}\",\"reason\":\"{}\",\"passes\":{},"
-                    "\"mappings\":{},\"waiters\":{}",
-                    m.success ? "migrated" : "failed", why, m.pass, m.mappings, m.waiters.size()));
+    config_.trace->end("migration", m.id, "migration", now,
+                       fmt::format("\"result\":\"{}\",\"reason\":\"{}\",\"passes\":{},"
+                                   "\"mappings\":{},\"waiters\":{}",
+                                   m.success ? "migrated" : "failed", why, m.pass, m.mappings,
+                                   trace_waiters_[m.id]));
+    trace_waiters_.erase(m.id);
   }
   t.task.times.sys_ns += static_cast<double>((now - t.clock).ns);
   t.clock = now;
@@ -735,8 +740,10 @@ bool World::wait_on_migration(TaskExec& t, Vpn vpn, Pfn pfn) {
   const uint32_t id = migrator_.wait(t.task.pid, t.proc->mm->id(), vpn, pfn, t.clock);
   if (id == 0) return false;
   t.blocked_on = id;
-  if (config_.trace)
+  if (config_.trace) {
     t.task.wait_detail = fmt::format("migration entry at 0x{:x} (migration {})", vpn.v << 12, id);
+    ++trace_waiters_[id];
+  }
   // migration_entry_wait: TASK_UNINTERRUPTIBLE on the page lock (iowait).
   leave_cpu(t, sched::TaskState::kUninterruptible);
   return true;

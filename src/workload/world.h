@@ -267,6 +267,8 @@ class World final : public sim::EventHandler,
   memcg::Controller memcg_;
   std::vector<uint64_t> kswapd_gen_;  // by node: events of older generations are stale
   bool khugepaged_pending_ = false;   // khugepaged's next run is in the queue
+  // With a trace: tasks that waited on each migration in flight (by id).
+  std::unordered_map<uint32_t, uint32_t> trace_waiters_;
   sched::Scheduler sched_;
   numa::Balancer balancer_;
   migrate::Migrator migrator_;
