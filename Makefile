@@ -20,7 +20,7 @@ WERROR   ?= 0
 MMSIM    := $(BUILD)/src/cli/mmsim
 DEB_PKGS := g++ cmake ninja-build make libgtest-dev libgmock-dev libbenchmark-dev \
             libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev python3 \
-            clang-format clang-tidy qemu-system-x86 busybox-static
+            clang-format clang-tidy qemu-system-x86 busybox-static gnuplot-nox
 CLANG_FORMAT   ?= clang-format
 CLANG_TIDY     ?= clang-tidy
 FORMAT_DIRS    := src tests bench tools fuzz
@@ -42,7 +42,7 @@ else
 endif
 
 .PHONY: all deps configure build demo test bench clean asan-test format format-check tidy \
-        scenarios-check lint fuzz validate validate-quick kernel-source apt-lists sweep-test
+        scenarios-check lint fuzz validate validate-quick kernel-source apt-lists sweep-test figures
 
 all: build
 
@@ -157,6 +157,17 @@ validate: build apt-lists
 # kernel and back, kept working by CI (a counter outside tolerance fails it).
 validate-quick: build apt-lists
 	$(MMSIM) validate validate/fork-cow-faults.toml --kernel 6.1 --repeat 1 --accel tcg
+
+# The README's figures, from the seed A scenario: its counter timeline (sampled
+# every 100 ms) and the compare of the shared-COW skip off and on (3 runs each).
+figures: build
+	$(MMSIM) run scenarios/seed-a-numa-shared-cow.toml --set scenario.sample_interval=0.1s \
+	  --plot $(BUILD)/figures/seed-a >/dev/null
+	$(MMSIM) compare scenarios/seed-a-numa-shared-cow.toml \
+	  --vary numa.skip_shared_cow=false,true --repeat 3 --plot $(BUILD)/figures/seed-a-compare >/dev/null
+	mkdir -p docs/figures
+	cp $(BUILD)/figures/seed-a/timeline.png docs/figures/seed-a-timeline.png
+	cp $(BUILD)/figures/seed-a-compare/compare.png docs/figures/seed-a-compare.png
 
 # A sharded compare under GNU parallel and as a Slurm job array on a one-node
 # cluster brought up on localhost (both installed from Debian when missing;

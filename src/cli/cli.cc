@@ -22,6 +22,7 @@
 #include "native/scenario_native.h"
 #include "report/compare.h"
 #include "report/csv.h"
+#include "report/plot.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
 #include "sim/trace.h"
@@ -86,6 +87,7 @@ struct RunArgs {
   std::string json;
   std::string csv;
   std::string trace;
+  std::string plot;
   uint64_t trace_limit = 300'000;
   double trace_from = 0;
   bool check = false;
@@ -150,9 +152,13 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   report::RunInfo info{&sc, &pr.run->topology, &result, wall, !a.no_timing};
   out << report::summary_text(info, a.tasks);
   if (!a.no_timing) err << report::timing_text(info);
-  if (!a.json.empty() || !a.csv.empty()) {
+  if (!a.json.empty() || !a.csv.empty() || !a.plot.empty()) {
     out.flush();  // before the files, should one be /dev/stdout
     const nlohmann::ordered_json j = report::run_json(info);
+    if (!a.plot.empty()) {
+      const report::PlotResult p = report::plot(j, a.plot, err);
+      if (p.exit_code) return p.exit_code;
+    }
     if (!a.json.empty() && !report::write_atomically(a.json, j.dump(2) + "\n", err))
       return kExitHostRefused;
     if (!a.csv.empty() && (!report::write_atomically(a.csv, report::run_tasks_csv(j), err) ||
@@ -201,7 +207,8 @@ std::function<void(size_t, size_t)> runs_progress(util::ProgressLine& line, cons
 }
 
 int cmd_compare(report::CompareOptions options, const std::string& seed, const std::string& json,
-                const std::string& csv, const ShardArgs& sa, std::ostream& out, std::ostream& err) {
+                const std::string& csv, const std::string& plot_dir, const ShardArgs& sa,
+                std::ostream& out, std::ostream& err) {
   if (!seed.empty() && !(options.seed = parse_seed(seed, err))) return kExitBadInput;
   if (sa.merge.empty() && options.scenario.empty()) {
     err << "mmsim: error: compare: a scenario is required (or --merge DIR)\n";
@@ -251,7 +258,26 @@ int cmd_compare(report::CompareOptions options, const std::string& seed, const s
     return kExitHostRefused;
   if (!csv.empty() && !report::write_atomically(csv, report::compare_runs_csv(r.json), err))
     return kExitHostRefused;
+  if (!plot_dir.empty()) return report::plot(r.json, plot_dir, err).exit_code;
   return 0;
+}
+
+// Figures from a run's or a compare's JSON.
+int cmd_plot(const std::string& file, const std::string& dir, std::ostream& out,
+             std::ostream& err) {
+  std::ifstream in(file);
+  if (!in) {
+    err << "mmsim: error: plot: cannot read " << file << "\n";
+    return kExitBadInput;
+  }
+  const auto doc = nlohmann::ordered_json::parse(in, nullptr, false);
+  if (doc.is_discarded()) {
+    err << "mmsim: error: plot: " << file << " is not JSON\n";
+    return kExitBadInput;
+  }
+  const report::PlotResult p = report::plot(doc, dir, err);
+  for (const auto& f : p.figures) out << f << "\n";
+  return p.exit_code;
 }
 
 int cmd_topology(const std::string& machine, std::ostream& out, std::ostream& err) {
@@ -442,6 +468,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_option("--set", ra.sets, "Override a scenario key: key.path=value (repeatable)");
   run->add_option("--seed", ra.seed, "Seed (replaces scenario.seed)");
   run->add_option("--json", ra.json, "Write the results as JSON to this file");
+  run->add_option("--plot", ra.plot,
+                  "Draw the timeline and the tasks' time with gnuplot into this directory");
   run->add_option("--trace", ra.trace,
                   "Write a timeline for the Perfetto UI (Chrome JSON trace) to this file");
   run->add_option("--trace-limit", ra.trace_limit,
@@ -467,6 +495,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       "compare", "Run every combination of varied settings, repeatedly, and compare them");
   ShardArgs compare_shards;
   std::string compare_csv;
+  std::string compare_plot;
   compare->add_option("scenario", co.scenario, "Scenario TOML file (not with --merge)");
   compare
       ->add_option("--vary", co.vary,
@@ -481,6 +510,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->allow_extra_args(false);
   compare->add_option("--json", compare_json,
                       "Write every run and the comparison as JSON to this file");
+  compare->add_option("--plot", compare_plot,
+                      "Draw the comparison with gnuplot into this directory (PNG and SVG)");
   compare->add_option(
       "--csv", compare_csv,
       "Write one row per run (settings, seed, metrics, vmstat) as CSV to this file");
@@ -498,6 +529,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                    "DIR: the report of a sharded compare from its --out directory, as one "
                    "unsharded run prints it")
       ->excludes(shard_opt);
+
+  std::string plot_file, plot_out = "figures";
+  auto* plot_cmd = app.add_subcommand(
+      "plot", "Draw figures with gnuplot from the JSON of mmsim run or mmsim compare");
+  plot_cmd->add_option("json", plot_file, "The JSON file (run --json or compare --json)")
+      ->required();
+  plot_cmd->add_option("--out", plot_out, "The directory for the figures")->capture_default_str();
 
   std::string machine = "2s-16c";
   auto* topology = app.add_subcommand("topology", "Print a machine as numactl --hardware does");
@@ -662,9 +700,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                "give only --json besides it\n";
         return kExitBadInput;
       }
-      return cmd_compare(co, compare_seed, compare_json, compare_csv, compare_shards, out, err);
+      return cmd_compare(co, compare_seed, compare_json, compare_csv, compare_plot, compare_shards,
+                         out, err);
     }
     if (*topology) return cmd_topology(machine, out, err);
+    if (*plot_cmd) return cmd_plot(plot_file, plot_out, out, err);
     if (*costs) return cmd_costs(costs_machine, out, err);
     if (*switches) return cmd_switches(switches_version, switches_markdown, out, err);
     if (*validate_cmd) {

@@ -255,6 +255,7 @@ ordered_json run_json(const RunInfo& info) {
         row[std::string(mm::kVmNames[static_cast<size_t>(workload::kTimelineCounters[i])])] =
             smp.vm[i];
       row["tasks_in_d"] = smp.tasks_in_d;
+      row["node_used_pages"] = smp.node_used;
       if (!r.memcg.empty()) {
         row["memcg_cache"] = smp.memcg[0];
         row["memcg_mapped_file"] = smp.memcg[1];
