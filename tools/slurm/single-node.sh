@@ -75,10 +75,19 @@ install_packages() {
   # Without recommends: no mail server, no docs. The packages' own services
   # are not used (and are not started where policy-rc.d or no init forbids it).
   export DEBIAN_FRONTEND=noninteractive
-  local out
+  local out policy=/usr/sbin/policy-rc.d ours=0
   out=$(mktemp)
-  if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-    -o Dpkg::Use-Pty=0 slurm-wlm munge; } >"$out" 2>&1; then
+  # Keep the packages' own daemons from starting at install (they would want
+  # /etc/slurm/slurm.conf), whether or not this machine runs an init system:
+  # a policy-rc.d of our own for the install's duration, if there is none.
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 0755 "$policy" && ours=1
+  fi
+  local rc=0
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+    -o Dpkg::Use-Pty=0 slurm-wlm munge; } >"$out" 2>&1 || rc=$?
+  ((ours)) && rm -f "$policy"
+  if ((rc)); then
     cat "$out" >&2
     rm -f "$out"
     die "apt-get could not install slurm-wlm and munge"
