@@ -96,6 +96,19 @@ struct RunArgs {
   std::string costs;
 };
 
+// Makes an output directory before the work, so that a bad one is refused
+// before anything runs.
+bool make_output_dir(const std::string& dir, const char* flag, std::ostream& err) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    err << "mmsim: error: " << flag << ": cannot make the directory \"" << dir
+        << "\": " << (ec ? ec.message() : "not a directory") << "\n";
+    return false;
+  }
+  return true;
+}
+
 int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   if (!a.costs.empty()) {
     if (const std::string why = costs_problem(a.costs); !why.empty()) {
@@ -115,6 +128,11 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
       return kExitBadInput;
     }
   }
+  if (!(a.trace_from >= 0)) {
+    err << "mmsim: error: --trace-from: must be 0 or more seconds\n";
+    return kExitBadInput;
+  }
+  if (!a.plot.empty() && !make_output_dir(a.plot, "--plot", err)) return kExitHostRefused;
   const scenario::PrepareResult pr =
       scenario::prepare({a.scenario, std::nullopt, a.sets, seed, a.costs});
   if (!pr.run) {
@@ -225,11 +243,12 @@ int cmd_compare(report::CompareOptions options, const std::string& seed, const s
       return kExitBadInput;
     }
   }
-  if (!sa.shard.empty() && !(json.empty() && csv.empty())) {
-    err << "mmsim: error: --shard writes only its runs (--out); --json and --csv go with "
-           "--merge\n";
+  if (!sa.shard.empty() && !(json.empty() && csv.empty() && plot_dir.empty())) {
+    err << "mmsim: error: --shard writes only its runs (--out); --json, --csv and --plot go "
+           "with --merge\n";
     return kExitBadInput;
   }
+  if (!plot_dir.empty() && !make_output_dir(plot_dir, "--plot", err)) return kExitHostRefused;
   if (!sa.shard.empty()) {
     std::string why;
     const auto shard = report::parse_shard(sa.shard, &why);
@@ -477,8 +496,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->capture_default_str();
   run->add_option("--trace-from", ra.trace_from,
                   "Simulated seconds at which the trace's slices and instants begin (counters "
-                  "cover the whole run)")
-      ->check(CLI::NonNegativeNumber);
+                  "cover the whole run)");
   run->add_option("--csv", ra.csv,
                   "Write one row per task as CSV to this file, and the timeline to "
                   "FILE.timeline.csv (FILE without its .csv)");
