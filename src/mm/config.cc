@@ -216,7 +216,8 @@ std::span<const Switch<MmConfig>> mm_switches() {
         .doc = "/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs: khugepaged "
                "sleeps this long between passes while an mm is registered (mm/khugepaged.c "
                "khugepaged_wait_work, read in 6.1 and 6.12); it sleeps without a timeout while "
-               "none is, and the first registration wakes it at once",
+               "none is, and the first registration wakes it at once. SIMPLIFICATION: 0 (passes "
+               "back to back) is taken as one scheduler tick",
         .default_value = 10000,
         .lo = 0,
         .hi = 3600000},

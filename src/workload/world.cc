@@ -309,8 +309,13 @@ void World::khugepaged_event(Tick now) {
     const int64_t ms =
         step.next == Next::kScanSleep ? c.khugepaged_scan_sleep_ms : c.khugepaged_alloc_sleep_ms;
     const Tick end = now + std::max(to_tick(step.ns), Tick(1));
+    // SIMPLIFICATION: a sleep of 0 is one scheduler tick. The kernel's
+    // khugepaged then runs passes back to back on a CPU of its own, which
+    // here would be an event every few hundred ns of simulated time.
+    const Tick sleep =
+        std::max(to_tick(static_cast<double>(ms) * 1e6), Tick(config_.numa.tick_ns()));
     khugepaged_pending_ = true;
-    queue_.schedule(end + to_tick(static_cast<double>(ms) * 1e6), this, kKhugepaged);
+    queue_.schedule(end + sleep, this, kKhugepaged);
   }
   start_kthreads(now);  // its allocation may have woken a kswapd
 }

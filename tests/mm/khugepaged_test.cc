@@ -285,6 +285,14 @@ TEST(KhugepagedRun, AShorterScanSleepCollapsesSooner) {
   EXPECT_GT(r.result.khugepaged_s, 0);
 }
 
+TEST(KhugepagedRun, ASleepOf0IsOneTickNotPassesBackToBack) {
+  // 1 s at HZ=250: some 250 passes, not millions.
+  const auto r = run_text(collapse_scenario(1, "khugepaged_scan_sleep_millisecs = 0"));
+  EXPECT_EQ(r.vm("thp_collapse_alloc"), 16);
+  EXPECT_LT(r.result.events, 2000u);
+  EXPECT_GT(r.result.khugepaged_full_scans, 100u);
+}
+
 TEST(KhugepagedRun, ItsSleepBetweenPassesDoesNotLengthenTheRun) {
   // Its next pass is due 10 s after the first: the run still ends when its
   // last task does, within its time limit.
