@@ -16,15 +16,11 @@ constexpr uint64_t kHugeMask = ~uint64_t{kHugePages - 1};
 }  // namespace
 
 bool MemoryManager::khugepaged_vma_check(const Vma& vma) const {
-  if (!thp_on_ || !vma.is_anonymous() || (vma.flags & (Vma::kShared | Vma::kNoHugepage)))
-    return false;
-  if (config_.thp_enabled == ThpEnabled::kMadvise && !(vma.flags & Vma::kHugepage)) return false;
-  // An anonymous VMA qualifies once it has faulted (hugepage_vma_check:
-  // !vma->anon_vma is only good enough for the fault itself), and if its
-  // last aligned 2 MiB lies inside it (transhuge_vma_suitable).
-  if (!vma.anon_vma) return false;
-  const uint64_t haddr = (vma.end.v - kHugePages) & kHugeMask;
-  return vma.end.v >= kHugePages && haddr >= vma.start.v;
+  // The fault's test on the VMA's last aligned 2 MiB (transhuge_vma_suitable
+  // at vm_end - HPAGE_PMD_SIZE), and an anon_vma: hugepage_vma_check lets a
+  // VMA without one through for the fault alone.
+  if (!vma.anon_vma || vma.end.v - vma.start.v < kHugePages) return false;
+  return thp_fault_allowed(vma, Vpn(vma.end.v - kHugePages));
 }
 
 void MemoryManager::khugepaged_enter_vma(const Vma& vma) {
