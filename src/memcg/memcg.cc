@@ -16,6 +16,7 @@ Controller::Controller(const MemcgConfig& cfg, const cost::CostProfile& costs,
   MemCgroup root;
   root.path.assign(1, '/');
   groups_.push_back(root);
+  check(cgroups.size() < mm::kMaxMemcgs, "more memcgs than a folio can name");
   for (const auto& spec : cgroups) {
     MemCgroup g;
     g.id = static_cast<uint32_t>(groups_.size());

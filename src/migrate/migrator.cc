@@ -69,7 +69,7 @@ void Migrator::check_pass(Migration& m) {
   // that does not match gives it back (EAGAIN).
   // (The allocation may grow the folio table: no reference across it.)
   const mm::Folio old = mm_.folios().folio(m.folio);
-  if (auto fresh = mm_.folios().alloc_on(m.target, mm::Mark::kLow, old.order)) {
+  if (auto fresh = mm_.folios().alloc_on(m.target, mm::Mark::kLow, old.order())) {
     if (pinned) {
       mm_.folios().free(*fresh);
     } else {

@@ -25,13 +25,13 @@ Pfn FolioAllocator::take(NodeId node, uint8_t order) {
   } else {
     check(folios_.size() < kZeroPfn, "folio table full");
     slot = static_cast<uint32_t>(folios_.size());
-    folios_.emplace_back();
+    folios_.grow_to(folios_.size() + 1);
   }
   Folio& head = folios_[slot];
   head = Folio{};
   head.node = node;
   head.flags = Folio::kInUse;
-  head.order = order;
+  head.set_order(order);
   for (uint32_t i = 1; i < nr; ++i) {
     Folio& f = folios_[slot + i];
     f = Folio{};
@@ -62,7 +62,7 @@ uint32_t FolioAllocator::take_block() {
   const size_t base = (folios_.size() + kHugePages - 1) & ~size_t{kHugePages - 1};
   check(base + kHugePages <= kZeroPfn, "folio table full");
   for (size_t p = folios_.size(); p < base; ++p) free_slots_.push_back(static_cast<uint32_t>(p));
-  folios_.resize(base + kHugePages);
+  folios_.grow_to(base + kHugePages);
   return static_cast<uint32_t>(base);
 }
 
@@ -195,9 +195,10 @@ void FolioAllocator::free(Pfn pfn) {
     check(p.mapcount == 0, "freeing a mapped folio");
     p.flags = 0;
   }
+  mlock_count_.erase(pfn.v);
   nodes_[f.node.v].used -= nr;
   if (f.large()) {
-    f.order = 0;
+    f.set_order(0);
     free_blocks_.push_back(pfn.v);
   } else {
     free_slots_.push_back(pfn.v);
@@ -210,7 +211,7 @@ void FolioAllocator::split(Pfn head) {
   Folio& h = folios_[head.v];
   check(h.large() && h.test(Folio::kInUse) && !h.test(Folio::kTail), "split of a small folio");
   const uint32_t nr = h.nr_pages();
-  h.order = 0;
+  h.set_order(0);
   const auto flags = static_cast<uint16_t>(h.flags & ~Folio::kLru);
   for (uint32_t i = 1; i < nr; ++i) {
     Folio& t = folios_[head.v + i];

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "mm/pgtable.h"
@@ -43,25 +45,47 @@ struct Folio {
   int32_t mapcount = 0;        // PTEs mapping this folio (the kernel's _mapcount + 1)
   uint32_t mapping = 0;        // file id (page cache) or anon_vma id (anonymous)
   uint32_t last_cpupid = ~0u;  // NUMA balancing: last faulting (pid, cpu); all ones = unset
-  uint64_t index = 0;          // page offset in the file, or the anon linear index
-  uint32_t memcg = 0;
   // Its neighbours on its LRU list (pfns; LruSet's nil at an end).
   uint32_t lru_prev = UINT32_MAX;
   uint32_t lru_next = UINT32_MAX;
-  uint16_t mlock_count = 0;  // PTEs of VM_LOCKED VMAs mapping it (folio->mlock_count)
-  uint8_t order = 0;         // of a head: 0, or kHugeOrder for a THP
+  uint16_t memcg = 0;  // its memcg's id (a scenario has at most kMaxMemcgs)
+
+  // The page offset in the file, or the anon linear index (a vpn), below 2^44.
+  uint64_t index() const { return static_cast<uint64_t>(hi_ & kIndexHiMask) << 32 | index_lo_; }
+  void set_index(uint64_t i);
+  // Of a head: 0, or kHugeOrder for a THP.
+  uint8_t order() const { return static_cast<uint8_t>(hi_ >> 12); }
+  void set_order(uint8_t order) {
+    hi_ = static_cast<uint16_t>((hi_ & kIndexHiMask) | (order << 12));
+  }
   bool test(uint16_t f) const { return flags & f; }
-  uint32_t nr_pages() const { return 1u << order; }
-  bool large() const { return order != 0; }
+  uint32_t nr_pages() const { return 1u << order(); }
+  bool large() const { return order() != 0; }
+  // mlock_count (PTEs of VM_LOCKED VMAs mapping it) is FolioAllocator's, in
+  // a side table: few folios are ever mlocked.
+
+ private:
+  static constexpr uint16_t kIndexHiMask = 0x0FFF;
+  uint16_t hi_ = 0;  // the index's bits 32-43, then the order (4 bits)
+  uint32_t index_lo_ = 0;
 };
+
+inline void Folio::set_index(uint64_t i) {
+  check(i < (uint64_t{1} << 44), "a folio index of 44 bits or more");
+  index_lo_ = static_cast<uint32_t>(i);
+  hi_ = static_cast<uint16_t>((hi_ & ~kIndexHiMask) | (i >> 32));
+}
 
 // A PMD-sized folio: 2 MiB, HPAGE_PMD_ORDER.
 inline constexpr uint8_t kHugeOrder = 9;
 inline constexpr uint32_t kHugePages = 1u << kHugeOrder;  // HPAGE_PMD_NR
 inline constexpr Pfn huge_head(Pfn pfn) { return Pfn(pfn.v & ~(kHugePages - 1)); }
 
-// One of these per page of the simulated machine: keep it small.
-static_assert(sizeof(Folio) <= 40);
+// One of these per page of the simulated machine: keep it small (issue [11]:
+// with the PTE, at most 40 bytes a touched page).
+static_assert(sizeof(Folio) == 32);
+// Memcg ids a folio can hold.
+inline constexpr uint32_t kMaxMemcgs = UINT16_MAX;
 
 // The policies of set_mempolicy(2)/mbind(2) that the model supports.
 struct MemPolicy {
@@ -78,6 +102,29 @@ struct Watermarks {
 // Which watermark an allocation must leave free pages above (alloc_flags'
 // ALLOC_WMARK_*); kNone: any free page (unit tests without reclaim).
 enum class Mark : uint8_t { kNone, kMin, kLow, kHigh, kPromo };
+
+// The folio table: entries by pfn, grown in chunks of 2 MiB that never move,
+// so that it has no reallocation's copy (twice the table, for a moment) and
+// no unused capacity beyond its last chunk.
+class FolioTable {
+ public:
+  static constexpr uint32_t kChunkShift = 16;  // 64 Ki folios a chunk, a multiple of kHugePages
+  static constexpr uint32_t kChunk = 1u << kChunkShift;
+  Folio& operator[](size_t pfn) { return chunks_[pfn >> kChunkShift][pfn & (kChunk - 1)]; }
+  const Folio& operator[](size_t pfn) const {
+    return chunks_[pfn >> kChunkShift][pfn & (kChunk - 1)];
+  }
+  size_t size() const { return size_; }
+  // Grows to n entries (new ones default), never shrinks.
+  void grow_to(size_t n) {
+    while (chunks_.size() << kChunkShift < n) chunks_.push_back(std::make_unique<Folio[]>(kChunk));
+    size_ = std::max(size_, n);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Folio[]>> chunks_;
+  size_t size_ = 0;
+};
 
 // Owns all folios and the per-node free-page accounting.
 class FolioAllocator {
@@ -114,6 +161,18 @@ class FolioAllocator {
   // identity (index, LRU) and its accounting.
   void split(Pfn head);
 
+  // folio->mlock_count of a folio (its head): side state, as few are mlocked.
+  uint32_t mlock_count(Pfn head) const {
+    const auto it = mlock_count_.find(head.v);
+    return it == mlock_count_.end() ? 0 : it->second;
+  }
+  void set_mlock_count(Pfn head, uint32_t n) {
+    if (n) {
+      mlock_count_[head.v] = n;
+    } else {
+      mlock_count_.erase(head.v);
+    }
+  }
   Folio& folio(Pfn pfn) { return folios_[pfn.v]; }
   const Folio& folio(Pfn pfn) const { return folios_[pfn.v]; }
   uint64_t capacity_pages(NodeId n) const { return nodes_[n.v].capacity; }
@@ -156,11 +215,12 @@ class FolioAllocator {
   bool table_full() const;
   const topo::Topology& topo_;
   VmStat& vmstat_;
-  std::vector<Folio> folios_;
+  FolioTable folios_;
   std::vector<uint32_t> free_slots_;
   std::vector<uint32_t> free_blocks_;  // first pfns of whole free blocks
   size_t compact_at_ = kHugePages;     // free singles that make compact_blocks worth a try
   std::vector<NodeState> nodes_;
+  std::unordered_map<uint32_t, uint32_t> mlock_count_;  // by head pfn; absent: 0
 };
 
 }  // namespace mmsim::mm

@@ -92,7 +92,7 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
   for (uint32_t i = 0; i < kHugePages; ++i) {
     Folio& page = folios_.folio(Pfn(pfn->v + i));
     page.mapping = av.id;
-    page.index = haddr.v + i;
+    page.set_index(haddr.v + i);
   }
   folios_.folio(*pfn).flags |= Folio::kAnon | Folio::kUptodate;
   Folio& f = folios_.folio(*pfn);
@@ -206,7 +206,8 @@ void MemoryManager::split_huge_pmd(Mm& mm, Vma& vma, PteTable& t) {
   if (--entire_mapcount(head) == 0) vmstat_.add(Vm::nr_anon_transparent_hugepages, -1);
   // mlock_count of a large folio counts its mappings in VM_LOCKED VMAs: the
   // PMD's one is now 512 PTEs'.
-  if (vma.flags & Vma::kLocked) folios_.folio(head).mlock_count += kHugePages - 1;
+  if (vma.flags & Vma::kLocked)
+    folios_.set_mlock_count(head, folios_.mlock_count(head) + kHugePages - 1);
 }
 
 void MemoryManager::split_huge_folio(Pfn head, std::vector<Pfn>* isolated) {
@@ -224,9 +225,9 @@ void MemoryManager::split_huge_page(Pfn head, std::vector<Pfn>* isolated) {
   check(f.large() && entire_mapcount(head) == 0, "split of a PMD-mapped or small folio");
   // Each page's mappings in VM_LOCKED VMAs, which become its own mlock count.
   std::vector<uint16_t> locked(kHugePages, 0);
-  if (f.mlock_count) {
+  if (folios_.mlock_count(head)) {
     rmap_walk(head, [&](Mm&, Vma& vma, Vpn v) {
-      if (vma.flags & Vma::kLocked) ++locked[v.v - f.index];
+      if (vma.flags & Vma::kLocked) ++locked[v.v - f.index()];
     });
   }
   const bool was_mlocked = f.test(Folio::kMlocked);
@@ -236,9 +237,9 @@ void MemoryManager::split_huge_page(Pfn head, std::vector<Pfn>* isolated) {
   int64_t mlocked = 0;
   for (uint32_t i = 0; i < kHugePages; ++i) {
     Folio& p = folios_.folio(Pfn(head.v + i));
-    p.index = f.index + i;
-    p.mlock_count = locked[i];
-    if (p.mlock_count) {
+    p.set_index(f.index() + i);
+    folios_.set_mlock_count(Pfn(head.v + i), locked[i]);
+    if (locked[i]) {
       p.flags |= Folio::kMlocked;
       ++mlocked;
     } else {

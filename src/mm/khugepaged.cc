@@ -224,7 +224,7 @@ MemoryManager::ScanResult MemoryManager::collapse_huge_page(Mm& mm, Vma& vma, Vp
   for (uint32_t i = 0; i < kHugePages; ++i) {
     Folio& page = folios_.folio(Pfn(pfn->v + i));
     page.mapping = av.id;
-    page.index = haddr.v + i;
+    page.set_index(haddr.v + i);
   }
   folios_.folio(*pfn).flags |= Folio::kAnon | Folio::kUptodate;
   if (memcg_) {

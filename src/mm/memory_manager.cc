@@ -282,7 +282,7 @@ bool MemoryManager::preload_file(AddressSpace& file, NodeId node) {
     Folio& f = folios_.folio(*pfn);
     f.flags |= Folio::kUptodate | (file.shmem ? Folio::kShmem : 0);
     f.mapping = file.id;
-    f.index = i;
+    f.set_index(i);
     if (memcg_) memcg_->charge(0, *pfn, CpuId(0));  // cached before the run: the root's
     lru_.add(*pfn);
     file.store(i, pfn->v);
@@ -406,7 +406,9 @@ void MemoryManager::folio_mark_dirty(Folio& f) {
 void MemoryManager::mlock_folio(Pfn pfn) {
   pfn = folio_head(pfn);
   Folio& f = folios_.folio(pfn);
-  if (f.mlock_count++ == 0) {
+  const uint32_t count = folios_.mlock_count(pfn);
+  folios_.set_mlock_count(pfn, count + 1);
+  if (count == 0) {
     // To the unevictable list (an isolated folio gets there when put back).
     set_lru_flags(pfn, static_cast<uint16_t>(f.flags | Folio::kMlocked));
     vmstat_.add(Vm::nr_mlock, f.nr_pages());
@@ -416,7 +418,9 @@ void MemoryManager::mlock_folio(Pfn pfn) {
 
 void MemoryManager::munlock_folio(Pfn head) {
   Folio& f = folios_.folio(head);
-  if (--f.mlock_count == 0) {
+  const uint32_t count = folios_.mlock_count(head) - 1;
+  folios_.set_mlock_count(head, count);
+  if (count == 0) {
     set_lru_flags(head, static_cast<uint16_t>(f.flags & ~Folio::kMlocked));
     vmstat_.add(Vm::nr_mlock, -static_cast<int64_t>(f.nr_pages()));
     vmstat_.add(Vm::unevictable_pgs_munlocked, f.nr_pages());
@@ -532,7 +536,7 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
       Folio& f = folios_.folio(*pfn);
       f.flags |= Folio::kUptodate | (file.shmem ? Folio::kShmem : 0);
       f.mapping = file.id;
-      f.index = i;
+      f.set_index(i);
     }
     if (memcg_) {
       const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, ctx.cpu, retry);
@@ -657,7 +661,7 @@ MemoryManager::NewFolio MemoryManager::new_anon_folio(Vma& vma, Vpn vpn, const F
     Folio& f = folios_.folio(*pfn);
     f.flags |= Folio::kAnon | Folio::kUptodate;
     f.mapping = av.id;
-    f.index = vpn.v;
+    f.set_index(vpn.v);
   }
   if (memcg_) {
     const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, ctx.cpu);
@@ -1264,8 +1268,8 @@ std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
   }
   if (f.test(Folio::kLru)) lru_.del(pfn);  // reclaim has isolated it already
   AddressSpace& file = *files_[f.mapping];
-  file.store(f.index, AddressSpace::kNone);
-  file.shadows[f.index] = workingset_eviction(f);
+  file.store(f.index(), AddressSpace::kNone);
+  file.shadows[f.index()] = workingset_eviction(f);
   vmstat_.add(Vm::nr_file_pages, -1);
   if (f.test(Folio::kShmem)) vmstat_.add(Vm::nr_shmem, -1);
   if (memcg_) memcg_->uncharge(pfn, f);
@@ -1433,7 +1437,7 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
   Folio& f = folios_.folio(to);
   const NodeId node = f.node;
   check(!old.test(Folio::kLru), "migration of a folio not isolated from its LRU");
-  check(old.order == f.order, "migration to a folio of another size");
+  check(old.order() == f.order(), "migration to a folio of another size");
   // A THP's tails first: their mapcounts (and the first tail's PMD and PTE
   // mapping counts) go to the new folio's.
   for (uint32_t i = 1; i < old.nr_pages(); ++i) {
@@ -1451,7 +1455,7 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
   if (config_.tiering_access_time && tiers_.toptier(old.node) != tiers_.toptier(node))
     f.last_cpupid = ~0u;
   f.flags &= static_cast<uint16_t>(~Folio::kLocked);
-  if (!f.test(Folio::kAnon)) files_[f.mapping]->store(f.index, to.v);
+  if (!f.test(Folio::kAnon)) files_[f.mapping]->store(f.index(), to.v);
   if (f.test(Folio::kSwapCache)) {
     const uint32_t slot = swap_slot_of_.at(from.v);
     swap_slot_of_.erase(from.v);
@@ -1461,7 +1465,8 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
   if (memcg_) memcg_->migrate(from, to, f);
   lru_.add(to);  // the new folio goes on the LRU in the old one's place
   old.mapcount = 0;
-  old.mlock_count = 0;
+  folios_.set_mlock_count(to, folios_.mlock_count(from));
+  folios_.set_mlock_count(from, 0);
   old.flags = Folio::kInUse;
   folios_.free(from);
 }
@@ -1469,7 +1474,7 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
 std::optional<double> MemoryManager::demote_folio(Pfn pfn, CpuId cpu) {
   const Folio& f = folios_.folio(pfn);
   const NodeId src = f.node;
-  const uint8_t order = f.order;
+  const uint8_t order = f.order();
   const uint32_t nr = f.nr_pages();
   const auto target = tiers_.demotion_target(src);
   if (!target || f.test(Folio::kLocked) || f.test(Folio::kMlocked)) return std::nullopt;
@@ -1625,7 +1630,7 @@ MemoryManager::Fault MemoryManager::do_swap_page(Mm& mm, Vma& vma, Vpn vpn, Pte 
       Folio& f = folios_.folio(*p);
       f.flags |= Folio::kAnon | Folio::kUptodate | Folio::kSwapCache;
       f.mapping = av.id;
-      f.index = vpn.v;
+      f.set_index(vpn.v);
     }
     if (memcg_) {
       const ChargeResult c = memcg_->charge(ctx.memcg, *p, ctx.cpu);
@@ -1763,8 +1768,10 @@ std::vector<std::string> MemoryManager::check_invariants() const {
         err("rmap of folio " + std::to_string(p) + " finds " + std::to_string(found) + " of " +
             std::to_string(mappings) + " mappings");
     }
-    if (f.mlock_count != locked[p]) err("folio " + std::to_string(p) + " mlock_count wrong");
-    if (f.mlock_count > 0) mlocked += nr;
+    const uint32_t mlock_count = folios_.mlock_count(Pfn(p));
+    if (static_cast<int64_t>(mlock_count) != locked[p])
+      err("folio " + std::to_string(p) + " mlock_count wrong");
+    if (mlock_count > 0) mlocked += nr;
     if (!f.test(Folio::kUptodate)) {
       // A migration's new folio while the old one is copied into it: it has
       // no owner yet (no page-cache slot, no anon_vma, no charge, no LRU)
@@ -1789,7 +1796,7 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     } else {
       ++file;
       if (f.mapcount > 0) ++mapped;
-      if (files_[f.mapping]->lookup(f.index) != p)
+      if (files_[f.mapping]->lookup(f.index()) != p)
         err("folio " + std::to_string(p) + " not in its page cache slot");
     }
   }

@@ -321,8 +321,8 @@ class MemoryManager {
       // Each PTE mapping a page of the folio, or the PMD mapping it whole
       // once (anonymous only: no file THP).
       for (Vma* vma : anon_vmas_[folio.mapping]->vmas) {
-        const uint64_t first = std::max(folio.index, vma->start.v);
-        const uint64_t last = std::min(folio.index + folio.nr_pages(), vma->end.v);
+        const uint64_t first = std::max(folio.index(), vma->start.v);
+        const uint64_t last = std::min(folio.index() + folio.nr_pages(), vma->end.v);
         for (uint64_t v = first; v < last; ++v) {
           const PteTable* t = vma->mm->pgtable().table(Vpn(v));
           if (!t) break;
@@ -334,12 +334,12 @@ class MemoryManager {
       }
     } else if (folio.test(Folio::kAnon)) {
       for (Vma* vma : anon_vmas_[folio.mapping]->vmas) {
-        if (!visit(vma, Vpn(folio.index))) return;
+        if (!visit(vma, Vpn(folio.index()))) return;
       }
     } else {
       for (Vma* vma : files_[folio.mapping]->i_mmap) {
-        if (folio.index < vma->pgoff) continue;
-        if (!visit(vma, Vpn(vma->start.v + (folio.index - vma->pgoff)))) return;
+        if (folio.index() < vma->pgoff) continue;
+        if (!visit(vma, Vpn(vma->start.v + (folio.index() - vma->pgoff)))) return;
       }
     }
   }

@@ -56,7 +56,7 @@ struct Pte {
 class PteTable {
  public:
   Pte get(uint32_t i) const {
-    if (!huge_) return ptes_[i];
+    if (!huge_) return Pte{pfn_[i], flags_[i]};
     Pte p = pmd_;
     if (p.pfn != kZeroPfn && (p.present() || p.migration())) p.pfn += i;
     return p;
@@ -64,10 +64,11 @@ class PteTable {
   // Inline: every fault and zap sets PTEs.
   void set(uint32_t i, Pte pte) {
     check(!huge_, "a PTE set in a huge PMD's table");
-    const Pte old = ptes_[i];
-    nr_used_ += static_cast<uint32_t>(!pte.none()) - static_cast<uint32_t>(!old.none());
-    ptes_[i] = pte;
+    nr_used_ += static_cast<uint32_t>(!pte.none()) - static_cast<uint32_t>(flags_[i] != 0);
+    pfn_[i] = pte.pfn;
+    flags_[i] = pte.flags;
     const uint64_t bit = uint64_t{1} << (i & 63);
+    used_[i >> 6] = pte.none() ? (used_[i >> 6] & ~bit) : (used_[i >> 6] | bit);
     uint64_t& r = readable_[i >> 6];
     uint64_t& w = writable_[i >> 6];
     // A sweep may run over a page without the kernel only if the MMU would
@@ -80,6 +81,16 @@ class PteTable {
     w = pte.writable() && young && dirty ? (w | bit) : (w & ~bit);
   }
   uint32_t nr_used() const { return nr_used_; }
+  // The first index in [from, to) whose PTE is not none, or `to`: a walk
+  // visits the entries in use, not every slot (O(touched)).
+  uint32_t next_used(uint32_t from, uint32_t to) const {
+    for (uint32_t i = from; i < to;) {
+      const uint64_t w = used_[i >> 6] & (~uint64_t{0} << (i & 63));
+      if (w) return std::min(to, (i & ~63u) + static_cast<uint32_t>(std::countr_zero(w)));
+      i = (i & ~63u) + 64;
+    }
+    return to;
+  }
   bool huge() const { return huge_; }
   // The PMD of a huge mapping: pfn is the head's (or kZeroPfn).
   const Pte& pmd() const { return pmd_; }
@@ -92,9 +103,12 @@ class PteTable {
   uint32_t next_blocked(uint32_t from, uint32_t to, bool write) const;
 
  private:
-  std::array<Pte, kPtesPerTable> ptes_{};
+  // The entries, as two arrays: 5 bytes an entry, not a padded Pte's 8.
+  std::array<uint32_t, kPtesPerTable> pfn_{};
+  std::array<uint8_t, kPtesPerTable> flags_{};
   std::array<uint64_t, kPtesPerTable / 64> readable_{};
   std::array<uint64_t, kPtesPerTable / 64> writable_{};
+  std::array<uint64_t, kPtesPerTable / 64> used_{};  // not none
   uint32_t nr_used_ = 0;
   bool huge_ = false;
   Pte pmd_{};
@@ -185,11 +199,12 @@ class PageTable {
     const uint64_t base = key << kPteTableShift;
     PteTable* t = table(Vpn(base));
     if (!t || !t->nr_used() || t->huge()) return;
-    const uint64_t lo = std::max(base, from.v);
-    const uint64_t hi = std::min(base + kPtesPerTable, to.v);
-    for (uint64_t x = lo; x < hi; ++x) {
-      const uint32_t i = x & (kPtesPerTable - 1);
-      if (!t->get(i).none()) f(Vpn(x), *t, i);
+    const auto lo = static_cast<uint32_t>(std::max(base, from.v) - base);
+    const auto hi = static_cast<uint32_t>(std::min(base + kPtesPerTable, to.v) - base);
+    // Entry by entry in use, read again after each visit (f may change it).
+    for (uint32_t i = t->next_used(lo, hi); i < hi; i = t->next_used(i + 1, hi)) {
+      if (!t->get(i).none()) f(Vpn(base + i), *t, i);
+      if (t->huge()) return;
     }
   }
   std::unordered_map<uint64_t, std::unique_ptr<PteTable>> tables_;

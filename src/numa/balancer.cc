@@ -292,9 +292,9 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
     // numa_rebuild_large_mapping: the folio's other hinting PTEs in this
     // page table too.
     const uint64_t table = vpn.v & ~uint64_t{mm::kPtesPerTable - 1};
-    const uint64_t lo = std::max({folio.index, vma->start.v, table});
+    const uint64_t lo = std::max({folio.index(), vma->start.v, table});
     const uint64_t hi =
-        std::min({folio.index + folio.nr_pages(), vma->end.v, table + mm::kPtesPerTable});
+        std::min({folio.index() + folio.nr_pages(), vma->end.v, table + mm::kPtesPerTable});
     for (uint64_t p = lo; p < hi; ++p) {
       const mm::Pte other = mm.pgtable().get(Vpn(p));
       if (other.protnone() && mm_.folio_head(Pfn(other.pfn)) == head)
