@@ -503,6 +503,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_flag("--check", ra.check, "Run the invariant checker (mapcounts, rmap, node pages)");
   run->add_flag("--tasks", ra.tasks, "List every task, not a summary by program");
   run->add_flag("--no-timing", ra.no_timing, "Leave host timings out, for byte-identical output");
+  bool run_no_noise = false;
+  run->add_flag("--no-noise", run_no_noise,
+                "Turn every [noise] source off: exact lockstep (noise.enabled=false)");
   run->add_option("--costs", ra.costs,
                   "A cost profile (e.g. from mmsim calibrate) replacing the defaults");
 
@@ -537,6 +540,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       "--metric", co.metric,
       "The throughput counter (default: the scenario's first counter, else elapsed_s)");
   compare->add_option("--jobs", co.jobs, "Simulations run at once")->capture_default_str();
+  bool compare_no_noise = false;
+  compare->add_flag("--no-noise", compare_no_noise,
+                    "Turn every [noise] source off in every run (noise.enabled=false)");
   auto* shard_opt = compare->add_option(
       "--shard", compare_shards.shard,
       "K/N: run only the K-th of N shares of the runs (with --out), e.g. one array task's");
@@ -709,15 +715,19 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
   }
   try {
-    if (*run) return cmd_run(ra, out, err);
+    if (*run) {
+      if (run_no_noise) ra.sets.emplace_back("noise.enabled=false");
+      return cmd_run(ra, out, err);
+    }
     if (*compare) {
       if (!compare_shards.merge.empty() &&
           (!co.scenario.empty() || !co.vary.empty() || !co.sets.empty() || !compare_seed.empty() ||
-           !co.metric.empty() || compare->count("--repeat"))) {
+           !co.metric.empty() || compare->count("--repeat") || compare_no_noise)) {
         err << "mmsim: error: --merge DIR takes the scenario and its settings from DIR/plan.json: "
                "give only --json besides it\n";
         return kExitBadInput;
       }
+      if (compare_no_noise) co.sets.emplace_back("noise.enabled=false");
       return cmd_compare(co, compare_seed, compare_json, compare_csv, compare_plot, compare_shards,
                          out, err);
     }

@@ -251,6 +251,15 @@ std::span<const Switch<NumaConfig>> numa_switches() {
         .unit = "Hz"},
        [](const C& c) { return c.tick_hz; },
        [](C& c, int64_t v) { c.tick_hz = v; }},
+      {{.section = "kernel",
+        .key = "skew_tick",
+        .kind = SwitchKind::kBool,
+        .doc = "the skew_tick boot parameter: each CPU's tick is offset by cpu x half a tick / "
+               "CPUs (kernel/time/tick-sched.c tick_setup_sched_timer); off, every CPU's tick "
+               "fires at the same instant",
+        .default_value = 0},
+       [](const C& c) -> int64_t { return c.skew_tick; },
+       [](C& c, int64_t v) { c.skew_tick = v != 0; }},
   };
   return table;
 }

@@ -94,6 +94,7 @@ struct NumaConfig {
   bool pte_mapped_thp_hinting = false;
   int64_t migrate_passes = 10;
   int64_t tick_hz = 250;
+  bool skew_tick = false;  // the skew_tick boot parameter
 
   // Resolved for a machine (not a switch): the mode's bits, and whether
   // balancing is on at all.

@@ -1,6 +1,7 @@
 #include "report/report.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -163,6 +164,34 @@ ordered_json metrics_json(const RunInfo& info) {
   return m;
 }
 
+// [noise] as the run used it: every source, or enabled = false alone.
+ordered_json noise_json(const sim::NoiseConfig& n) {
+  ordered_json j;
+  j["enabled"] = n.enabled;
+  if (!n.enabled) return j;
+  j["tick_phase"] = n.tick_phase;
+  for (const auto& p : sim::noise_params()) j[std::string(p.key)] = n.*(p.field);
+  return j;
+}
+
+// A duration as a scenario would write it ("3.1us").
+std::string duration_text(double ns) {
+  if (ns >= 1e6) return fmt::format("{:.4g}ms", ns / 1e6);
+  if (ns >= 1e3) return fmt::format("{:.4g}us", ns / 1e3);
+  return fmt::format("{:.4g}ns", ns);
+}
+
+std::string noise_text(const sim::NoiseConfig& n) {
+  if (!n.enabled) return "off (--no-noise): exact lockstep";
+  std::string out = fmt::format("tick_phase={}", n.tick_phase);
+  for (const auto& p : sim::noise_params()) {
+    const double v = n.*(p.field);
+    out += p.unit == "ns" ? fmt::format(" {}={}", p.key, duration_text(v))
+                          : fmt::format(" {}={:g}", p.key, v);
+  }
+  return out;
+}
+
 ordered_json run_json(const RunInfo& info) {
   const scenario::Scenario& sc = *info.scenario;
   const topo::Topology& topo = *info.topology;
@@ -189,6 +218,7 @@ ordered_json run_json(const RunInfo& info) {
                   {"distance", dist},
                   {"cost_profile", cost_profile_text(sc, topo)}};
   j["kernel"] = kernel_json(sc.kernel, topo.nr_nodes());
+  j["noise"] = noise_json(sc.noise);
   j["metrics"] = metrics_json(info);
   ordered_json vm;
   for (const auto& [name, v] : r.vmstat) vm[name] = v;
@@ -275,6 +305,10 @@ ordered_json run_json(const RunInfo& info) {
     sim["wall_s"] = info.wall_s;
     sim["page_events_per_s"] =
         info.wall_s > 0 ? static_cast<double>(r.page_events) / info.wall_s : 0.0;
+    // The process's peak resident set so far (getrusage ru_maxrss, KiB).
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    sim["peak_rss_bytes"] = static_cast<uint64_t>(ru.ru_maxrss) * 1024;
   }
   j["sim"] = sim;
   return j;
@@ -317,6 +351,7 @@ std::string summary_text(const RunInfo& info, bool all_tasks) {
   line(fmt::format("kernel   {}:{}", sc.kernel.version.str(), by_section["kernel"]));
   if (nc.enabled) line(fmt::format("numa    {}", by_section["numa"]));
   line(fmt::format("memcg   {}", by_section["memcg"]));
+  line(fmt::format("noise    {}", noise_text(sc.noise)));
   // Host timings are not part of the summary, so that it is the same for the
   // same scenario and seed on any host (see timing_text).
   line(fmt::format("elapsed  {:.6f} s simulated, {} events, {} page events", r.elapsed_s, r.events,

@@ -993,6 +993,27 @@ void read_numa(TableReader& r, Scenario& sc) {
 
 void read_costs(TableReader& r, Scenario& sc, Ctx& ctx);
 
+// [noise]: the sources of run-to-run variation (sim/noise.h).
+void read_noise(TableReader& r, Scenario& sc) {
+  if (auto b = r.boolean("enabled")) sc.noise.enabled = *b;
+  if (auto b = r.boolean("tick_phase")) sc.noise.tick_phase = *b;
+  for (const auto& p : sim::noise_params()) {
+    const std::string key(p.key);
+    if (p.unit == "ns") {
+      if (auto d = r.duration(key)) {
+        if (static_cast<double>(*d) < p.lo || static_cast<double>(*d) > p.hi) {
+          r.error(r.raw().get(key), key,
+                  fmt::format("{} ns is out of range [{}, {}] ns", *d, p.lo, p.hi));
+        }
+        sc.noise.*(p.field) = static_cast<double>(*d);
+      }
+    } else if (auto v = r.number(key, p.lo, p.hi)) {
+      sc.noise.*(p.field) = *v;
+    }
+  }
+  r.finish();
+}
+
 void apply_cost_table(TableReader& r, Scenario& sc) {
   for (const auto& p : cost::cost_params()) {
     if (auto v = r.number(std::string(p.name), 0, 1e12)) sc.costs.*(p.field) = *v;
@@ -1374,6 +1395,10 @@ LoadResult parse_table(toml::table root, const std::string& file,
     const toml::array* a = n->as_array();
     if (!a || !a->is_array_of_tables()) {
       top.error(n, "cgroups", "expected [[cgroups]] tables");
+    } else if (a->size() >= mm::kMaxMemcgs) {
+      top.error(n, "cgroups",
+                fmt::format("{} cgroups; at most {} (a page's memcg id is 16 bits)", a->size(),
+                            mm::kMaxMemcgs - 1));
     } else {
       for (size_t i = 0; i < a->size(); ++i) {
         const toml::table& ct = *a->get(i)->as_table();
@@ -1412,6 +1437,10 @@ LoadResult parse_table(toml::table root, const std::string& file,
   if (const toml::table* t = top.table("costs")) {
     TableReader r(*t, "costs", ctx);
     read_costs(r, sc, ctx);
+  }
+  if (const toml::table* t = top.table("noise")) {
+    TableReader r(*t, "noise", ctx);
+    read_noise(r, sc);
   }
 
   Names names;
@@ -1686,6 +1715,7 @@ workload::WorldConfig world_config(const Scenario& s, const topo::Topology& topo
   wc.page_cgroup_array_bytes =
       s.kernel.version >= KernelVersion{3, 19} ? 0 : s.kernel.page_cgroup_bytes();
   wc.cgroups = s.cgroups;
+  wc.noise = s.noise;
   return wc;
 }
 

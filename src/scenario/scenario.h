@@ -15,6 +15,7 @@
 #include "mm/config.h"
 #include "numa/config.h"
 #include "reclaim/config.h"
+#include "sim/noise.h"
 #include "sim/switches.h"
 #include "topo/topology.h"
 #include "workload/program.h"
@@ -110,6 +111,7 @@ struct Scenario {
   std::vector<std::string> overrides;      // the --set arguments, as given
   workload::Limits limits;                 // [limits]
   ValidateSpec validate;                   // [validate]: not used by the simulation
+  sim::NoiseConfig noise;                  // [noise]: run-to-run variation
 };
 
 struct LoadResult {

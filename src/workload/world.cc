@@ -38,6 +38,7 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
       access_(costs, mm_.folios(), mm_.cache()),
       timeline_(queue_, config_.sample_interval, config_.limits.timeline_rows, mm_.vmstat(), memcg_,
                 workload.init_cgroup, *this),
+      noise_(config_.noise),
       limit_pages_(config_.limits.memory_bytes / kPageSize) {
   tasks_.emplace_back();  // pid 0 is the idle task
   if (memcg_.enabled()) mm_.set_memcg(&memcg_);
@@ -52,12 +53,20 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
     }
     sibling_.push_back(sib);
   }
-  // Each CPU's scheduler tick has its own phase: the seed's only role.
-  sim::Rng rng(config_.seed);
+  // The scheduler tick fires on every CPU at the same instants (the jiffy
+  // grid), each CPU offset by its share of half a tick with skew_tick. Where
+  // the grid lies against the run's start is noise.
+  const int64_t tick = config_.numa.tick_ns();
+  sim::Rng machine_rng = sim::noise_stream(config_.seed, 0);
+  const int64_t grid = noise_.on() && config_.noise.tick_phase
+                           ? static_cast<int64_t>(machine_rng.below(static_cast<uint64_t>(tick)))
+                           : 0;
   tick_phase_.reserve(topo.nr_cpus());
   for (size_t c = 0; c < topo.nr_cpus(); ++c) {
-    tick_phase_.push_back(
-        Tick(static_cast<int64_t>(rng.below(static_cast<uint64_t>(config_.numa.tick_ns())))));
+    const int64_t skew = config_.numa.skew_tick ? static_cast<int64_t>(c) * (tick / 2) /
+                                                      static_cast<int64_t>(topo.nr_cpus())
+                                                : 0;
+    tick_phase_.push_back(Tick((grid + skew) % tick));
   }
 }
 
@@ -201,12 +210,16 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   t.counters.assign(workload_.counters.size(), 0);
   t.stack.push_back(Frame{&workload_.programs[program].ops, 0, nullptr, 0, Tick()});
   t.clock = at;
+  t.noise_rng = sim::noise_stream(config_.seed, pid);
   ++mm.users;
   balancer_.task_init(pid, mm, new_mm, at);
   if (tasks_by_mm_.size() <= mm.id()) tasks_by_mm_.resize(mm.id() + 1);
   tasks_by_mm_[mm.id()].push_back(pid);
   ++live_tasks_;
-  sched_.wake_up_new_task(task, at);
+  // The child first runs after its fork or clone latency (noise).
+  const Tick start = parent_pid ? at + to_tick(noise_.start_delay_ns(t.noise_rng, new_mm)) : at;
+  t.clock = start;
+  sched_.wake_up_new_task(task, start);
   return pid;
 }
 
@@ -241,7 +254,7 @@ void World::wake(TaskExec& t, Tick at) {
   // A task that ran ahead of the queue may have gone to sleep (on a
   // migration entry) at a clock later than the event that ends the wait: it
   // never waited, and goes on from where it stopped.
-  at = std::max(at, t.task.state_since);
+  at = std::max(at, t.task.state_since) + to_tick(noise_.wakeup_delay_ns(t.noise_rng));
   t.clock = at;
   sched_.wake(t.task, at);
 }
@@ -506,6 +519,17 @@ Tick World::reach_time(const TaskExec& t, Vpn lo, Vpn hi, Tick now) const {
   return first < s.stop ? first : Tick::max();
 }
 
+void World::stretch_by_noise(TaskExec& t, double planned_ns, double& unit_ns,
+                             std::vector<Piece>& pieces) {
+  if (!noise_.on()) return;
+  const double f = noise_.user_factor(t.noise_rng, planned_ns);
+  unit_ns *= f;
+  for (Piece& p : pieces) {
+    p.offset_ns *= f;
+    p.ns *= f;
+  }
+}
+
 bool World::start_segment(TaskExec& t) {
   Segment& s = t.seg;
   s.active = true;
@@ -513,6 +537,10 @@ bool World::start_segment(TaskExec& t) {
   s.t0 = t.clock;
   s.id = next_segment_++;
   t.reaches.clear();
+  // A stretch's cost jitter and interruptions stretch it evenly (a loop's
+  // were drawn when its passes were counted: try_fast_forward).
+  if (s.kind == Segment::Kind::kStretch)
+    stretch_by_noise(t, s.unit_ns * static_cast<double>(s.units), s.unit_ns, s.pieces);
   s.stop = t.clock + to_tick(s.unit_ns * static_cast<double>(s.units));
   if (others_waiting(t)) s.stop = std::min(s.stop, std::max(sched_.slice_end(t.task.cpu), t.clock));
   s.stop = std::min(s.stop, std::max(numa_deadline(t), t.clock));
@@ -583,8 +611,9 @@ double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to) {
 }
 
 void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
-  t.task.times.sys_ns += c.sys_ns;
-  t.clock += to_tick(c.sys_ns);
+  const double ns = noise_.kernel_op_ns(t.noise_rng, c.sys_ns);
+  t.task.times.sys_ns += ns;
+  t.clock += to_tick(ns);
   check_memory_limits(0);
   start_kthreads(t.clock);
 }
@@ -1126,11 +1155,16 @@ bool World::try_fast_forward(TaskExec& t) {
     hi = std::max(hi, to.v);
   }
   if (c <= 0) return false;
+  // The passes' noise first, so that a loop of a duration counts the passes
+  // that fit once they are stretched.
+  const double left = static_cast<double>((f.end - t.clock).ns);
+  stretch_by_noise(
+      t, f.loop->count ? c * static_cast<double>(f.loop->count - f.iter) : std::max(c, left), c,
+      pieces);
   uint64_t k;
   if (f.loop->count) {
     k = f.loop->count - f.iter;
   } else {
-    const double left = static_cast<double>((f.end - t.clock).ns);
     k = static_cast<uint64_t>(std::ceil(left / c));
   }
   if (k < 2) return false;

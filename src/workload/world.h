@@ -29,6 +29,7 @@
 #include "reclaim/vmscan.h"
 #include "sched/task.h"
 #include "sim/event_queue.h"
+#include "sim/noise.h"
 #include "topo/topology.h"
 #include "workload/access_cost.h"
 #include "workload/limits.h"
@@ -65,6 +66,12 @@ struct WorldConfig {
   // 0 when there is none or it lives in struct page (3.19 on).
   uint32_t page_cgroup_array_bytes = 0;
   std::vector<memcg::CgroupSpec> cgroups;
+  // Run-to-run variation; off unless asked for (a scenario asks by default).
+  sim::NoiseConfig noise = [] {
+    sim::NoiseConfig n;
+    n.enabled = false;
+    return n;
+  }();
 };
 
 class World final : public sim::EventHandler,
@@ -167,6 +174,7 @@ class World final : public sim::EventHandler,
     // A charge move in progress (kCgroup until kMoveEnd): its target memcg.
     bool moving = false;
     uint32_t moving_to = 0;
+    sim::Rng noise_rng{0};                           // its stream of the run's noise
     Vpn escape{UINT64_MAX};                          // a page it read between two migration passes
     std::vector<std::pair<uint32_t, Tick>> reaches;  // (migration, when) for run-ahead
     // The hinting fault whose migration the task is in (migrate::Executor::finished).
@@ -253,6 +261,10 @@ class World final : public sim::EventHandler,
   // task_numa_migrate's decision, carried out.
   void move_task(TaskExec& t, NodeId node);
   Tick reach_time(const TaskExec& t, Vpn lo, Vpn hi, Tick now) const;
+  // Scales user work planned for `planned_ns` (its unit cost and pieces) by
+  // its noise: cost jitter and the interruptions that fall in it.
+  void stretch_by_noise(TaskExec& t, double planned_ns, double& unit_ns,
+                        std::vector<Piece>& pieces);
   int64_t runtime_ns(const TaskExec& t) const {
     return static_cast<int64_t>(t.task.times.user_ns + t.task.times.sys_ns);
   }
@@ -275,6 +287,7 @@ class World final : public sim::EventHandler,
   AccessCost access_;
   std::vector<CpuId> sibling_;  // by CPU: its SMT sibling (itself if none)
   TimelineSampler timeline_;
+  sim::Noise noise_;
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires
   uint64_t next_segment_ = 1;
   std::vector<std::unique_ptr<TaskExec>> tasks_;    // by pid; [0] unused

@@ -87,8 +87,19 @@ TEST(Cli, RunJsonHasExactlyTheDocumentedTopLevelKeys) {
   for (const auto& [k, v] : j.items()) keys.insert(k);
   // memcg is there while memory cgroups are on (the default), timeline only
   // with scenario.sample_interval.
-  EXPECT_EQ(keys, (std::set<std::string>{"scenario", "seed", "machine", "kernel", "metrics",
-                                         "vmstat", "metadata_lines", "tasks", "sim", "memcg"}));
+  EXPECT_EQ(keys,
+            (std::set<std::string>{"scenario", "seed", "machine", "kernel", "noise", "metrics",
+                                   "vmstat", "metadata_lines", "tasks", "sim", "memcg"}));
+}
+
+TEST(Cli, NoNoiseTurnsEverySourceOffInTheJson) {
+  TempDir dir;
+  const std::string path = dir.write("small.toml", small_scenario());
+  const std::string json = dir.file("out.json");
+  const Cli r = mmsim({"run", path, "--no-noise", "--json", json});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j.at("noise"), (nlohmann::json{{"enabled", false}}));
 }
 
 TEST(Cli, RunJsonMetricsHoldTimesAndNamedCounters) {

@@ -506,5 +506,36 @@ duration = "1ms"
   EXPECT_EQ(lr.diagnostics[0].line, 7u);
 }
 
+TEST(ScenarioNoise, DefaultsAreOnWithEverySourceMeasured) {
+  const LoadResult lr = parse(kBase);
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_TRUE(lr.scenario->noise.enabled);
+  EXPECT_GT(lr.scenario->noise.wakeup_latency_ns, 0);
+}
+
+TEST(ScenarioNoise, DurationsTakeUnitsAndNumbersAreChecked) {
+  const LoadResult lr =
+      parse(std::string(kBase) + "\n[noise]\nwakeup_latency = \"12us\"\ncost_jitter_cv = 0.1\n");
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(lr.scenario->noise.wakeup_latency_ns, 12000);
+  EXPECT_EQ(lr.scenario->noise.cost_jitter_cv, 0.1);
+}
+
+TEST(ScenarioNoise, UnknownKeyIsAnError) {
+  const LoadResult lr = parse(std::string(kBase) + "\n[noise]\njitter = 0.1\n");
+  EXPECT_NE(only_about(lr, "noise.jitter").message.find("unknown key"), std::string::npos);
+}
+
+TEST(ScenarioNoise, JitterAboveHalfIsOutOfRange) {
+  const LoadResult lr = parse(std::string(kBase) + "\n[noise]\ncost_jitter_cv = 0.9\n");
+  EXPECT_NE(only_about(lr, "noise.cost_jitter_cv").message.find("out of range"), std::string::npos);
+}
+
+TEST(ScenarioNoise, EnabledFalseTurnsItOff) {
+  const LoadResult lr = parse(kBase, {"noise.enabled=false"});
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_FALSE(lr.scenario->noise.enabled);
+}
+
 }  // namespace
 }  // namespace mmsim::scenario

@@ -1,0 +1,109 @@
+// Run-to-run variation ([noise]): the sources that make a real machine's
+// repeated runs differ and keep its threads from running in lockstep. Each
+// source is one parameter row (noise_params) with its default and where the
+// default comes from; `--no-noise` turns them all off for exact lockstep.
+//
+// Every draw comes from a stream of the run's seed (one per task, one for the
+// machine), so the same scenario and seed give the same bytes, and a
+// different seed an honestly different run. Noise adds no events: it changes
+// the times of those that happen anyway.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "sim/rng.h"
+
+namespace mmsim::sim {
+
+struct NoiseConfig {
+  bool enabled = true;
+  // The tick grid's phase: one offset for every CPU, uniform over a tick
+  // (the kernel aligns all CPUs' ticks to the jiffy unless skew_tick=1; when
+  // the run starts against that grid is chance).
+  bool tick_phase = true;
+  // Extra delay before a new task first runs, beyond the modelled fork or
+  // clone path: its mean and coefficient of variation (lognormal).
+  double fork_latency_ns = 119921;
+  double fork_latency_cv = 1.42;
+  double clone_latency_ns = 2296;
+  double clone_latency_cv = 4.65;
+  // Extra delay between a wakeup and the woken task running, beyond the
+  // modelled context switch (lognormal).
+  double wakeup_latency_ns = 5543;
+  double wakeup_latency_cv = 2.80;
+  // Each kernel operation's cost, and each stretch of user work per
+  // `jitter_quantum_ns` of it, is scaled by an independent factor of mean 1
+  // and this coefficient of variation (uniform; at most 0.5).
+  double cost_jitter_cv = 0.024;
+  double jitter_quantum_ns = 10000;
+  // Interruptions (timer and device interrupts, other threads of the host):
+  // a Poisson process per CPU at this rate, each of this mean length and cv
+  // (lognormal), taking the interrupted task's time.
+  double irq_rate_hz = 432;
+  double irq_duration_ns = 8303;
+  double irq_duration_cv = 0.041;
+};
+
+// One [noise] key: its field, range, unit, meaning and the source of its
+// default.
+struct NoiseParam {
+  std::string_view key;
+  double NoiseConfig::*field;
+  double lo, hi;
+  std::string_view unit;  // "ns" keys take durations ("5us"); the rest numbers
+  std::string_view doc;
+  std::string_view source;
+};
+
+// The numeric [noise] keys (`enabled` and `tick_phase` are booleans); the
+// defaults are NoiseConfig's.
+std::span<const NoiseParam> noise_params();
+
+// A positive random variable of a given mean and coefficient of variation,
+// lognormal, drawn by its quantile table: one uniform draw and no
+// transcendental function per sample (wakeups are as frequent as faults).
+class Lognormal {
+ public:
+  Lognormal() = default;
+  Lognormal(double mean, double cv);
+  double operator()(Rng& rng) const;
+  double mean() const { return mean_; }
+
+ private:
+  static constexpr int kPoints = 1024;
+  std::array<double, kPoints + 1> q_{};  // quantiles at i / kPoints, rescaled to the mean
+  double mean_ = 0;
+};
+
+// The draws of a run: what every source adds to a time or a cost.
+class Noise {
+ public:
+  explicit Noise(const NoiseConfig& c);
+  const NoiseConfig& config() const { return c_; }
+  bool on() const { return c_.enabled; }
+  // A new task's delay before it first runs (fork: a new mm).
+  double start_delay_ns(Rng& rng, bool fork) const;
+  double wakeup_delay_ns(Rng& rng) const;
+  // A kernel operation of `ns`: jittered, plus an interruption when one
+  // falls inside it (ns is short against 1 / irq_rate_hz).
+  double kernel_op_ns(Rng& rng, double ns) const;
+  // The factor that stretches `ns` of user work: its jitter (the mean of
+  // ns / jitter_quantum_ns independent factors) and the interruptions that
+  // fall in it.
+  double user_factor(Rng& rng, double ns) const;
+
+ private:
+  double interruptions_ns(Rng& rng, double span_ns) const;
+  NoiseConfig c_;
+  Lognormal fork_, clone_, wakeup_, irq_;
+};
+
+// A per-task or per-purpose stream of the run's seed.
+inline Rng noise_stream(uint64_t seed, uint64_t stream) {
+  return Rng(seed * 0x9e3779b97f4a7c15ULL ^ (stream + 0x632be59bd9b4e019ULL));
+}
+
+}  // namespace mmsim::sim

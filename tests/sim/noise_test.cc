@@ -1,0 +1,91 @@
+// The noise sources' draws: a lognormal of the mean and spread asked, user
+// work stretched by its interruptions on average, nothing when off.
+#include "sim/noise.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace mmsim::sim {
+namespace {
+
+struct Moments {
+  double mean = 0, cv = 0;
+};
+
+template <class Draw>
+Moments moments(Draw draw, int n) {
+  std::vector<double> xs(static_cast<size_t>(n));
+  double sum = 0;
+  for (double& x : xs) sum += (x = draw());
+  const double mean = sum / n;
+  double sq = 0;
+  for (double x : xs) sq += (x - mean) * (x - mean);
+  return {mean, std::sqrt(sq / (n - 1)) / mean};
+}
+
+TEST(Noise, LognormalDrawsHaveTheMeanAndSpreadAsked) {
+  const Lognormal d(5000, 1.0);
+  Rng rng(7);
+  const Moments m = moments([&] { return d(rng); }, 200000);
+  EXPECT_NEAR(m.mean, 5000, 50);
+  // The quantile table stops at the 99.95th percentile: the spread is a
+  // little short of the distribution's.
+  EXPECT_NEAR(m.cv, 1.0, 0.1);
+}
+
+TEST(Noise, LognormalDrawsAreNeverNegative) {
+  const Lognormal d(100, 4.65);
+  Rng rng(3);
+  for (int i = 0; i < 100000; ++i) ASSERT_GE(d(rng), 0);
+}
+
+TEST(Noise, UserWorkIsStretchedByItsInterruptionsOnAverage) {
+  NoiseConfig c;
+  c.cost_jitter_cv = 0;
+  c.irq_rate_hz = 1000;
+  c.irq_duration_ns = 10000;
+  const Noise noise(c);
+  Rng rng(11);
+  // 1 ms of work takes one interruption of 10 us on average: a 1% stretch.
+  const Moments m = moments([&] { return noise.user_factor(rng, 1e6); }, 100000);
+  EXPECT_NEAR(m.mean, 1.01, 0.0005);
+}
+
+TEST(Noise, CostJitterKeepsTheMeanAndShrinksOverLongWork) {
+  NoiseConfig c;
+  c.irq_rate_hz = 0;
+  c.cost_jitter_cv = 0.1;
+  const Noise noise(c);
+  Rng rng(5);
+  const Moments one = moments([&] { return noise.user_factor(rng, c.jitter_quantum_ns); }, 100000);
+  const Moments hundred =
+      moments([&] { return noise.user_factor(rng, 100 * c.jitter_quantum_ns); }, 100000);
+  EXPECT_NEAR(one.mean, 1.0, 0.002);
+  EXPECT_NEAR(one.cv, 0.1, 0.005);
+  // A hundred quanta vary as their mean does: a tenth as much.
+  EXPECT_NEAR(hundred.cv, 0.01, 0.0005);
+}
+
+TEST(Noise, OffAddsNothing) {
+  NoiseConfig c;
+  c.enabled = false;
+  const Noise noise(c);
+  Rng rng(1);
+  EXPECT_EQ(noise.start_delay_ns(rng, true), 0);
+  EXPECT_EQ(noise.wakeup_delay_ns(rng), 0);
+  EXPECT_EQ(noise.kernel_op_ns(rng, 1234.5), 1234.5);
+  EXPECT_EQ(noise.user_factor(rng, 1e9), 1);
+}
+
+TEST(Noise, EveryDefaultNamesItsSource) {
+  for (const auto& p : noise_params()) {
+    EXPECT_FALSE(p.source.empty()) << p.key;
+    EXPECT_GE(NoiseConfig{}.*(p.field), p.lo) << p.key;
+    EXPECT_LE(NoiseConfig{}.*(p.field), p.hi) << p.key;
+  }
+}
+
+}  // namespace
+}  // namespace mmsim::sim

@@ -1,0 +1,143 @@
+// Noise in whole runs: threads started together drift apart, seeds give
+// different runs, --no-noise gives lockstep, and desynchronised threads wait
+// on fewer migration entries than threads in lockstep.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/run.h"
+
+namespace mmsim {
+namespace {
+
+using testing::run_text;
+
+// Two threads read one 8 MiB array for 50 ms, counting passes each.
+std::string two_readers(const std::string& extra = "") {
+  return R"(
+[machine]
+preset = "2s-16c"
+[kernel]
+version = "6.1"
+numa_balancing = 0
+)" + extra +
+         R"(
+[run]
+program = "main"
+[[programs.main]]
+op = "map"
+region = "data"
+size = "8MiB"
+[[programs.main]]
+op = "touch"
+region = "data"
+mode = "write"
+[[programs.main]]
+op = "threads"
+count = 2
+program = "reader"
+[[programs.main]]
+op = "wait"
+[[programs.reader]]
+op = "loop"
+duration = "50ms"
+body = [ { op = "sweep", region = "data" }, { op = "count", counter = "passes" } ]
+)";
+}
+
+uint64_t user_ns_of(const testing::Ran& ran, uint32_t pid) {
+  for (const auto& t : ran.result.tasks)
+    if (t.pid == pid) return static_cast<uint64_t>(t.times.user_ns);
+  return 0;
+}
+
+TEST(NoiseWorld, ThreadsStartedTogetherRunInLockstepWithoutNoise) {
+  const auto ran = run_text(two_readers(), {"noise.enabled=false"});
+  EXPECT_EQ(user_ns_of(ran, 2), user_ns_of(ran, 3));
+}
+
+TEST(NoiseWorld, ThreadsStartedTogetherDriftApartWithNoise) {
+  const auto ran = run_text(two_readers());
+  EXPECT_NE(user_ns_of(ran, 2), user_ns_of(ran, 3));
+}
+
+TEST(NoiseWorld, TwoSeedsGiveDifferentRuns) {
+  const auto a = run_text(two_readers(), {"scenario.seed=1"});
+  const auto b = run_text(two_readers(), {"scenario.seed=2"});
+  EXPECT_NE(a.result.elapsed_s, b.result.elapsed_s);
+}
+
+TEST(NoiseWorld, TheSameSeedGivesTheSameRun) {
+  const auto a = run_text(two_readers(), {"scenario.seed=5"});
+  const auto b = run_text(two_readers(), {"scenario.seed=5"});
+  EXPECT_EQ(a.result.elapsed_s, b.result.elapsed_s);
+  EXPECT_EQ(user_ns_of(a, 2), user_ns_of(b, 2));
+}
+
+TEST(NoiseWorld, InterruptionsSlowUserWorkByTheirShareOfTime) {
+  // 10,000 interruptions a second of 10 us each take 10% of the CPU.
+  const std::string noisy =
+      "[noise]\ncost_jitter_cv = 0\nirq_rate = 10000\nirq_duration = \"10us\"\n";
+  const auto quiet = run_text(two_readers(), {"noise.enabled=false"});
+  const auto loud = run_text(two_readers(noisy));
+  const double ratio =
+      static_cast<double>(loud.counter("passes")) / static_cast<double>(quiet.counter("passes"));
+  EXPECT_NEAR(ratio, 1 / 1.1, 0.02);
+}
+
+// Two threads on node 1 sweep what main wrote on node 0 (validate's
+// shared-sweep-threads, smaller): whoever hints a page first migrates it,
+// and the other waits on its migration entry if it gets there meanwhile.
+std::string shared_sweep() {
+  return R"(
+[machine]
+sockets = 2
+cores_per_socket = 2
+mem_per_node = "1GiB"
+llc_per_socket = "8MiB"
+[kernel]
+version = "6.1"
+numa_balancing = 1
+transparent_hugepage = "never"
+[run]
+program = "main"
+[[programs.main]]
+op = "pin"
+nodes = [0]
+[[programs.main]]
+op = "map"
+region = "data"
+size = "16MiB"
+[[programs.main]]
+op = "touch"
+region = "data"
+mode = "write"
+[[programs.main]]
+op = "threads"
+count = 2
+program = "reader"
+[[programs.main]]
+op = "wait"
+[[programs.reader]]
+op = "pin"
+nodes = [1]
+[[programs.reader]]
+op = "loop"
+duration = "2s"
+body = [ { op = "sweep", region = "data", elem_size = 8 } ]
+)";
+}
+
+TEST(NoiseWorld, DesynchronisedThreadsWaitOnFewerMigrationEntriesThanThreadsInLockstep) {
+  const auto lockstep = run_text(shared_sweep(), {"noise.enabled=false"});
+  const auto noisy = run_text(shared_sweep());
+  ASSERT_EQ(lockstep.vm("pgmigrate_success"), noisy.vm("pgmigrate_success"));
+  // Faults beyond the first touches and the hinting faults: waits.
+  auto waits = [](const testing::Ran& r) {
+    return r.vm("pgfault") - 4096 - r.vm("numa_hint_faults");
+  };
+  EXPECT_GT(waits(lockstep), 2 * waits(noisy));
+}
+
+}  // namespace
+}  // namespace mmsim

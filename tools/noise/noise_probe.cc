@@ -1,0 +1,183 @@
+// Measures the run-to-run variation sources of [noise] on the host it runs
+// on, so that their defaults come from a measurement (docs/noise.md):
+//
+// - fixed work quanta (FWQ, Sottile & Minnich, Cluster 2004): the same
+//   ~10 us loop timed many times; the spread of the undisturbed quanta is the
+//   per-operation cost jitter, the quanta that take much longer are
+//   interruptions (their rate per second of work and mean extra length);
+// - wake-up latency: a thread sleeping in read(2) on a pipe, woken by a
+//   write from another thread, from the write to its return;
+// - clone and fork latency: from the call in the parent to the child's
+//   first instruction.
+//
+// Prints one JSON object. Build: see tools/noise/README.md.
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <vector>
+
+namespace {
+
+int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+struct Summary {
+  double mean = 0, cv = 0, median = 0, p99 = 0;
+  // Beyond the fastest 1%: what varies (the excess's mean and cv).
+  double p1 = 0, excess_mean = 0, excess_cv = 0;
+};
+
+Summary summarise(std::vector<double> v) {
+  Summary s;
+  if (v.empty()) return s;
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  double sq = 0;
+  for (double x : v) sq += (x - s.mean) * (x - s.mean);
+  s.cv = v.size() > 1 ? std::sqrt(sq / static_cast<double>(v.size() - 1)) / s.mean : 0;
+  std::sort(v.begin(), v.end());
+  s.median = v[v.size() / 2];
+  s.p99 = v[v.size() * 99 / 100];
+  s.p1 = v[v.size() / 100];
+  s.excess_mean = s.mean - s.p1;
+  s.excess_cv = s.excess_mean > 0 ? s.cv * s.mean / s.excess_mean : 0;
+  return s;
+}
+
+volatile uint64_t sink;
+
+// One quantum of dependent integer work.
+void quantum(uint64_t iters) {
+  uint64_t x = 88172645463325252ULL;
+  for (uint64_t i = 0; i < iters; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+  }
+  sink = x;
+}
+
+int pipe_fd[2];
+std::atomic<int64_t> sent_at{0};
+
+void* reader(void* arg) {
+  auto* out = static_cast<std::vector<double>*>(arg);
+  char c;
+  for (size_t i = 0; i < out->capacity(); ++i) {
+    if (read(pipe_fd[0], &c, 1) != 1) break;
+    out->push_back(static_cast<double>(now_ns() - sent_at.load()));
+  }
+  return nullptr;
+}
+
+int64_t* child_start;
+
+void* thread_start(void*) {
+  *child_start = now_ns();
+  return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int quanta = argc > 1 ? std::atoi(argv[1]) : 200000;
+  // Size the quantum to about 10 us.
+  uint64_t iters = 1000;
+  for (;;) {
+    const int64_t t0 = now_ns();
+    quantum(iters);
+    if (now_ns() - t0 > 10000) break;
+    iters *= 2;
+  }
+  std::vector<double> q;
+  q.reserve(static_cast<size_t>(quanta));
+  const int64_t fwq0 = now_ns();
+  for (int i = 0; i < quanta; ++i) {
+    const int64_t t0 = now_ns();
+    quantum(iters);
+    q.push_back(static_cast<double>(now_ns() - t0));
+  }
+  const double fwq_s = static_cast<double>(now_ns() - fwq0) * 1e-9;
+  std::vector<double> sorted = q;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  // A quantum longer than the median by 2 us or 20% was interrupted.
+  const double cut = median + std::max(2000.0, 0.2 * median);
+  std::vector<double> plain, extra, shorter, longer;
+  for (double x : q) (x > cut ? extra : plain).push_back(x > cut ? x - median : x);
+  // Two classes of interruption: short ones (a timer tick, a device
+  // interrupt: under 10 us) and long ones (a hypervisor taking the vCPU,
+  // another task running).
+  for (double x : extra) (x < 10000 ? shorter : longer).push_back(x);
+  const Summary ps = summarise(plain), es = summarise(extra);
+  const Summary ss = summarise(shorter), ls = summarise(longer);
+
+  std::vector<double> wake;
+  wake.reserve(5000);
+  if (pipe(pipe_fd) != 0) return 1;
+  pthread_t th;
+  pthread_create(&th, nullptr, reader, &wake);
+  for (size_t i = 0; i < wake.capacity(); ++i) {
+    usleep(200);  // let the reader go to sleep
+    sent_at.store(now_ns());
+    if (write(pipe_fd[1], "x", 1) != 1) break;
+  }
+  pthread_join(th, nullptr);
+  const Summary ws = summarise(wake);
+
+  child_start = static_cast<int64_t*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  std::vector<double> clone_lat, fork_lat;
+  for (int i = 0; i < 2000; ++i) {
+    const int64_t t0 = now_ns();
+    pthread_t c;
+    pthread_create(&c, nullptr, thread_start, nullptr);
+    pthread_join(c, nullptr);
+    clone_lat.push_back(static_cast<double>(*child_start - t0));
+  }
+  for (int i = 0; i < 500; ++i) {
+    const int64_t t0 = now_ns();
+    const pid_t p = fork();
+    if (p == 0) {
+      *child_start = now_ns();
+      _exit(0);
+    }
+    waitpid(p, nullptr, 0);
+    fork_lat.push_back(static_cast<double>(*child_start - t0));
+  }
+  const Summary cs = summarise(clone_lat), fs = summarise(fork_lat);
+
+  auto latency = [](const char* name, size_t n, const Summary& x, const char* tail) {
+    std::printf(
+        " \"%s\":{\"samples\":%zu,\"mean_ns\":%.0f,\"cv\":%.3f,\"median_ns\":%.0f,\"p1_ns\":%.0f,"
+        "\"p99_ns\":%.0f,\"excess_mean_ns\":%.0f,\"excess_cv\":%.3f}%s\n",
+        name, n, x.mean, x.cv, x.median, x.p1, x.p99, x.excess_mean, x.excess_cv, tail);
+  };
+  std::printf(
+      "{\"fwq\":{\"quanta\":%d,\"median_ns\":%.0f,\"plain_cv\":%.4f,"
+      "\"interruptions\":%zu,\"interruptions_per_s\":%.1f,\"interruption_mean_ns\":%.0f,"
+      "\"interruption_cv\":%.3f,\"interruption_median_ns\":%.0f,\"interruption_p99_ns\":%.0f,"
+      "\"overhead\":%.5f,\n  \"short\":{\"per_s\":%.1f,\"mean_ns\":%.0f,\"cv\":%.3f},"
+      "\"long\":{\"per_s\":%.1f,\"mean_ns\":%.0f,\"cv\":%.3f}},\n",
+      quanta, median, ps.cv, extra.size(), static_cast<double>(extra.size()) / fwq_s, es.mean,
+      es.cv, es.median, es.p99, es.mean * static_cast<double>(extra.size()) * 1e-9 / fwq_s,
+      static_cast<double>(shorter.size()) / fwq_s, ss.mean, ss.cv,
+      static_cast<double>(longer.size()) / fwq_s, ls.mean, ls.cv);
+  latency("wakeup", wake.size(), ws, ",");
+  latency("clone", clone_lat.size(), cs, ",");
+  latency("fork", fork_lat.size(), fs, "}");
+  return 0;
+}
