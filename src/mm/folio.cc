@@ -2,9 +2,27 @@
 // fallback by distance and the numa_hit/miss/foreign/local/other counters.
 #include "mm/folio.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 
 namespace mmsim::mm {
+
+static_assert(sizeof(Folio) * FolioTable::kChunk == 2u << 20, "a chunk is one huge page");
+
+FolioTable::Chunk FolioTable::new_chunk() {
+  constexpr size_t kBytes = sizeof(Folio) * kChunk;
+  void* p = std::aligned_alloc(kBytes, kBytes);
+  check(p != nullptr, "out of host memory for the folio table");
+  madvise(p, kBytes, MADV_HUGEPAGE);  // advice only: no THP is no error
+  Folio* f = static_cast<Folio*>(p);
+  for (uint32_t i = 0; i < kChunk; ++i) new (f + i) Folio();
+  return Chunk(f);
+}
+
+void FolioTable::FreeChunk::operator()(Folio* p) const { std::free(p); }
 
 FolioAllocator::FolioAllocator(const topo::Topology& topo, VmStat& vmstat)
     : topo_(topo), vmstat_(vmstat), nodes_(topo.nr_nodes()) {

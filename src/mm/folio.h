@@ -117,12 +117,19 @@ class FolioTable {
   size_t size() const { return size_; }
   // Grows to n entries (new ones default), never shrinks.
   void grow_to(size_t n) {
-    while (chunks_.size() << kChunkShift < n) chunks_.push_back(std::make_unique<Folio[]>(kChunk));
+    while (chunks_.size() << kChunkShift < n) chunks_.emplace_back(new_chunk());
     size_ = std::max(size_, n);
   }
 
  private:
-  std::vector<std::unique_ptr<Folio[]>> chunks_;
+  struct FreeChunk {
+    void operator()(Folio* p) const;
+  };
+  using Chunk = std::unique_ptr<Folio[], FreeChunk>;
+  // A chunk is one 2 MiB-aligned block, offered to the host kernel as a
+  // transparent huge page (MADV_HUGEPAGE): one host fault fills it, not 512.
+  static Chunk new_chunk();
+  std::vector<Chunk> chunks_;
   size_t size_ = 0;
 };
 

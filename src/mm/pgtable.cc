@@ -17,6 +17,7 @@ void PteTable::set_pmd(Pte pmd) {
   const uint64_t w = huge_ && pmd.writable() && young && dirty ? ~uint64_t{0} : 0;
   readable_.fill(r);
   writable_.fill(w);
+  node_pages_dirty_ = true;
 }
 
 uint32_t PteTable::next_blocked(uint32_t from, uint32_t to, bool write) const {

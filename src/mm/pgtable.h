@@ -69,6 +69,7 @@ class PteTable {
     flags_[i] = pte.flags;
     const uint64_t bit = uint64_t{1} << (i & 63);
     used_[i >> 6] = pte.none() ? (used_[i >> 6] & ~bit) : (used_[i >> 6] | bit);
+    node_pages_dirty_ = true;
     uint64_t& r = readable_[i >> 6];
     uint64_t& w = writable_[i >> 6];
     // A sweep may run over a page without the kernel only if the MMU would
@@ -81,6 +82,38 @@ class PteTable {
     w = pte.writable() && young && dirty ? (w | bit) : (w & ~bit);
   }
   uint32_t nr_used() const { return nr_used_; }
+  // The table's 512 pages by the node of the folio each maps (`node_of(Pte)`:
+  // a NodeId, or kNoFolioNode for a page without a folio), computed once and
+  // kept until an entry changes: pricing a sweep over whole tables costs a
+  // few entries a table, not one a page.
+  static constexpr uint16_t kNoFolioNode = UINT16_MAX;
+  struct NodePages {
+    uint16_t node;
+    uint16_t pages;
+  };
+  template <class NodeOf>
+  const std::vector<NodePages>& node_pages(NodeOf&& node_of) const {
+    if (node_pages_dirty_) {
+      node_pages_.clear();
+      for (uint32_t i = 0; i < kPtesPerTable; ++i) {
+        const uint16_t n = node_of(get(i));
+        if (!node_pages_.empty() && node_pages_.back().node == n) {
+          ++node_pages_.back().pages;
+          continue;
+        }
+        auto it = std::find_if(node_pages_.begin(), node_pages_.end(),
+                               [&](const NodePages& p) { return p.node == n; });
+        if (it != node_pages_.end()) {
+          ++it->pages;
+        } else {
+          node_pages_.push_back(NodePages{n, 1});
+        }
+      }
+      node_pages_.shrink_to_fit();
+      node_pages_dirty_ = false;
+    }
+    return node_pages_;
+  }
   // The first index in [from, to) whose PTE is not none, or `to`: a walk
   // visits the entries in use, not every slot (O(touched)).
   uint32_t next_used(uint32_t from, uint32_t to) const {
@@ -109,6 +142,8 @@ class PteTable {
   std::array<uint64_t, kPtesPerTable / 64> readable_{};
   std::array<uint64_t, kPtesPerTable / 64> writable_{};
   std::array<uint64_t, kPtesPerTable / 64> used_{};  // not none
+  mutable std::vector<NodePages> node_pages_;        // see node_pages()
+  mutable bool node_pages_dirty_ = true;
   uint32_t nr_used_ = 0;
   bool huge_ = false;
   Pte pmd_{};

@@ -91,8 +91,28 @@ double AccessCost::range_cost(const AccessSpec& a, const Accessor& who, const mm
     const uint64_t table_end = ((v >> mm::kPteTableShift) + 1) << mm::kPteTableShift;
     const uint64_t end = std::min(table_end, to.v);
     const mm::PteTable* table = pt.table(Vpn(v));
+    if (!table) {
+      local += end - v;
+      v = end;
+      continue;
+    }
+    if (end - v == mm::kPtesPerTable) {
+      // A whole table: its pages by node, cached in the table.
+      const auto node_of = [&](mm::Pte pte) {
+        return pte.maps_folio() ? folios_.folio(Pfn(pte.pfn)).node.v : mm::PteTable::kNoFolioNode;
+      };
+      for (const auto& np : table->node_pages(node_of)) {
+        if (np.node == mm::PteTable::kNoFolioNode) {
+          local += np.pages;
+        } else {
+          node_pages_[np.node] += np.pages;
+        }
+      }
+      v = end;
+      continue;
+    }
     for (uint64_t x = v; x < end; ++x) {
-      const mm::Pte pte = table ? table->get(x & (mm::kPtesPerTable - 1)) : mm::Pte{};
+      const mm::Pte pte = table->get(x & (mm::kPtesPerTable - 1));
       if (pte.maps_folio()) {
         ++node_pages_[folios_.folio(Pfn(pte.pfn)).node.v];
       } else {

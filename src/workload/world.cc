@@ -18,6 +18,10 @@ namespace {
 
 bool is_pure(const Op& op) { return op.kind == OpKind::kSweep || op.kind == OpKind::kCount; }
 
+// The most pages a run-ahead stretch of a sweep covers (128 MiB): bounds the
+// work of planning one, which grows with the page tables it covers.
+constexpr uint64_t kMaxStretchPages = 32768;
+
 }  // namespace
 
 World::World(const topo::Topology& topo, const cost::CostProfile& costs, const Workload& workload,
@@ -519,6 +523,10 @@ Tick World::reach_time(const TaskExec& t, Vpn lo, Vpn hi, Tick now) const {
   return first < s.stop ? first : Tick::max();
 }
 
+double World::user_noise(TaskExec& t, double ns) {
+  return noise_.on() ? ns * noise_.user_factor(t.noise_rng, ns) : ns;
+}
+
 void World::stretch_by_noise(TaskExec& t, double planned_ns, double& unit_ns,
                              std::vector<Piece>& pieces) {
   if (!noise_.on()) return;
@@ -537,10 +545,6 @@ bool World::start_segment(TaskExec& t) {
   s.t0 = t.clock;
   s.id = next_segment_++;
   t.reaches.clear();
-  // A stretch's cost jitter and interruptions stretch it evenly (a loop's
-  // were drawn when its passes were counted: try_fast_forward).
-  if (s.kind == Segment::Kind::kStretch)
-    stretch_by_noise(t, s.unit_ns * static_cast<double>(s.units), s.unit_ns, s.pieces);
   s.stop = t.clock + to_tick(s.unit_ns * static_cast<double>(s.units));
   if (others_waiting(t)) s.stop = std::min(s.stop, std::max(sched_.slice_end(t.task.cpu), t.clock));
   s.stop = std::min(s.stop, std::max(numa_deadline(t), t.clock));
@@ -872,10 +876,16 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
     if (preemptible && t.clock >= sched_.slice_end(t.task.cpu)) return Step::kContinue;
     if (t.clock >= deadline) return Step::kContinue;  // the NUMA tick is due
     const Vpn cur(base.v + t.cursor);
-    const Vpn blocked = mm.pgtable().next_blocked(cur, end, op.write);
+    // A stretch plans at most kMaxStretchPages ahead: its planning costs a
+    // few operations a page table, and a long sweep is one event per
+    // stretch, however often the kernel cuts it (an event each too).
+    const Vpn blocked =
+        mm.pgtable().next_blocked(cur, Vpn(std::min(end.v, cur.v + kMaxStretchPages)), op.write);
     if (blocked > cur) {
-      // Pages the task can access without the kernel: pure user time.
-      const double cost = range_cost_ns(t, op, cur, blocked);
+      // Pages the task can access without the kernel: pure user time,
+      // stretched by its noise (a loop's is drawn when its passes are
+      // counted: try_fast_forward).
+      const double cost = user_noise(t, range_cost_ns(t, op, cur, blocked));
       const Tick done = t.clock + to_tick(cost);
       if (done <= h && done <= deadline && !(preemptible && done > sched_.slice_end(t.task.cpu))) {
         t.clock = done;
@@ -908,7 +918,7 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
     // The access that faulted now completes. (If the page is somehow still
     // blocked, stepping over it keeps the task from spinning.)
     const double cost =
-        access_.faulted_page_cost(access_of(op), accessor(t), mm.pgtable(), blocked);
+        user_noise(t, access_.faulted_page_cost(access_of(op), accessor(t), mm.pgtable(), blocked));
     t.clock += to_tick(cost);
     t.task.times.user_ns += cost;
     ++t.cursor;
@@ -1146,6 +1156,8 @@ bool World::try_fast_forward(TaskExec& t) {
     if (!op_in_region(t, op)) return false;  // the pass by pass run ends in SIGSEGV
     const Vpn from = op_start(t, op);
     const Vpn to(from.v + op_pages(t, op));
+    // Passes over more than a stretch are run stretch by stretch.
+    if (to.v - from.v > kMaxStretchPages) return false;
     if (to == from) continue;
     if (pt.next_blocked(from, to, op.write) != to) return false;
     const double cost = range_cost_ns(t, op, from, to);

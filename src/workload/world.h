@@ -265,6 +265,8 @@ class World final : public sim::EventHandler,
   // its noise: cost jitter and the interruptions that fall in it.
   void stretch_by_noise(TaskExec& t, double planned_ns, double& unit_ns,
                         std::vector<Piece>& pieces);
+  // `ns` of user work with its noise.
+  double user_noise(TaskExec& t, double ns);
   int64_t runtime_ns(const TaskExec& t) const {
     return static_cast<int64_t>(t.task.times.user_ns + t.task.times.sys_ns);
   }
