@@ -73,7 +73,9 @@ Noise::Noise(const NoiseConfig& c)
       fork_(c.fork_latency_ns, c.fork_latency_cv),
       clone_(c.clone_latency_ns, c.clone_latency_cv),
       wakeup_(c.wakeup_latency_ns, c.wakeup_latency_cv),
-      irq_(c.irq_duration_ns, c.irq_duration_cv) {}
+      irq_(c.irq_duration_ns, c.irq_duration_cv),
+      jitter_half_width_(c.cost_jitter_cv * std::sqrt(3.0)),
+      irq_per_ns_(c.irq_duration_ns > 0 ? c.irq_rate_hz * 1e-9 : 0) {}
 
 double Noise::start_delay_ns(Rng& rng, bool fork) const {
   if (!c_.enabled) return 0;
@@ -82,20 +84,36 @@ double Noise::start_delay_ns(Rng& rng, bool fork) const {
 
 double Noise::wakeup_delay_ns(Rng& rng) const { return c_.enabled ? wakeup_(rng) : 0; }
 
+double Noise::short_factor(Rng& rng, double ns) const {
+  // One draw gives both uniforms (32 bits each): faults and zaps are the
+  // most frequent operations, and each draws here.
+  const uint64_t r = rng.next();
+  const double u_jitter = static_cast<double>(r >> 32) * 0x1p-32;
+  const double u_irq = static_cast<double>(r & 0xFFFFFFFFu) * 0x1p-32;
+  double f = 1 + jitter_half_width_ * (2 * u_jitter - 1);
+  // At most one interruption in a span much shorter than their interval.
+  if (u_irq < irq_per_ns_ * ns) f += irq_(rng) / ns;
+  return f;
+}
+
 double Noise::kernel_op_ns(Rng& rng, double ns) const {
   if (!c_.enabled || !(ns > 0)) return ns;
-  double out = c_.cost_jitter_cv > 0 ? ns * jitter_factor(rng, c_.cost_jitter_cv) : ns;
-  // At most one interruption in an operation much shorter than their interval.
-  if (c_.irq_rate_hz > 0 && rng.uniform() < c_.irq_rate_hz * ns * 1e-9) out += irq_(rng);
-  return out;
+  if (irq_per_ns_ * ns < 1e-3) return ns * short_factor(rng, ns);
+  return ns * (c_.cost_jitter_cv > 0 ? jitter_factor(rng, c_.cost_jitter_cv) : 1) +
+         interruptions_ns(rng, ns);
 }
 
 double Noise::user_factor(Rng& rng, double ns) const {
   if (!c_.enabled || !(ns > 0)) return 1;
+  if (ns <= c_.jitter_quantum_ns && irq_per_ns_ * ns < 1e-3) return short_factor(rng, ns);
   double f = 1;
   if (c_.cost_jitter_cv > 0) {
-    const double quanta = std::max(1.0, ns / c_.jitter_quantum_ns);
-    f = jitter_factor(rng, c_.cost_jitter_cv / std::sqrt(quanta));
+    // Work of a quantum or less varies by the whole cv (no square root: a
+    // faulted page's access is priced this way once per fault).
+    const double cv = ns <= c_.jitter_quantum_ns
+                          ? c_.cost_jitter_cv
+                          : c_.cost_jitter_cv / std::sqrt(ns / c_.jitter_quantum_ns);
+    f = jitter_factor(rng, cv);
   }
   return f + interruptions_ns(rng, ns) / ns;
 }
@@ -103,6 +121,9 @@ double Noise::user_factor(Rng& rng, double ns) const {
 double Noise::interruptions_ns(Rng& rng, double span_ns) const {
   if (!(c_.irq_rate_hz > 0) || !(irq_.mean() > 0)) return 0;
   const double lambda = c_.irq_rate_hz * span_ns * 1e-9;
+  // A span much shorter than the interval between interruptions has one with
+  // probability lambda (two or more: under lambda^2 / 2): no exp() per page.
+  if (lambda < 1e-3) return rng.uniform() < lambda ? irq_(rng) : 0;
   uint64_t k = 0;
   if (lambda < 30) {
     // Inversion of the Poisson distribution.

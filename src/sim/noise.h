@@ -97,8 +97,14 @@ class Noise {
 
  private:
   double interruptions_ns(Rng& rng, double span_ns) const;
+  // The factor of a span shorter than a quantum and than 1/1000 of the
+  // interval between interruptions: its jitter, and one interruption with
+  // probability rate x span.
+  double short_factor(Rng& rng, double ns) const;
   NoiseConfig c_;
   Lognormal fork_, clone_, wakeup_, irq_;
+  double jitter_half_width_;  // cv x sqrt(3): a uniform factor's half-width
+  double irq_per_ns_;         // interruptions per ns of a CPU's time
 };
 
 // A per-task or per-purpose stream of the run's seed.
