@@ -236,9 +236,10 @@ class PageTable {
     if (!t || !t->nr_used() || t->huge()) return;
     const auto lo = static_cast<uint32_t>(std::max(base, from.v) - base);
     const auto hi = static_cast<uint32_t>(std::min(base + kPtesPerTable, to.v) - base);
-    // Entry by entry in use, read again after each visit (f may change it).
+    // Entry by entry in use (its bit is set exactly while its PTE is not
+    // none), read again after each visit: f may change the table.
     for (uint32_t i = t->next_used(lo, hi); i < hi; i = t->next_used(i + 1, hi)) {
-      if (!t->get(i).none()) f(Vpn(base + i), *t, i);
+      f(Vpn(base + i), *t, i);
       if (t->huge()) return;
     }
   }

@@ -213,7 +213,6 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   t.program = program;
   t.counters.assign(workload_.counters.size(), 0);
   t.stack.push_back(Frame{&workload_.programs[program].ops, 0, nullptr, 0, Tick()});
-  t.clock = at;
   t.noise_rng = sim::noise_stream(config_.seed, pid);
   ++mm.users;
   balancer_.task_init(pid, mm, new_mm, at);
