@@ -52,8 +52,9 @@ Lognormal::Lognormal(double mean, double cv) : mean_(mean) {
   if (!(mean > 0)) return;
   const double s2 = std::log1p(cv * cv);
   const double s = std::sqrt(s2);
-  for (int i = 0; i <= kPoints; ++i)
-    q_[i] = std::exp(-s2 / 2 + s * normal_quantile(quantile_p(i, kPoints)));
+  static_assert(kPoints == StdNormal::kPoints);
+  const StdNormal& z = std_normal();
+  for (int i = 0; i <= kPoints; ++i) q_[i] = std::exp(-s2 / 2 + s * z.q[i]);
   // The table's own mean (linear between points), scaled to the mean asked.
   double sum = 0;
   for (int i = 0; i < kPoints; ++i) sum += (q_[i] + q_[i + 1]) / 2;
@@ -70,10 +71,11 @@ double Lognormal::operator()(Rng& rng) const {
 
 Noise::Noise(const NoiseConfig& c)
     : c_(c),
-      fork_(c.fork_latency_ns, c.fork_latency_cv),
-      clone_(c.clone_latency_ns, c.clone_latency_cv),
-      wakeup_(c.wakeup_latency_ns, c.wakeup_latency_cv),
-      irq_(c.irq_duration_ns, c.irq_duration_cv),
+      // Tables only for a run that draws from them.
+      fork_(c.enabled ? c.fork_latency_ns : 0, c.fork_latency_cv),
+      clone_(c.enabled ? c.clone_latency_ns : 0, c.clone_latency_cv),
+      wakeup_(c.enabled ? c.wakeup_latency_ns : 0, c.wakeup_latency_cv),
+      irq_(c.enabled ? c.irq_duration_ns : 0, c.irq_duration_cv),
       jitter_half_width_(c.cost_jitter_cv * std::sqrt(3.0)),
       irq_per_ns_(c.irq_duration_ns > 0 ? c.irq_rate_hz * 1e-9 : 0) {}
 
@@ -84,28 +86,12 @@ double Noise::start_delay_ns(Rng& rng, bool fork) const {
 
 double Noise::wakeup_delay_ns(Rng& rng) const { return c_.enabled ? wakeup_(rng) : 0; }
 
-double Noise::short_factor(Rng& rng, double ns) const {
-  // One draw gives both uniforms (32 bits each): faults and zaps are the
-  // most frequent operations, and each draws here.
-  const uint64_t r = rng.next();
-  const double u_jitter = static_cast<double>(r >> 32) * 0x1p-32;
-  const double u_irq = static_cast<double>(r & 0xFFFFFFFFu) * 0x1p-32;
-  double f = 1 + jitter_half_width_ * (2 * u_jitter - 1);
-  // At most one interruption in a span much shorter than their interval.
-  if (u_irq < irq_per_ns_ * ns) f += irq_(rng) / ns;
-  return f;
-}
-
-double Noise::kernel_op_ns(Rng& rng, double ns) const {
-  if (!c_.enabled || !(ns > 0)) return ns;
-  if (irq_per_ns_ * ns < 1e-3) return ns * short_factor(rng, ns);
+double Noise::long_kernel_op_ns(Rng& rng, double ns) const {
   return ns * (c_.cost_jitter_cv > 0 ? jitter_factor(rng, c_.cost_jitter_cv) : 1) +
          interruptions_ns(rng, ns);
 }
 
-double Noise::user_factor(Rng& rng, double ns) const {
-  if (!c_.enabled || !(ns > 0)) return 1;
-  if (ns <= c_.jitter_quantum_ns && irq_per_ns_ * ns < 1e-3) return short_factor(rng, ns);
+double Noise::long_user_factor(Rng& rng, double ns) const {
   double f = 1;
   if (c_.cost_jitter_cv > 0) {
     // Work of a quantum or less varies by the whole cv (no square root: a

@@ -89,18 +89,38 @@ class Noise {
   double wakeup_delay_ns(Rng& rng) const;
   // A kernel operation of `ns`: jittered, plus an interruption when one
   // falls inside it (ns is short against 1 / irq_rate_hz).
-  double kernel_op_ns(Rng& rng, double ns) const;
+  // (Faults and zaps each take one: the short case is inline.)
+  double kernel_op_ns(Rng& rng, double ns) const {
+    if (!c_.enabled || !(ns > 0)) return ns;
+    if (irq_per_ns_ * ns < 1e-3) return ns * short_factor(rng, ns);
+    return long_kernel_op_ns(rng, ns);
+  }
   // The factor that stretches `ns` of user work: its jitter (the mean of
   // ns / jitter_quantum_ns independent factors) and the interruptions that
   // fall in it.
-  double user_factor(Rng& rng, double ns) const;
+  double user_factor(Rng& rng, double ns) const {
+    if (!c_.enabled || !(ns > 0)) return 1;
+    if (ns <= c_.jitter_quantum_ns && irq_per_ns_ * ns < 1e-3) return short_factor(rng, ns);
+    return long_user_factor(rng, ns);
+  }
 
  private:
+  double long_kernel_op_ns(Rng& rng, double ns) const;
+  double long_user_factor(Rng& rng, double ns) const;
   double interruptions_ns(Rng& rng, double span_ns) const;
   // The factor of a span shorter than a quantum and than 1/1000 of the
   // interval between interruptions: its jitter, and one interruption with
-  // probability rate x span.
-  double short_factor(Rng& rng, double ns) const;
+  // probability rate x span. One draw gives both uniforms (32 bits each).
+  double short_factor(Rng& rng, double ns) const {
+    const uint64_t r = rng.next();
+    const double u_jitter = static_cast<double>(r >> 32) * 0x1p-32;
+    const double u_irq = static_cast<double>(r & 0xFFFFFFFFu) * 0x1p-32;
+    double f = 1 + jitter_half_width_ * (2 * u_jitter - 1);
+    // At most one interruption in a span much shorter than their interval.
+    if (u_irq < irq_per_ns_ * ns) [[unlikely]]
+      f += irq_(rng) / ns;
+    return f;
+  }
   NoiseConfig c_;
   Lognormal fork_, clone_, wakeup_, irq_;
   double jitter_half_width_;  // cv x sqrt(3): a uniform factor's half-width
