@@ -84,10 +84,6 @@ void CacheModel::drop_footprints(uint32_t pid) {
   task_bytes_[pid] = 0;
 }
 
-uint64_t CacheModel::task_bytes(uint32_t pid) const {
-  return pid < task_bytes_.size() ? task_bytes_[pid] : 0;
-}
-
 uint64_t CacheModel::meta_bytes_per_page(bool file) const {
   // struct page (one line), the PTE, the page_cgroup entry, the page-cache
   // slot; the user's own line is the caller's.
@@ -160,15 +156,7 @@ double CacheModel::compute_line_ns(uint64_t task_bytes, uint64_t socket_bytes, C
   return 0;
 }
 
-double CacheModel::meta_miss_ns(Meta m, uint64_t space, uint64_t index, uint32_t entry_bytes,
-                                NodeId node) {
-  const auto a = static_cast<size_t>(m);
-  const uint64_t line = (space << 44) | (index * entry_bytes / kLineBytes);
-  uint64_t& last = last_line_[current_cpu_.v][a];
-  if (last == line) {
-    ++meta_stats_[a].hits;
-    return 0;
-  }
+double CacheModel::meta_line_miss_ns(size_t a, uint64_t line, uint64_t& last, NodeId node) {
   // The line after the last one: an ascending stream, which the L2 streamer
   // has prefetched by the time the kernel comes back for it.
   const bool next = last != kNoLine && line == last + 1;

@@ -76,7 +76,9 @@ class CacheModel {
   void drop_footprints(uint32_t pid);
   uint64_t socket_bytes(uint16_t socket) const { return socket_bytes_[socket]; }
   size_t nr_nodes() const { return topo_.nr_nodes(); }
-  uint64_t task_bytes(uint32_t pid) const;
+  uint64_t task_bytes(uint32_t pid) const {
+    return pid < task_bytes_.size() ? task_bytes_[pid] : 0;
+  }
 
   // Bytes of metadata a page costs its footprint when a loop faults it in and
   // out: its struct page, its PTE, its page_cgroup entry, and for a file page
@@ -121,7 +123,17 @@ class CacheModel {
   // (an mm for PTEs, a file for the page cache; 0 for global arrays): none in
   // the CPU's last line of that array, a streamed line for the next one, else
   // a dependent miss.
-  double meta_miss_ns(Meta m, uint64_t space, uint64_t index, uint32_t entry_bytes, NodeId node);
+  // (Inline up to the last-line test: faults and zaps ask several times each.)
+  double meta_miss_ns(Meta m, uint64_t space, uint64_t index, uint32_t entry_bytes, NodeId node) {
+    const auto a = static_cast<size_t>(m);
+    const uint64_t line = (space << 44) | (index * entry_bytes / kLineBytes);
+    uint64_t& last = last_line_[current_cpu_.v][a];
+    if (last == line) {
+      ++meta_stats_[a].hits;
+      return 0;
+    }
+    return meta_line_miss_ns(a, line, last, node);
+  }
   // Same, the memory on the current CPU's node (page tables, the page
   // cache's tree nodes: allocated where the kernel ran).
   double meta_miss_ns(Meta m, uint64_t space, uint64_t index, uint32_t entry_bytes) {
@@ -164,6 +176,7 @@ class CacheModel {
   uint32_t current_pid_ = 0;
   CpuId current_cpu_{0};
   // Per CPU and array: the line touched last (UINT64_MAX: none).
+  double meta_line_miss_ns(size_t a, uint64_t line, uint64_t& last, NodeId node);
   std::vector<std::array<uint64_t, static_cast<size_t>(Meta::kCount)>> last_line_;
   std::array<MetaStats, static_cast<size_t>(Meta::kCount)> meta_stats_{};
   // line_ns's last question and answer, per pattern.

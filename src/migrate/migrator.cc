@@ -18,6 +18,12 @@ uint32_t Migrator::start(Pfn folio, NodeId target, uint32_t pid, CpuId cpu, Tick
   m.cpu = cpu;
   m.cpu_node = topo_.cpu_to_node(cpu);
   m.begin = at;
+  if (!spare_.empty()) {
+    // A finished migration's vectors, with their capacity: no allocation.
+    m.waiters = std::move(spare_.back().waiters);
+    m.unmap_offset = std::move(spare_.back().unmap_offset);
+    spare_.pop_back();
+  }
   by_folio_[folio.v] = id;
   // isolate_lru_page: off its LRU list for the migration's time; locked.
   mm_.lru().del(folio);
@@ -148,9 +154,14 @@ void Migrator::finish(Migration& m, Tick now, bool retry) {
     if (f.large() && !config_.thp_legacy) mm_.vmstat().add(mm::Vm::thp_migration_fail);
   }
   by_folio_.erase(m.folio.v);
-  const Migration done = std::move(m);
+  Migration done = std::move(m);
   migrations_.erase(done.id);
   executor_.finished(done, now);
+  if (spare_.size() < kSpareVectors) {
+    done.waiters.clear();
+    done.unmap_offset.clear();
+    spare_.push_back(Spare{std::move(done.waiters), std::move(done.unmap_offset)});
+  }
 }
 
 uint32_t Migrator::wait(uint32_t pid, uint32_t mm_id, Vpn vpn, Pfn folio, Tick at) {

@@ -116,6 +116,13 @@ class Migrator final : public sim::EventHandler {
   Executor& executor_;
   std::unordered_map<uint32_t, Migration> migrations_;  // by id
   std::unordered_map<uint32_t, uint32_t> by_folio_;     // folio -> migration id
+  // Vectors of finished migrations, kept for the next ones.
+  struct Spare {
+    std::vector<Waiter> waiters;
+    std::vector<std::pair<uint32_t, double>> unmap_offset;
+  };
+  static constexpr size_t kSpareVectors = 64;
+  std::vector<Spare> spare_;
   uint32_t next_id_ = 1;
 };
 

@@ -1004,7 +1004,7 @@ MmResult MemoryManager::munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
       memcg_ns += z.memcg_ns;
       r.cost.sys_ns += static_cast<double>(z.ptes) * costs_.pte_clear_ns + costs_.vma_op_ns;
       unlink_vma(v);
-      it = vmas.erase(it);
+      it = mm.erase_vma(it);
     } else {
       ++it;
     }
@@ -1239,7 +1239,7 @@ OpCost MemoryManager::exit_mmap(Mm& mm, CpuId cpu) {
     cost.sys_ns += static_cast<double>(z.ptes) * costs_.pte_clear_ns + costs_.vma_op_ns;
     unlink_vma(*v);
   }
-  mm.vmas_mut().clear();
+  mm.clear_vmas();
   // tlb_finish_mmu of a dying mm flushes only its last CPU.
   if (zapped) cost.sys_ns += costs_.tlb_flush_local_ns;
   cost.sys_ns += memcg_ns;

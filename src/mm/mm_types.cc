@@ -19,11 +19,14 @@ void AddressSpace::store(uint64_t index, uint32_t pfn) {
 }
 
 Vma* Mm::find_vma(Vpn v) const {
+  if (vma_cache_ && vma_cache_->contains(v)) return vma_cache_;
   auto it = std::upper_bound(vmas_.begin(), vmas_.end(), v,
                              [](Vpn x, const std::unique_ptr<Vma>& vma) { return x < vma->start; });
   if (it == vmas_.begin()) return nullptr;
   Vma* vma = std::prev(it)->get();
-  return vma->contains(v) ? vma : nullptr;
+  if (!vma->contains(v)) return nullptr;
+  vma_cache_ = vma;
+  return vma;
 }
 
 Vma* Mm::find_vma_intersection(Vpn start, Vpn end) const {
@@ -35,6 +38,7 @@ Vma* Mm::find_vma_intersection(Vpn start, Vpn end) const {
 
 Vma* Mm::insert_vma(std::unique_ptr<Vma> vma) {
   vma->mm = this;
+  vma_cache_ = nullptr;
   auto it = std::upper_bound(vmas_.begin(), vmas_.end(), vma->start,
                              [](Vpn x, const std::unique_ptr<Vma>& v) { return x < v->start; });
   return vmas_.insert(it, std::move(vma))->get();

@@ -141,8 +141,20 @@ class Mm {
   // The first VMA that overlaps [start, end), or nullptr.
   Vma* find_vma_intersection(Vpn start, Vpn end) const;
   const std::vector<std::unique_ptr<Vma>>& vmas() const { return vmas_; }
-  std::vector<std::unique_ptr<Vma>>& vmas_mut() { return vmas_; }
+  using VmaList = std::vector<std::unique_ptr<Vma>>;
+  VmaList& vmas_mut() {
+    vma_cache_ = nullptr;
+    return vmas_;
+  }
   Vma* insert_vma(std::unique_ptr<Vma> vma);
+  VmaList::iterator erase_vma(VmaList::iterator it) {
+    vma_cache_ = nullptr;
+    return vmas_.erase(it);
+  }
+  void clear_vmas() {
+    vma_cache_ = nullptr;
+    vmas_.clear();
+  }
   // A free range of `pages` pages: the highest below the mmap base
   // (top-down, x86-64's default); if `huge_offset` is set, starting that
   // many pages (< 512) past a 2 MiB boundary.
@@ -176,6 +188,9 @@ class Mm {
  private:
   uint32_t id_;
   std::vector<std::unique_ptr<Vma>> vmas_;  // sorted by start
+  // The last VMA find_vma found (a simulator's shortcut, not the kernel's
+  // vmacache): every fault asks for one. Dropped whenever a VMA goes.
+  mutable Vma* vma_cache_ = nullptr;
   PageTable pgtable_;
   std::vector<CpuId> cpumask_;
 };

@@ -55,7 +55,7 @@ struct Pte {
 // called until the PMD is split or cleared.
 class PteTable {
  public:
-  Pte get(uint32_t i) const {
+  [[gnu::always_inline]] Pte get(uint32_t i) const {
     if (!huge_) return Pte{pfn_[i], flags_[i]};
     Pte p = pmd_;
     if (p.pfn != kZeroPfn && (p.present() || p.migration())) p.pfn += i;

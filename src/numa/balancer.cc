@@ -121,8 +121,16 @@ Tick Balancer::next_tick(uint32_t pid, int64_t runtime_ns, Tick now, Tick phase)
     return Tick(phase.ns + ((now.ns - phase.ns) / tick + 1) * tick);
   }
   const int64_t crossing = now.ns + (due - runtime_ns) + 1;
+  const TaskNuma& t = *tasks_[pid];
+  // The first tick at or after the crossing: the last answer's, while the
+  // crossing stays in the tick period before it (no division).
+  if (phase.ns == t.tick_memo_phase && crossing <= t.tick_memo_ns &&
+      crossing > t.tick_memo_ns - tick)
+    return Tick(t.tick_memo_ns);
   const int64_t k = (crossing - phase.ns + tick - 1) / tick;
-  return Tick(phase.ns + k * tick);
+  t.tick_memo_phase = phase.ns;
+  t.tick_memo_ns = phase.ns + k * tick;
+  return Tick(t.tick_memo_ns);
 }
 
 bool Balancer::task_tick(uint32_t pid, const mm::Mm& mm, Tick now) {

@@ -54,6 +54,9 @@ struct TaskNuma {
   int64_t scan_period_max_ms = 0;
   int64_t node_stamp_ns = 0;  // in the task's runtime
   int64_t last_tick_ns = -1;  // when task_tick last ran (simulated time)
+  // next_tick's last answer while due: the same while the task runs on (its
+  // runtime and the clock advance together), asked at every step.
+  mutable int64_t tick_memo_phase = -1, tick_memo_ns = 0;
   int scan_seq = 0;
   int preferred_nid = -1;
   std::vector<int64_t> faults;      // [MEM, CPU, MEMBUF, CPUBUF][node][priv]

@@ -82,6 +82,7 @@ class Vmscan final : public mm::ReclaimHooks {
   const Kswapd& kswapd(NodeId node) const { return kswapd_[node.v]; }
   // A wakeup_kswapd the allocator asked for since the last call (nodes to
   // start); the caller (the World) schedules them.
+  bool wakeups_pending() const { return !wakeups_.empty(); }
   std::vector<NodeId> take_wakeups() { return std::exchange(wakeups_, {}); }
 
   // mm::ReclaimHooks

@@ -295,16 +295,21 @@ void World::finish_trace(const RunResult& r) const {
 }
 
 void World::start_kthreads(Tick at) {
-  for (NodeId n : vmscan_.take_wakeups()) {
-    if (!vmscan_.kswapd_wake(n, at)) continue;
-    // It runs once the scheduler has switched to it.
-    queue_.schedule(at + to_tick(costs_.context_switch_ns), this, kKswapd, n.v, ++kswapd_gen_[n.v]);
-  }
+  // (Every fault asks: most have woken nobody.)
+  if (vmscan_.wakeups_pending()) wake_kswapds(at);
   // A registration wakes khugepaged only from its untimed sleep: asleep
   // between passes, it waits out its time.
   if (mm_.khugepaged_take_wakeup() && !khugepaged_pending_) {
     khugepaged_pending_ = true;
     queue_.schedule(at + to_tick(costs_.context_switch_ns), this, kKhugepaged);
+  }
+}
+
+void World::wake_kswapds(Tick at) {
+  for (NodeId n : vmscan_.take_wakeups()) {
+    if (!vmscan_.kswapd_wake(n, at)) continue;
+    // It runs once the scheduler has switched to it.
+    queue_.schedule(at + to_tick(costs_.context_switch_ns), this, kKswapd, n.v, ++kswapd_gen_[n.v]);
   }
 }
 
@@ -603,9 +608,11 @@ Accessor World::accessor(const TaskExec& t) const {
 
 void World::declare_footprint(TaskExec& t, const Op& op) {
   const Vpn start = op_start(t, op);
-  const mm::PageTable& pt = t.proc->mm->pgtable();
-  const bool faults = pt.next_blocked(start, Vpn(start.v + 1), op.write) == start;
-  access_.add_footprint(accessor(t), *t.proc->mm, start, op_pages(t, op), access_of(op), faults);
+  const AccessSpec a = access_of(op);
+  // (Asked only of a touch: a sweep's footprint does not depend on it.)
+  const bool faults =
+      a.touch && t.proc->mm->pgtable().next_blocked(start, Vpn(start.v + 1), op.write) == start;
+  access_.add_footprint(accessor(t), *t.proc->mm, start, op_pages(t, op), a, faults);
 }
 
 double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to) {

@@ -221,6 +221,7 @@ class World final : public sim::EventHandler,
   // Starts the kswapds the allocator woke, and khugepaged if a first mm
   // registered with it, at `at`.
   void start_kthreads(Tick at);
+  void wake_kswapds(Tick at);
   // One run of khugepaged (its event), and its next one scheduled.
   void khugepaged_event(Tick now);
   // The trace's task names, CPU names and counter tracks (from the timeline),
