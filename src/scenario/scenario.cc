@@ -482,6 +482,56 @@ std::optional<uint32_t> cgroup_id(const Scenario& sc, const std::string& path) {
 // Bytes to pages, rounding up, without wrapping near 2^64.
 uint64_t bytes_to_pages(uint64_t bytes) { return bytes / kPageSize + (bytes % kPageSize != 0); }
 
+// A task count given by the machine, as the field's benchmarks size
+// themselves: "cpus" (logical CPUs), "nodes" (nodes with CPUs), either
+// optionally followed by "/N" or "*N" (autonuma-benchmark's numa01 runs
+// "cpus/2" threads in each of two processes). For machine.preset = "host",
+// the host's.
+std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const std::string& key,
+                                      const toml::node& n, uint64_t hi) {
+  const std::string text = n.as_string()->get();
+  const auto fail = [&](const std::string& why) -> std::optional<uint64_t> {
+    r.error(&n, key, fmt::format("\"{}\" {}", text, why));
+    return std::nullopt;
+  };
+  const size_t op_at = text.find_first_of("/*");
+  const std::string base = text.substr(0, op_at);
+  if (base != "cpus" && base != "nodes")
+    return fail(
+        "is not a count: give an integer, or cpus or nodes, optionally with /N or *N (e.g. "
+        "\"cpus/2\")");
+  uint64_t k = 1;
+  if (op_at != std::string::npos) {
+    const char* first = text.data() + op_at + 1;
+    const char* last = text.data() + text.size();
+    const auto [end, ec] = std::from_chars(first, last, k);
+    if (first == last || ec != std::errc() || end != last || k == 0)
+      return fail(fmt::format("needs a positive integer after '{}'", text[op_at]));
+  }
+  uint64_t cpus = 0, nodes = 0;
+  if (sc.host_machine) {
+    std::string why;
+    const std::optional<topo::Topology> host = topo::load_host("/sys", &why);
+    if (!host) return fail("cannot be read from this host: " + why);
+    cpus = host->nr_cpus();
+    for (uint16_t i = 0; i < host->nr_nodes(); ++i)
+      nodes += host->node(NodeId(i)).cpus.empty() ? 0 : 1;
+  } else {
+    cpus = uint64_t{sc.machine.sockets} * sc.machine.cores_per_socket * sc.machine.threads_per_core;
+    nodes = sc.machine.nr_cpu_nodes();
+  }
+  const uint64_t v = base == "cpus" ? cpus : nodes;
+  const bool times = op_at != std::string::npos && text[op_at] == '*';
+  const uint64_t count = times ? (k > hi / std::max<uint64_t>(v, 1) ? hi + 1 : v * k) : v / k;
+  if (count < 1 || count > hi)
+    return fail(
+        fmt::format("comes to {} on this machine ({} CPUs, {} nodes with CPUs): out of "
+                    "range [1, {}]",
+                    times && count > hi ? fmt::format("more than {}", hi) : fmt::to_string(count),
+                    cpus, nodes, hi));
+  return count;
+}
+
 void read_range(TableReader& r, Op& op, Names& names, bool named) {
   if (auto off = r.size("offset")) {
     if (*off % kPageSize) r.error(r.raw().get("offset"), "offset", "must be a multiple of 4096");
@@ -642,7 +692,13 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
     op.kind = k == "fork" ? OpKind::kFork : OpKind::kThreads;
     if (op.kind == OpKind::kThreads)
       names.steps.push_back({program, Names::Step::kThreads, 0, t.source(), prefix});
-    op.count = static_cast<uint64_t>(r.integer("count", 1, 100000).value_or(1));
+    constexpr int64_t kMaxTasks = 100000;
+    const toml::node* cn = r.get("count");
+    if (cn && cn->is_string()) {
+      op.count = machine_count(r, sc, "count", *cn, kMaxTasks).value_or(1);
+    } else {
+      op.count = static_cast<uint64_t>(r.integer("count", 1, kMaxTasks).value_or(1));
+    }
     if (auto p = r.string("program")) {
       names.program_refs.push_back({*p, t.get("program")->source(), r.path("program"), program});
       auto it = names.programs.find(*p);

@@ -537,5 +537,72 @@ TEST(ScenarioNoise, EnabledFalseTurnsItOff) {
   EXPECT_FALSE(lr.scenario->noise.enabled);
 }
 
+// --- Task counts given by the machine (the field's benchmarks size their
+// threads by it). 2s-16c: 16 CPUs on 2 nodes.
+
+std::string threads_count(const std::string& count) {
+  return std::string(kBase) + "[[programs.main]]\nop = \"threads\"\ncount = " + count +
+         "\nprogram = \"w\"\n[[programs.w]]\nop = \"count\"\ncounter = \"x\"\n";
+}
+
+uint64_t main_threads_count(const LoadResult& lr) {
+  return lr.scenario->workload.programs[lr.scenario->workload.init_program].ops[1].count;
+}
+
+TEST(ScenarioMachineCounts, CpusIsTheMachinesLogicalCpus) {
+  const LoadResult lr = parse(threads_count("\"cpus\""));
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(main_threads_count(lr), 16u);
+}
+
+TEST(ScenarioMachineCounts, CpusOverTwoIsHalfTheCpus) {
+  const LoadResult lr = parse(threads_count("\"cpus/2\""));
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(main_threads_count(lr), 8u);
+}
+
+TEST(ScenarioMachineCounts, NodesTimesTwoIsTwiceTheNodesWithCpus) {
+  const LoadResult lr = parse(threads_count("\"nodes*2\""));
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(main_threads_count(lr), 4u);
+}
+
+TEST(ScenarioMachineCounts, FollowsAMachineOverride) {
+  const LoadResult lr = parse(threads_count("\"cpus\""), {"machine.preset=xeon-8s-144c"});
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(main_threads_count(lr), 288u);
+}
+
+TEST(ScenarioMachineCounts, AnUnknownNameIsReportedWithTheForms) {
+  const LoadResult lr = parse(threads_count("\"cores\""));
+  const Diagnostic d = only_about(lr, "programs.main[1].count");
+  EXPECT_EQ(d.line, 11u);
+  EXPECT_NE(d.message.find("\"cores\" is not a count"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("cpus/2"), std::string::npos) << d.message;
+}
+
+TEST(ScenarioMachineCounts, ADivisorThatLeavesNoTaskIsOutOfRange) {
+  const LoadResult lr = parse(threads_count("\"nodes/4\""));
+  const Diagnostic d = only_about(lr, "programs.main[1].count");
+  EXPECT_NE(d.message.find("comes to 0 on this machine (16 CPUs, 2 nodes with CPUs)"),
+            std::string::npos)
+      << d.message;
+}
+
+TEST(ScenarioMachineCounts, AMissingOrZeroFactorIsReported) {
+  for (const char* bad : {"\"cpus/\"", "\"cpus*0\"", "\"cpus/x\""}) {
+    const LoadResult lr = parse(threads_count(bad));
+    const Diagnostic d = only_about(lr, "programs.main[1].count");
+    EXPECT_NE(d.message.find("needs a positive integer after"), std::string::npos)
+        << bad << ": " << d.message;
+  }
+}
+
+TEST(ScenarioMachineCounts, AHugeFactorIsOutOfRangeNotWrapped) {
+  const LoadResult lr = parse(threads_count("\"cpus*18446744073709551615\""));
+  const Diagnostic d = only_about(lr, "programs.main[1].count");
+  EXPECT_NE(d.message.find("more than 100000"), std::string::npos) << d.message;
+}
+
 }  // namespace
 }  // namespace mmsim::scenario
