@@ -514,8 +514,8 @@ std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const 
     const std::optional<topo::Topology> host = topo::load_host("/sys", &why);
     if (!host) return fail("cannot be read from this host: " + why);
     cpus = host->nr_cpus();
-    for (uint16_t i = 0; i < host->nr_nodes(); ++i)
-      nodes += host->node(NodeId(i)).cpus.empty() ? 0 : 1;
+    for (size_t i = 0; i < host->nr_nodes(); ++i)
+      nodes += host->node(NodeId(static_cast<uint16_t>(i))).cpus.empty() ? 0 : 1;
   } else {
     cpus = uint64_t{sc.machine.sockets} * sc.machine.cores_per_socket * sc.machine.threads_per_core;
     nodes = sc.machine.nr_cpu_nodes();
