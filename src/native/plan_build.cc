@@ -76,6 +76,7 @@ plan::Op plan_op(const workload::Op& op) {
   for (const workload::Op& b : op.body) p.body.push_back(plan_op(b));
   p.first_page = op.first_page;
   p.nr_pages = op.nr_pages;
+  p.own_slice = op.own_slice;
   p.write = op.write;
   p.elem_size = op.elem_size;
   p.compute_ns = op.compute_ns;

@@ -126,6 +126,7 @@ enum Field : uint32_t {
   kCgroup,
   kCpus,
   kAdvice,
+  kOwnSlice,
   kNumFields,
 };
 
@@ -150,7 +151,8 @@ constexpr std::string_view kFieldNames[kNumFields] = {"region",
                                                       "counter",
                                                       "cgroup",
                                                       "cpus",
-                                                      "advice"};
+                                                      "advice",
+                                                      "own_slice"};
 
 constexpr uint32_t bit(Field f) { return uint32_t{1} << f; }
 
@@ -171,9 +173,10 @@ uint32_t used_fields(OpKind kind) {
     case OpKind::kLoop:
       return bit(kCount) | bit(kDurationNs);
     case OpKind::kSweep:
-      return range | bit(kWrite) | bit(kElemSize) | bit(kComputeNs) | bit(kUnoptimised);
+      return range | bit(kWrite) | bit(kOwnSlice) | bit(kElemSize) | bit(kComputeNs) |
+             bit(kUnoptimised);
     case OpKind::kTouch:
-      return range | bit(kWrite);
+      return range | bit(kWrite) | bit(kOwnSlice);
     case OpKind::kMadvise:
       return range | bit(kAdvice);
     case OpKind::kMlock:
@@ -229,6 +232,8 @@ bool is_default(const Op& op, Field f) {
       return op.compute_ns == d.compute_ns;
     case kUnoptimised:
       return op.unoptimised == d.unoptimised;
+    case kOwnSlice:
+      return op.own_slice == d.own_slice;
     case kCounter:
       return op.counter == d.counter;
     case kCgroup:
@@ -283,6 +288,8 @@ std::string field_text(const Op& op, Field f) {
       return number(op.compute_ns);
     case kUnoptimised:
       return op.unoptimised ? "1" : "0";
+    case kOwnSlice:
+      return op.own_slice ? "1" : "0";
     case kCounter:
       return number(op.counter);
     case kCgroup:
@@ -855,6 +862,8 @@ class PlanReader {
         return r_.get_double(line, key, &op->compute_ns);
       case kUnoptimised:
         return r_.get_bool(line, key, &op->unoptimised);
+      case kOwnSlice:
+        return r_.get_bool(line, key, &op->own_slice);
       case kCounter:
         if (!r_.get_int(line, key, &op->counter)) return false;
         return in_range(key, op->counter, plan_.counters.size(), "counters");

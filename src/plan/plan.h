@@ -17,7 +17,9 @@
 
 namespace mmsim::plan {
 
-inline constexpr int kPlanVersion = 2;  // 2: sweeps say which build of the loop runs
+// 2: sweeps say which build of the loop runs; 3: sweeps and touches say
+// whether the task takes only its own slice.
+inline constexpr int kPlanVersion = 3;
 
 enum class OpKind : uint8_t {
   kMap,      // mmap(2), then mbind(2) when the policy is not default
@@ -65,11 +67,15 @@ struct Op {
   uint64_t nr_pages = 0;
   Advice advice = Advice::kDontneed;  // kMadvise
   bool write = false;                 // kSweep, kTouch
-  uint32_t elem_size = 4;             // kSweep: 1, 2, 4 or 8 bytes
-  double compute_ns = -1;             // kSweep: per element; < 0: none beyond the loop itself
-  bool unoptimised = false;           // kSweep: run the loop built at -O0 (tools/exec/sweep_O0.cc)
-  uint32_t counter = 0;               // kCount: index into Plan::counters
-  uint32_t cgroup = 0;                // kCgroup: index into Plan::cgroups + 1
+  // kSweep, kTouch: only the task's own slice of the range (the i-th of n
+  // equal slices, rounded down, for the i-th of the n tasks its threads or
+  // fork op started; the whole range for the first task)
+  bool own_slice = false;
+  uint32_t elem_size = 4;    // kSweep: 1, 2, 4 or 8 bytes
+  double compute_ns = -1;    // kSweep: per element; < 0: none beyond the loop itself
+  bool unoptimised = false;  // kSweep: run the loop built at -O0 (tools/exec/sweep_O0.cc)
+  uint32_t counter = 0;      // kCount: index into Plan::counters
+  uint32_t cgroup = 0;       // kCgroup: index into Plan::cgroups + 1
   // kPin: the CPUs; exactly one of cpus and nodes is non-empty
   std::vector<uint32_t> cpus;
 };

@@ -733,6 +733,7 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
     const bool named = region_ref(false);
     mode();
     read_range(r, op, names, named);
+    if (auto s = r.choice("slice", {"all", "own"})) op.own_slice = *s == "own";
     if (k == "sweep") {
       if (auto es = r.integer("elem_size", 1, 4096)) {
         if (4096 % *es) r.error(t.get("elem_size"), "elem_size", "must divide 4096");

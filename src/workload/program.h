@@ -48,6 +48,11 @@ struct Op {
   std::vector<Op> body;  // kLoop
   // kSweep, kTouch
   bool write = false;
+  // kSweep, kTouch: only the task's own slice of the range: the range in as
+  // many equal slices (rounded down) as the threads or fork op that started
+  // the task started tasks, the i-th task's the i-th (autonuma-benchmark's
+  // numa01_THREAD_ALLOC and numa02). A task no such op started has one.
+  bool own_slice = false;
   uint32_t elem_size = 4;  // bytes per element (kSweep)
   double compute_ns = -1;  // per element; < 0: the cost profile's, by `unoptimised`
   // kSweep: the loop as built without optimisation (gcc -O0: sweep_elem_O0_ns,

@@ -194,8 +194,8 @@ RunResult World::run() {
   return r;
 }
 
-uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32_t program,
-                      Tick at) {
+uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32_t program, Tick at,
+                      uint64_t slice_index, uint64_t slices) {
   const bool new_mm = proc->tgid == 0;
   mm::Mm& mm = *proc->mm;
   const uint32_t pid = static_cast<uint32_t>(sched_.nr_tasks());
@@ -211,6 +211,8 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   TaskExec& t = *tasks_.back();
   t.proc = std::move(proc);
   t.program = program;
+  t.slice_index = slice_index;
+  t.slices = slices;
   t.counters.assign(workload_.counters.size(), 0);
   t.stack.push_back(Frame{&workload_.programs[program].ops, 0, nullptr, 0, Tick()});
   t.noise_rng = sim::noise_stream(config_.seed, pid);
@@ -561,14 +563,21 @@ bool World::start_segment(TaskExec& t) {
 }
 
 Vpn World::op_start(const TaskExec& t, const Op& op) const {
-  return Vpn(t.proc->regions[op.region].start.v + op.first_page);
+  const Vpn start(t.proc->regions[op.region].start.v + op.first_page);
+  if (!op.own_slice) return start;
+  return Vpn(start.v + t.slice_index * (range_pages(t, op) / t.slices));
 }
 
-uint64_t World::op_pages(const TaskExec& t, const Op& op) const {
+uint64_t World::range_pages(const TaskExec& t, const Op& op) const {
   const Region& r = t.proc->regions[op.region];
   if (!r.mapped || op.first_page >= r.pages) return 0;
   const uint64_t rest = r.pages - op.first_page;
   return op.nr_pages ? std::min(op.nr_pages, rest) : rest;
+}
+
+uint64_t World::op_pages(const TaskExec& t, const Op& op) const {
+  const uint64_t pages = range_pages(t, op);
+  return op.own_slice ? pages / t.slices : pages;
 }
 
 bool World::op_in_region(const TaskExec& t, const Op& op) const {
@@ -864,9 +873,9 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
   }
   if (t.cursor >= pages && !op_in_region(t, op)) {
     // It went on past the region's end, into the unmapped gap after it.
-    kill_task(t,
-              fmt::format("SIGSEGV: page {} is past the end of region {} ({} pages)",
-                          op.first_page + pages, workload_.regions[op.region].name, region.pages));
+    kill_task(t, fmt::format("SIGSEGV: page {} is past the end of region {} ({} pages)",
+                             op.first_page + range_pages(t, op), workload_.regions[op.region].name,
+                             region.pages));
     return Step::kStopped;
   }
   mm::Mm& mm = *t.proc->mm;
@@ -953,7 +962,7 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     cost += mm_.dup_mmap(*t.proc->mm, *child_proc->mm, t.task.cpu);
   }
   charge_sys(t, cost);
-  spawn(t.task.pid, child_proc, op.program, t.clock);
+  spawn(t.task.pid, child_proc, op.program, t.clock, t.cursor, op.count);
   ++t.live_children;
   ++t.cursor;
   return Step::kContinue;

@@ -164,6 +164,8 @@ class World final : public sim::EventHandler,
     uint32_t program = 0;
     std::vector<Frame> stack;
     uint64_t cursor = 0;  // progress inside the current op
+    // Which of how many tasks its threads or fork op started (own_slice).
+    uint64_t slice_index = 0, slices = 1;
     Tick clock;
     uint64_t gen = 0;  // events carrying an older generation are stale
     Segment seg;
@@ -195,7 +197,8 @@ class World final : public sim::EventHandler,
 
   TaskExec& exec(uint32_t pid) { return *tasks_[pid]; }
   const TaskExec& exec(uint32_t pid) const { return *tasks_[pid]; }
-  uint32_t spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32_t program, Tick at);
+  uint32_t spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32_t program, Tick at,
+                 uint64_t slice_index = 0, uint64_t slices = 1);
   void wake(TaskExec& t, Tick at);
   // Takes the task off its CPU into `state` at t.clock; runs the next one.
   void leave_cpu(TaskExec& t, sched::TaskState state);
@@ -236,6 +239,8 @@ class World final : public sim::EventHandler,
   Vpn op_start(const TaskExec& t, const Op& op) const;
   // The op's pages inside its region (the region's mapped length bounds it).
   uint64_t op_pages(const TaskExec& t, const Op& op) const;
+  // The pages of op's range in the region as mapped, before any slicing.
+  uint64_t range_pages(const TaskExec& t, const Op& op) const;
   // Whether the op's range lies inside its mapped region.
   bool op_in_region(const TaskExec& t, const Op& op) const;
   // Adds n to a counter, saturating (and saying so) at 2^64-1.

@@ -120,6 +120,7 @@ Op full_op(OpKind kind) {
   op.first_page = 12345678901234ull;
   op.nr_pages = 9;
   op.write = true;
+  op.own_slice = true;
   op.elem_size = 8;
   op.compute_ns = 0.1;
   op.counter = 1;
@@ -150,7 +151,7 @@ Plan full_plan() {
 
 // A minimal valid plan text around `ops` (one region, one counter, one file).
 std::string plan_text(const std::string& ops) {
-  return "mmsim-plan 2\n"
+  return "mmsim-plan 3\n"
          "plan scenario=s page_size=4096 time_limit_ns=0 init_program=0 init_cgroup=0\n"
          "file name=f pages=4 cached=0\n"
          "region name=r\n"
@@ -199,7 +200,7 @@ TEST(PlanText, ASmallPlanIsWrittenAsDocumented) {
   loop.body = {count};
   p.programs = {Program{"main", {map, loop}}};
   EXPECT_EQ(write_plan(p),
-            "mmsim-plan 2\n"
+            "mmsim-plan 3\n"
             "plan scenario=demo%20run page_size=4096 time_limit_ns=1000 init_program=0 "
             "init_cgroup=0\n"
             "file name=data pages=8 cached=1\n"
@@ -432,13 +433,13 @@ TEST(PlanText, MutatedPlansAreRefusedWithALineNumberOrReadNeverCrashedOn) {
 // --- what read_plan refuses ------------------------------------------------
 
 TEST(PlanRead, RefusesAnEmptyText) {
-  EXPECT_EQ(error_of(""), "line 1: empty text: expected \"mmsim-plan 2\"");
+  EXPECT_EQ(error_of(""), "line 1: empty text: expected \"mmsim-plan 3\"");
 }
 
 TEST(PlanRead, RefusesAnotherFormatVersion) {
   std::string text = plan_text("");
   text.replace(0, 12, "mmsim-plan 1");
-  EXPECT_EQ(error_of(text), "line 1: format version 1, but this reader reads version 2");
+  EXPECT_EQ(error_of(text), "line 1: format version 1, but this reader reads version 3");
 }
 
 TEST(PlanRead, RefusesAReportAsAPlan) {
@@ -572,12 +573,12 @@ TEST(PlanRead, RefusesSectionsOutOfOrder) {
 
 TEST(PlanRead, RefusesValuesOutsideTheirDomain) {
   EXPECT_EQ(error_of(plan_text("op kind=sweep region=0 first_page=0 nr_pages=0 write=0 "
-                               "elem_size=3 compute_ns=1 unoptimised=0\n")),
+                               "elem_size=3 compute_ns=1 unoptimised=0 own_slice=0\n")),
             "line 7: elem_size 3 is not a power of two from 1 to 4096");
   for (const std::string v : {"nan", "inf", "-inf", "1e999", "0x1p3", "1.5.2"}) {
     EXPECT_EQ(error_of(plan_text("op kind=sweep region=0 first_page=0 nr_pages=0 write=0 "
                                  "elem_size=4 compute_ns=" +
-                                 v + " unoptimised=0\n")),
+                                 v + " unoptimised=0 own_slice=0\n")),
               "line 7: compute_ns: \"" + v + "\" is not a finite number");
   }
   EXPECT_EQ(error_of(plan_text("op kind=fly\n")), "line 7: unknown op kind \"fly\"");

@@ -169,13 +169,17 @@ void send(int fd, const std::string& msg) { write_all(fd, msg); }
 // its result, then waits for the processes and threads it started.
 class Task {
  public:
+  // slice_index of slices: which of the tasks its threads or fork op
+  // started (an op's own_slice).
   Task(const Run& run, std::shared_ptr<RegionTable> regions, uint32_t program, int64_t parent,
-       uint32_t join_cgroup = 0)
+       uint32_t join_cgroup = 0, uint64_t slice_index = 0, uint64_t slices = 1)
       : run_(run),
         regions_(std::move(regions)),
         program_(program),
         parent_(parent),
-        join_cgroup_(join_cgroup) {}
+        join_cgroup_(join_cgroup),
+        slice_index_(slice_index),
+        slices_(slices) {}
 
   // Runs everything; never throws.
   void run() {
@@ -205,10 +209,11 @@ class Task {
   // Runs a task as a new process's first (and only) thread, then ends the
   // process: never returns into the frames it was forked from.
   [[noreturn]] static void run_process(const Run& run, std::vector<Mapping> regions,
-                                       uint32_t program, int64_t parent, uint32_t join_cgroup) {
+                                       uint32_t program, int64_t parent, uint32_t join_cgroup,
+                                       uint64_t slice_index = 0, uint64_t slices = 1) {
     try {
       Task task(run, std::make_shared<RegionTable>(std::move(regions)), program, parent,
-                join_cgroup);
+                join_cgroup, slice_index, slices);
       task.run();
     } catch (const std::exception&) {
       ::_exit(1);
@@ -354,7 +359,7 @@ class Task {
       std::vector<Mapping> copy = regions_->maps;
       const pid_t pid = ::fork();
       // The child: a process of its own with this thread only.
-      if (pid == 0) run_process(run_, std::move(copy), op.program, tid_, 0);
+      if (pid == 0) run_process(run_, std::move(copy), op.program, tid_, 0, i, op.count);
       const int err = errno;
       lock.unlock();
       if (pid < 0) return fail("fork", err);
@@ -372,7 +377,7 @@ class Task {
   Flow do_threads(const Op& op) {
     for (uint64_t i = 0; i < op.count; ++i) {
       if (past_deadline()) return Flow::kStop;
-      auto task = std::make_unique<Task>(run_, regions_, op.program, tid_);
+      auto task = std::make_unique<Task>(run_, regions_, op.program, tid_, 0, i, op.count);
       pthread_t thread{};
       const int err = ::pthread_create(&thread, nullptr, thread_main, task.get());
       if (err != 0) return fail("pthread_create", err);
@@ -417,6 +422,11 @@ class Task {
     r.addr = m.addr + op.first_page * page_size();
     r.pages = op.nr_pages ? std::min(op.nr_pages, rest) : rest;
     r.in_region = op.nr_pages <= rest;
+    if (op.own_slice) {
+      const uint64_t slice = r.pages / slices_;
+      r.addr += slice_index_ * slice * page_size();
+      r.pages = slice;
+    }
     return r;
   }
 
@@ -585,6 +595,7 @@ class Task {
   const uint32_t program_;
   const int64_t parent_;
   const uint32_t join_cgroup_;
+  const uint64_t slice_index_, slices_;
   int64_t tid_ = 0;
   int64_t start_ns_ = 0;
   std::vector<uint64_t> counters_;
