@@ -517,7 +517,7 @@ std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const 
     for (size_t i = 0; i < host->nr_nodes(); ++i)
       nodes += host->node(NodeId(static_cast<uint16_t>(i))).cpus.empty() ? 0 : 1;
   } else {
-    cpus = uint64_t{sc.machine.sockets} * sc.machine.cores_per_socket * sc.machine.threads_per_core;
+    cpus = sc.machine.nr_cpus();
     nodes = sc.machine.nr_cpu_nodes();
   }
   const uint64_t v = base == "cpus" ? cpus : nodes;
@@ -777,10 +777,7 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
   } else if (k == "pin") {
     op.kind = OpKind::kPin;
     // sched_setaffinity(0, ...): a list of CPUs, or of nodes whose CPUs.
-    const size_t nr_cpus = sc.host_machine
-                               ? 65535
-                               : size_t{sc.machine.sockets} * sc.machine.cores_per_socket *
-                                     sc.machine.threads_per_core;
+    const size_t nr_cpus = sc.host_machine ? 65535 : static_cast<size_t>(sc.machine.nr_cpus());
     const size_t nr_nodes = sc.host_machine ? 1024 : static_cast<size_t>(sc.machine.nr_nodes());
     auto id_list = [&](const char* key, const char* what, size_t n) {
       std::vector<uint16_t> ids;

@@ -362,7 +362,7 @@ std::vector<std::string> validate_machine_spec(const MachineSpec& spec) {
 
   const uint64_t cpu_nodes = spec.nr_cpu_nodes();
   const uint64_t nodes = spec.nr_nodes();
-  const uint64_t cpus = uint64_t{spec.sockets} * spec.cores_per_socket * spec.threads_per_core;
+  const uint64_t cpus = spec.nr_cpus();
   if (cpu_nodes > kMaxNodes) {
     problems.push_back(fmt::format(
         "nodes_per_socket: {} sockets x {} nodes per socket = {} nodes, more than the {} allowed",

@@ -61,6 +61,7 @@ struct MachineSpec {
   uint64_t dram_bandwidth_mbps = 0;
   MemoryOnline memory_node_online = MemoryOnline::kKmem;
 
+  uint64_t nr_cpus() const { return uint64_t{sockets} * cores_per_socket * threads_per_core; }
   uint64_t nr_cpu_nodes() const { return uint64_t{sockets} * nodes_per_socket; }
   uint64_t nr_nodes() const {
     return uint64_t{sockets} * (uint64_t{nodes_per_socket} + memory_nodes_per_socket);
