@@ -175,8 +175,9 @@ class CacheModel {
   uint32_t page_cgroup_bytes_ = 0;
   uint32_t current_pid_ = 0;
   CpuId current_cpu_{0};
-  // Per CPU and array: the line touched last (UINT64_MAX: none).
+  // meta_miss_ns past the last-line test: array a's `line`, missed.
   double meta_line_miss_ns(size_t a, uint64_t line, uint64_t& last, NodeId node);
+  // Per CPU and array: the line touched last (UINT64_MAX: none).
   std::vector<std::array<uint64_t, static_cast<size_t>(Meta::kCount)>> last_line_;
   std::array<MetaStats, static_cast<size_t>(Meta::kCount)> meta_stats_{};
   // line_ns's last question and answer, per pattern.
