@@ -36,7 +36,7 @@ std::optional<Pfn> MemoryManager::alloc_huge_folio(const Vma& vma, Vpn haddr, co
                       (madvised && (d == ThpDefrag::kMadvise || d == ThpDefrag::kDeferMadvise));
   const bool wake = !direct && (d == ThpDefrag::kDefer || d == ThpDefrag::kDeferMadvise);
   const Retry retry = direct ? Retry::kNoRetry : Retry::kNoReclaim;
-  const MemPolicy& pol = vma.policy;
+  const MemPolicy& pol = vma_policy(vma, ctx);
   const uint64_t ilx = haddr.v >> kHugeOrder;
   using Mode = MemPolicy::Mode;
   // Interleave, and a bind that leaves the local node out, allocate over

@@ -526,7 +526,7 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
     if (ra_failed && i != index) continue;
     if (file.lookup(i) != AddressSpace::kNone) continue;
     const Retry retry = i == index ? Retry::kUntilOom : Retry::kNoRetry;
-    auto pfn = alloc_folio(vma.policy, ctx.node, i, ctx.cpu, &cost.sys_ns, retry);
+    auto pfn = alloc_folio(vma_policy(vma, ctx), ctx.node, i, ctx.cpu, &cost.sys_ns, retry);
     if (!pfn) {
       w.index_failed |= i == index;
       ra_failed = true;
@@ -654,7 +654,7 @@ MemoryManager::Mapped MemoryManager::fault_around(Mm& mm, Vma& vma, Vpn vpn) {
 
 MemoryManager::NewFolio MemoryManager::new_anon_folio(Vma& vma, Vpn vpn, const FaultCtx& ctx) {
   NewFolio n;
-  auto pfn = alloc_folio(vma.policy, ctx.node, vpn.v, ctx.cpu, &n.memcg_ns);
+  auto pfn = alloc_folio(vma_policy(vma, ctx), ctx.node, vpn.v, ctx.cpu, &n.memcg_ns);
   if (!pfn) return n;
   AnonVma& av = anon_vma_prepare(vma);
   {
@@ -1617,7 +1617,7 @@ MemoryManager::Fault MemoryManager::do_swap_page(Mm& mm, Vma& vma, Vpn vpn, Pte 
     // Not in the swap cache: a new folio, charged, read from the device
     // (pswpin; the fault waits for it: major). SIMPLIFICATION: no swap
     // readahead (page-cluster): one page per fault.
-    auto p = alloc_folio(vma.policy, ctx.node, vpn.v, ctx.cpu, &out.memcg_ns);
+    auto p = alloc_folio(vma_policy(vma, ctx), ctx.node, vpn.v, ctx.cpu, &out.memcg_ns);
     if (!p) {
       r.status = FaultStatus::kOom;
       return out;

@@ -46,7 +46,16 @@ struct FaultCtx {
   uint64_t* min_flt = nullptr;
   uint64_t* maj_flt = nullptr;
   uint32_t memcg = 0;  // whom new pages are charged to (the mm's memcg)
+  // The faulting task's own policy (set_mempolicy); null: the default.
+  const MemPolicy* task_policy = nullptr;
 };
+
+// The policy an allocation for `vma` follows (get_vma_policy): the VMA's, if
+// it has one, else the task's.
+inline const MemPolicy& vma_policy(const Vma& vma, const FaultCtx& ctx) {
+  if (vma.policy.mode != MemPolicy::Mode::kDefault || !ctx.task_policy) return vma.policy;
+  return *ctx.task_policy;
+}
 
 enum class FaultStatus {
   kOk,

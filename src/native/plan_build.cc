@@ -35,6 +35,8 @@ plan::OpKind kind_of(workload::OpKind k) {
       return P::kCgroup;
     case K::kPin:
       return P::kPin;
+    case K::kMempolicy:
+      return P::kMempolicy;
   }
   return P::kCount;  // unreachable: every kind is listed
 }
@@ -81,6 +83,8 @@ plan::Op plan_op(const workload::Op& op) {
   p.elem_size = op.elem_size;
   p.compute_ns = op.compute_ns;
   p.unoptimised = op.unoptimised;
+  p.memset = op.memset;
+  p.node_share = static_cast<plan::NodeShare>(op.node_share);
   p.advice = static_cast<plan::Advice>(op.advice);
   p.counter = op.counter;
   p.cgroup = op.cgroup;

@@ -176,7 +176,9 @@ retry_pids:
   for (; it != vmas.end(); ++it) {
     mm::Vma& vma = **it;
     // VMAs task_numa_work never scans.
+    // vma_policy_mof: the VMA's policy, else the scanning task's.
     if (vma.policy.mode != mm::MemPolicy::Mode::kDefault) continue;  // no MPOL_F_MOF
+    if (!t.policy_mof) continue;
     if (cfg_.skip_shmem_default_policy && vma.file && vma.file->shmem) continue;
     if (vma.file && (vma.flags & (mm::Vma::kRead | mm::Vma::kWrite)) == mm::Vma::kRead) continue;
     if (!(vma.flags & (mm::Vma::kRead | mm::Vma::kWrite | mm::Vma::kExec))) continue;
@@ -324,8 +326,10 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
     d.flags |= kTnfFaultLocal;
   }
   // mpol_misplaced, default policy (MPOL_F_MOF | MPOL_F_MORON): this CPU's
-  // node, if the two-stage filter agrees.
-  if (should_numa_migrate_memory(pid, folio, folio.node, this_node, cpu, now) &&
+  // node, if the two-stage filter agrees. The VMA's policy, else the
+  // faulting task's, without MPOL_F_MOF moves nothing.
+  const bool mof = vma->policy.mode == mm::MemPolicy::Mode::kDefault && task(pid).policy_mof;
+  if (mof && should_numa_migrate_memory(pid, folio, folio.node, this_node, cpu, now) &&
       folio.node != this_node) {
     d.target = this_node;
   }

@@ -67,6 +67,9 @@ struct TaskNuma {
   int64_t last_runtime_ns = 0;
   Tick last_placement;
   uint64_t pages_migrated = 0;
+  // Whether the task's own memory policy has MPOL_F_MOF (the default policy
+  // does; a set_mempolicy without MPOL_F_NUMA_BALANCING does not).
+  bool policy_mof = true;
 };
 
 // What the executor knows that the balancer asks about.
@@ -113,6 +116,8 @@ class Balancer {
   // init_numa_balancing at fork/clone; `new_mm` when the child has its own mm.
   void task_init(uint32_t pid, mm::Mm& mm, bool new_mm, Tick now);
   void task_exit(uint32_t pid);
+  // set_mempolicy: whether the task's policy now has MPOL_F_MOF.
+  void set_task_policy_mof(uint32_t pid, bool mof) { task(pid).policy_mof = mof; }
   TaskNuma& task(uint32_t pid) { return *tasks_[pid]; }
   const TaskNuma* find(uint32_t pid) const {
     return pid < tasks_.size() ? tasks_[pid].get() : nullptr;

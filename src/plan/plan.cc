@@ -127,6 +127,8 @@ enum Field : uint32_t {
   kCpus,
   kAdvice,
   kOwnSlice,
+  kMemset,
+  kNodeShare,
   kNumFields,
 };
 
@@ -152,7 +154,9 @@ constexpr std::string_view kFieldNames[kNumFields] = {"region",
                                                       "cgroup",
                                                       "cpus",
                                                       "advice",
-                                                      "own_slice"};
+                                                      "own_slice",
+                                                      "memset",
+                                                      "node_share"};
 
 constexpr uint32_t bit(Field f) { return uint32_t{1} << f; }
 
@@ -174,7 +178,7 @@ uint32_t used_fields(OpKind kind) {
       return bit(kCount) | bit(kDurationNs);
     case OpKind::kSweep:
       return range | bit(kWrite) | bit(kOwnSlice) | bit(kElemSize) | bit(kComputeNs) |
-             bit(kUnoptimised);
+             bit(kUnoptimised) | bit(kMemset);
     case OpKind::kTouch:
       return range | bit(kWrite) | bit(kOwnSlice);
     case OpKind::kMadvise:
@@ -188,7 +192,9 @@ uint32_t used_fields(OpKind kind) {
     case OpKind::kCgroup:
       return bit(kCgroup);
     case OpKind::kPin:
-      return bit(kCpus) | bit(kNodes);
+      return bit(kCpus) | bit(kNodes) | bit(kNodeShare);
+    case OpKind::kMempolicy:
+      return bit(kPolicy) | bit(kNodes) | bit(kNodeShare);
   }
   return 0;
 }
@@ -234,6 +240,10 @@ bool is_default(const Op& op, Field f) {
       return op.unoptimised == d.unoptimised;
     case kOwnSlice:
       return op.own_slice == d.own_slice;
+    case kMemset:
+      return op.memset == d.memset;
+    case kNodeShare:
+      return op.node_share == d.node_share;
     case kCounter:
       return op.counter == d.counter;
     case kCgroup:
@@ -290,6 +300,10 @@ std::string field_text(const Op& op, Field f) {
       return op.unoptimised ? "1" : "0";
     case kOwnSlice:
       return op.own_slice ? "1" : "0";
+    case kMemset:
+      return op.memset ? "1" : "0";
+    case kNodeShare:
+      return number(static_cast<uint32_t>(op.node_share));
     case kCounter:
       return number(op.counter);
     case kCgroup:
@@ -773,7 +787,7 @@ class PlanReader {
     const auto kind_text = line.value("kind", &why);
     if (!kind_text) return r_.fail(why);
     bool known = false;
-    for (int k = 0; k <= static_cast<int>(OpKind::kPin); ++k) {
+    for (int k = 0; k <= static_cast<int>(OpKind::kMempolicy); ++k) {
       if (op_name(static_cast<OpKind>(k)) == *kind_text) {
         op.kind = static_cast<OpKind>(k);
         known = true;
@@ -786,9 +800,14 @@ class PlanReader {
       if (!(used & bit(field)) && !line.has(kFieldNames[f])) continue;
       if (!read_field(line, field, &op)) return false;
     }
-    if (op.kind == OpKind::kPin && op.cpus.empty() == op.nodes.empty()) {
-      return r_.fail("a pin op names CPUs (cpus=) or nodes (nodes=): exactly one of the two");
+    const bool by_share = op.node_share != NodeShare::kNone;
+    if (op.kind == OpKind::kPin && op.cpus.empty() + op.nodes.empty() + !by_share != 2) {
+      return r_.fail(
+          "a pin op names CPUs (cpus=), nodes (nodes=) or a share (node_share=): exactly one");
     }
+    if (op.kind == OpKind::kMempolicy && by_share && !op.nodes.empty())
+      return r_.fail("a mempolicy op names nodes (nodes=) or a share (node_share=), not both");
+    if (op.memset && !op.write) return r_.fail("a memset sweep writes (write=1)");
     if (op.kind == OpKind::kLoop) {
       if (static_cast<int>(loops_.size()) >= kMaxLoopDepth) {
         return r_.fail("loops nest deeper than " + number(kMaxLoopDepth) + " levels");
@@ -864,6 +883,16 @@ class PlanReader {
         return r_.get_bool(line, key, &op->unoptimised);
       case kOwnSlice:
         return r_.get_bool(line, key, &op->own_slice);
+      case kMemset:
+        return r_.get_bool(line, key, &op->memset);
+      case kNodeShare: {
+        uint32_t v = 0;
+        if (!r_.get_int(line, key, &v)) return false;
+        if (v > static_cast<uint32_t>(NodeShare::kMirror))
+          return r_.fail("node_share " + number(v) + " is not 0, 1 or 2");
+        op->node_share = static_cast<NodeShare>(v);
+        return true;
+      }
       case kCounter:
         if (!r_.get_int(line, key, &op->counter)) return false;
         return in_range(key, op->counter, plan_.counters.size(), "counters");
@@ -938,6 +967,8 @@ std::string_view op_name(OpKind kind) {
       return "cgroup";
     case OpKind::kPin:
       return "pin";
+    case OpKind::kMempolicy:
+      return "mempolicy";
   }
   return "?";
 }

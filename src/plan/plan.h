@@ -18,25 +18,32 @@
 namespace mmsim::plan {
 
 // 2: sweeps say which build of the loop runs; 3: sweeps and touches say
-// whether the task takes only its own slice.
-inline constexpr int kPlanVersion = 3;
+// whether the task takes only its own slice; 4: the mempolicy op, memset
+// sweeps, and pins and policies by the task's share of the nodes.
+inline constexpr int kPlanVersion = 4;
 
 enum class OpKind : uint8_t {
-  kMap,      // mmap(2), then mbind(2) when the policy is not default
-  kUnmap,    // munmap(2) of the region's mapping
-  kFork,     // fork(2) `count` children, each running `program`
-  kThreads,  // pthread_create `count` threads, each running `program`
-  kWait,     // wait for every child process and thread this task started
-  kLoop,     // `body` `count` times, or until `duration_ns` has passed
-  kSweep,    // read or write every elem_size-byte element of the range
-  kTouch,    // one access (read or write) to each page of the range
-  kMadvise,  // madvise(2) over the range: MADV_DONTNEED, MADV_HUGEPAGE or MADV_NOHUGEPAGE
-  kMlock,    // mlock(2) over the range (populates it)
-  kSleep,    // nanosleep(2) for duration_ns
-  kCount,    // add `count` to the task's counter `counter`
-  kCgroup,   // move this process into cgroup `cgroup` (0: the run's root)
-  kPin,      // sched_setaffinity(0, ...) to `cpus`, or to the CPUs of `nodes`
+  kMap,        // mmap(2), then mbind(2) when the policy is not default
+  kUnmap,      // munmap(2) of the region's mapping
+  kFork,       // fork(2) `count` children, each running `program`
+  kThreads,    // pthread_create `count` threads, each running `program`
+  kWait,       // wait for every child process and thread this task started
+  kLoop,       // `body` `count` times, or until `duration_ns` has passed
+  kSweep,      // read or write every elem_size-byte element of the range
+  kTouch,      // one access (read or write) to each page of the range
+  kMadvise,    // madvise(2) over the range: MADV_DONTNEED, MADV_HUGEPAGE or MADV_NOHUGEPAGE
+  kMlock,      // mlock(2) over the range (populates it)
+  kSleep,      // nanosleep(2) for duration_ns
+  kCount,      // add `count` to the task's counter `counter`
+  kCgroup,     // move this process into cgroup `cgroup` (0: the run's root)
+  kPin,        // sched_setaffinity(0, ...) to `cpus`, or to the CPUs of `nodes`
+  kMempolicy,  // set_mempolicy(2): `policy` over `nodes` for the task itself
 };
+
+// A pin's or a mempolicy's nodes by the task's place among the tasks its
+// threads or fork op started (util::node_share over the nodes with CPUs):
+// its own share, or the share of the task at the other end.
+enum class NodeShare : uint8_t { kNone, kOwn, kMirror };
 
 enum class Policy : uint8_t { kDefault, kBind, kPreferred, kInterleave };
 enum class Advice : uint8_t { kDontneed, kHugepage, kNohugepage };
@@ -52,9 +59,12 @@ struct Op {
   int32_t file = -1;  // index into Plan::files; -1: anonymous
   uint64_t file_offset_pages = 0;
   Policy policy = Policy::kDefault;
-  // kMap: kBind, kPreferred (one node), kInterleave; kPin: the nodes whose
-  // CPUs (/sys/devices/system/node/nodeN/cpulist, read when the op runs)
+  // kMap, kMempolicy: kBind, kPreferred (one node), kInterleave; kPin: the
+  // nodes whose CPUs (/sys/devices/system/node/nodeN/cpulist, read when the
+  // op runs)
   std::vector<uint16_t> nodes;
+  // kPin, kMempolicy: the nodes by the task's share instead (nodes empty)
+  NodeShare node_share = NodeShare::kNone;
   // kFork, kThreads: the program; kLoop: iterations (0: use duration_ns);
   // kFork, kThreads: how many; kCount: the increment
   uint32_t program = 0;
@@ -74,6 +84,7 @@ struct Op {
   uint32_t elem_size = 4;    // kSweep: 1, 2, 4 or 8 bytes
   double compute_ns = -1;    // kSweep: per element; < 0: none beyond the loop itself
   bool unoptimised = false;  // kSweep: run the loop built at -O0 (tools/exec/sweep_O0.cc)
+  bool memset = false;       // kSweep: memset(3) the range (a write; no elements)
   uint32_t counter = 0;      // kCount: index into Plan::counters
   uint32_t cgroup = 0;       // kCgroup: index into Plan::cgroups + 1
   // kPin: the CPUs; exactly one of cpus and nodes is non-empty

@@ -419,7 +419,7 @@ struct Names {
 
 const std::vector<std::string> kOpNames = {"map",   "unmap", "fork",   "threads", "wait",
                                            "loop",  "sweep", "touch",  "madvise", "mlock",
-                                           "sleep", "count", "cgroup", "pin"};
+                                           "sleep", "count", "cgroup", "pin",     "mempolicy"};
 
 // What is wrong with the name of a program, region, counter or file, or "":
 // names show up in summaries, tables and JSON keys, so they are short and
@@ -573,6 +573,14 @@ std::vector<Op> read_body(const toml::node* n, TableReader& r, uint32_t program,
   return body;
 }
 
+// `nodes = "own"` or `"mirror"` on a pin or a mempolicy: the task's share of
+// the nodes with CPUs, by its place among the tasks its threads or fork op
+// started (util::node_share), or the share of the task at the other end.
+void read_node_share(TableReader& r, Op& op) {
+  if (auto s = r.choice("nodes", {"own", "mirror"}))
+    op.node_share = *s == "own" ? workload::NodeShare::kOwn : workload::NodeShare::kMirror;
+}
+
 std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint32_t program,
                           Names& names, const Scenario& sc, Ctx& ctx, int depth) {
   TableReader r(t, prefix, ctx);
@@ -604,6 +612,47 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
   };
   auto mode = [&]() {
     if (auto m = r.choice("mode", {"read", "write"})) op.write = (*m == "write");
+  };
+  // A memory policy: `policy` and `nodes` (map's mbind; set_mempolicy's, where
+  // the nodes may also be the task's share, "own" or "mirror").
+  auto read_policy = [&](bool shares) {
+    const size_t nodes = sc.host_machine ? 1024 : static_cast<size_t>(sc.machine.nr_nodes());
+    if (auto pol = r.choice("policy", {"default", "bind", "preferred", "interleave"})) {
+      using Mode = mm::MemPolicy::Mode;
+      op.policy.mode = *pol == "bind"         ? Mode::kBind
+                       : *pol == "preferred"  ? Mode::kPreferred
+                       : *pol == "interleave" ? Mode::kInterleave
+                                              : Mode::kDefault;
+    }
+    const toml::node* n = r.get("nodes");
+    if (n && n->is_string() && shares) {
+      read_node_share(r, op);
+    } else if (n) {
+      const toml::array* a = n->as_array();
+      if (!a) {
+        r.error(n, "nodes",
+                shares ? "expected an array of node numbers, \"own\" or \"mirror\""
+                       : "expected an array of node numbers");
+      } else {
+        for (const auto& e : *a) {
+          if (!e.is_integer() || e.as_integer()->get() < 0 ||
+              static_cast<size_t>(e.as_integer()->get()) >= nodes) {
+            r.error(&e, "nodes", fmt::format("not a node of this machine (0 to {})", nodes - 1));
+          } else {
+            op.policy.nodes.push_back(NodeId(static_cast<uint16_t>(e.as_integer()->get())));
+          }
+        }
+      }
+    }
+    const bool needs_nodes = op.policy.mode != mm::MemPolicy::Mode::kDefault;
+    const toml::array* given = n ? n->as_array() : nullptr;
+    if (needs_nodes && op.policy.nodes.empty() && op.node_share == workload::NodeShare::kNone &&
+        (!n || (given && given->empty())))
+      r.error(n ? n : t.get("policy"), "nodes", "this policy needs a non-empty nodes list");
+    if (!needs_nodes && n) r.error(n, "nodes", "the default policy takes no nodes");
+    if (op.policy.mode == mm::MemPolicy::Mode::kPreferred &&
+        (op.policy.nodes.size() > 1 || op.node_share != workload::NodeShare::kNone))
+      r.error(n, "nodes", "preferred takes exactly one node");
   };
   const std::string& k = *kind;
   if (k == "map") {
@@ -649,38 +698,7 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
       op.writable = true;
     }
     if (auto fl = r.choice("flags", {"private", "shared"})) op.shared = (*fl == "shared");
-    const size_t nodes = sc.host_machine ? 1024 : static_cast<size_t>(sc.machine.nr_nodes());
-    if (auto pol = r.choice("policy", {"default", "bind", "preferred", "interleave"})) {
-      using Mode = mm::MemPolicy::Mode;
-      op.policy.mode = *pol == "bind"         ? Mode::kBind
-                       : *pol == "preferred"  ? Mode::kPreferred
-                       : *pol == "interleave" ? Mode::kInterleave
-                                              : Mode::kDefault;
-    }
-    if (const toml::node* n = r.get("nodes")) {
-      const toml::array* a = n->as_array();
-      if (!a) {
-        r.error(n, "nodes", "expected an array of node numbers");
-      } else {
-        for (const auto& e : *a) {
-          if (!e.is_integer() || e.as_integer()->get() < 0 ||
-              static_cast<size_t>(e.as_integer()->get()) >= nodes) {
-            r.error(&e, "nodes", fmt::format("not a node of this machine (0 to {})", nodes - 1));
-          } else {
-            op.policy.nodes.push_back(NodeId(static_cast<uint16_t>(e.as_integer()->get())));
-          }
-        }
-      }
-    }
-    const bool needs_nodes = op.policy.mode != mm::MemPolicy::Mode::kDefault;
-    const toml::array* given = t.get("nodes") ? t.get("nodes")->as_array() : nullptr;
-    if (needs_nodes && op.policy.nodes.empty() && (!t.get("nodes") || (given && given->empty())))
-      r.error(t.get("nodes") ? t.get("nodes") : t.get("policy"), "nodes",
-              "this policy needs a non-empty nodes list");
-    if (!needs_nodes && t.get("nodes"))
-      r.error(t.get("nodes"), "nodes", "the default policy takes no nodes");
-    if (op.policy.mode == mm::MemPolicy::Mode::kPreferred && op.policy.nodes.size() > 1)
-      r.error(t.get("nodes"), "nodes", "preferred takes exactly one node");
+    read_policy(false);
     if (named) {
       uint64_t& largest = names.region_pages[op.region];
       largest = std::max(largest, op.pages);
@@ -740,7 +758,16 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
         op.elem_size = static_cast<uint32_t>(*es);
       }
       if (auto c = r.number("compute_ns", 0, 1e9)) op.compute_ns = *c;
-      if (auto b = r.choice("build", {"O2", "O0"})) op.unoptimised = *b == "O0";
+      if (auto b = r.choice("build", {"O2", "O0", "memset"})) {
+        op.unoptimised = *b == "O0";
+        op.memset = *b == "memset";
+      }
+      if (op.memset && !op.write)
+        r.error(t.get("build"), "build", "memset writes: it needs mode = \"write\"");
+      for (const char* key : {"elem_size", "compute_ns"}) {
+        if (op.memset && t.get(key))
+          r.error(t.get(key), key, "a memset has no elements of its own (build = \"memset\")");
+      }
     }
   } else if (k == "madvise") {
     op.kind = OpKind::kMadvise;
@@ -811,12 +838,20 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
       return ids;
     };
     for (const uint16_t c : id_list("cpus", "CPU", nr_cpus)) op.cpus.push_back(CpuId(c));
-    for (const uint16_t n : id_list("nodes", "node", nr_nodes)) op.cpu_nodes.push_back(NodeId(n));
+    if (t.get("nodes") && t.get("nodes")->is_string()) {
+      read_node_share(r, op);
+    } else {
+      for (const uint16_t n : id_list("nodes", "node", nr_nodes)) op.cpu_nodes.push_back(NodeId(n));
+    }
     if (t.get("cpus") && t.get("nodes")) {
       r.error(t.get("nodes"), "nodes", "give cpus or nodes, not both");
     } else if (!t.get("cpus") && !t.get("nodes")) {
       r.error(nullptr, "cpus", "a pin needs cpus (a list of CPUs) or nodes (a list of nodes)");
     }
+  } else if (k == "mempolicy") {
+    op.kind = OpKind::kMempolicy;
+    read_policy(true);
+    if (!t.get("policy")) r.missing("policy");
   } else if (k == "count") {
     op.kind = OpKind::kCount;
     if (auto c = r.string("counter")) {

@@ -116,7 +116,7 @@ void Scheduler::wake_up_new_task(Task& t, Tick at) {
   if (rq_.current(t.cpu) == 0) {
     start_on_idle(t, at);
   } else {
-    rq_.queue(t.cpu).push_back(t.pid);
+    rq_.enqueue(t.cpu, t.pid);
   }
 }
 
@@ -162,7 +162,7 @@ void Scheduler::leave_cpu(Task& t, TaskState state, Tick at) {
   rq_.free_from(cpu) = at;
   if (state == TaskState::kRunnable) {
     ++t.nivcsw;
-    rq_.queue(cpu).push_back(t.pid);
+    rq_.enqueue(cpu, t.pid);
   } else {
     ++t.nvcsw;
     rq_.remove(cpu);
@@ -171,9 +171,11 @@ void Scheduler::leave_cpu(Task& t, TaskState state, Tick at) {
 }
 
 void Scheduler::run_next(CpuId cpu, Tick at) {
-  if (rq_.queue(cpu).empty()) return;
-  Task& next = task(rq_.queue(cpu).front());
-  rq_.queue(cpu).pop_front();
+  if (rq_.queue(cpu).empty()) {
+    if (rq_.queued() > 0) pull_to_idle(cpu, at);
+    return;
+  }
+  Task& next = task(rq_.dequeue_front(cpu));
   // The switch costs the incoming task system time.
   start_running(next, at);
   next.times.sys_ns += context_switch_ns_;
@@ -189,16 +191,68 @@ void Scheduler::wake(Task& t, Tick at) {
   } else {
     t.times.sleep_ns += slept;
   }
+  if (const CpuId c = wake_cpu(t); c != t.cpu) {
+    t.cpu = c;
+    executor_.moved(t);
+  }
   rq_.add(t.cpu);
   t.state = TaskState::kRunnable;
   t.state_since = at;
   if (rq_.current(t.cpu) == 0) {
     start_on_idle(t, at);
   } else {
-    rq_.queue(t.cpu).push_back(t.pid);
+    rq_.enqueue(t.cpu, t.pid);
     // A woken task preempts a current one that has used up its slice.
     executor_.preempt(task(rq_.current(t.cpu)), rq_.slice_end(t.cpu), at);
   }
+}
+
+CpuId Scheduler::wake_cpu(const Task& t) const {
+  if (rq_.nr_running(t.cpu) == 0) return t.cpu;
+  const std::vector<CpuId>& cpus = topo_.node(t.node).cpus;
+  const auto at = std::find(cpus.begin(), cpus.end(), t.cpu);
+  const size_t start = at == cpus.end() ? 0 : static_cast<size_t>(at - cpus.begin());
+  for (size_t i = 1; i < cpus.size(); ++i) {
+    const CpuId c = cpus[(start + i) % cpus.size()];
+    if (rq_.nr_running(c) == 0 && t.allowed(c)) return c;
+  }
+  return t.cpu;
+}
+
+void Scheduler::pull_to_idle(CpuId cpu, Tick at) {
+  const NodeId here = topo_.cpu_to_node(cpu);
+  // The donor: a CPU with a queued task that may run here, nearest first,
+  // then the busiest, then the lowest id.
+  std::optional<CpuId> donor;
+  std::tuple<int, uint32_t, uint16_t> best{0, 0, 0};
+  for (uint16_t i = 0; i < topo_.nr_cpus(); ++i) {
+    const CpuId c(i);
+    const auto& q = rq_.queue_const(c);
+    if (c == cpu || q.empty()) continue;
+    if (!std::any_of(q.begin(), q.end(), [&](uint32_t pid) { return task(pid).allowed(cpu); }))
+      continue;
+    const auto key =
+        std::tuple(topo_.distance(here, topo_.cpu_to_node(c)), UINT32_MAX - rq_.nr_running(c), i);
+    if (!donor || key < best) {
+      donor = c;
+      best = key;
+    }
+  }
+  if (!donor) return;
+  // The most recently queued task the mask lets run here.
+  const auto& q = rq_.queue_const(*donor);
+  size_t index = q.size() - 1;
+  while (!task(q[index]).allowed(cpu)) --index;  // one is (the donor test)
+  Task& t = task(rq_.dequeue_at(*donor, index));
+  rq_.remove(*donor);
+  t.cpu = cpu;
+  t.node = here;
+  rq_.add(cpu);
+  executor_.moved(t);
+  const Tick from = std::max(at, rq_.free_from(cpu));
+  start_running(t, from);
+  t.times.sys_ns += context_switch_ns_;
+  executor_.run_from(t, from + to_tick(context_switch_ns_));
 }
 
 std::vector<uint32_t> Scheduler::homed() const {
@@ -274,7 +328,7 @@ bool Scheduler::set_cpus_allowed(Task& t, std::vector<CpuId> cpus, Tick at) {
   if (rq_.current(dest) == 0) {
     start_on_idle(t, at);
   } else {
-    rq_.queue(dest).push_back(t.pid);
+    rq_.enqueue(dest, t.pid);
     executor_.preempt(task(rq_.current(dest)), rq_.slice_end(dest), at);
   }
   run_next(old, at);

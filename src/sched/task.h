@@ -95,6 +95,27 @@ class RunQueues {
   void remove(CpuId cpu) { --nr_[cpu.v]; }
   uint32_t nr_running(CpuId cpu) const { return nr_[cpu.v]; }
   std::deque<uint32_t>& queue(CpuId cpu) { return queues_[cpu.v]; }
+  // A runnable task joins the CPU's queue / leaves it (the front, or
+  // wherever newidle balancing takes it from).
+  void enqueue(CpuId cpu, uint32_t pid) {
+    queues_[cpu.v].push_back(pid);
+    ++queued_;
+  }
+  uint32_t dequeue_front(CpuId cpu) {
+    const uint32_t pid = queues_[cpu.v].front();
+    queues_[cpu.v].pop_front();
+    --queued_;
+    return pid;
+  }
+  uint32_t dequeue_at(CpuId cpu, size_t index) {
+    auto& q = queues_[cpu.v];
+    const uint32_t pid = q[index];
+    q.erase(q.begin() + static_cast<std::ptrdiff_t>(index));
+    --queued_;
+    return pid;
+  }
+  // Runnable tasks waiting in all queues.
+  size_t queued() const { return queued_; }
   const std::deque<uint32_t>& queue_const(CpuId cpu) const { return queues_[cpu.v]; }
   // The task on the CPU, or 0 if idle.
   uint32_t& current(CpuId cpu) { return current_[cpu.v]; }
@@ -113,6 +134,7 @@ class RunQueues {
   std::vector<uint32_t> current_;
   std::vector<Tick> slice_end_;
   std::vector<Tick> free_from_;
+  size_t queued_ = 0;
 };
 
 }  // namespace mmsim::sched
@@ -130,6 +152,9 @@ class Executor {
   // A task woke on the CPU `current` runs on, whose slice ends at
   // `slice_end`: a task running ahead past it must stop by max(slice_end, at).
   virtual void preempt(Task& current, Tick slice_end, Tick at) = 0;
+  // A runnable task was moved to another CPU by the scheduler's own
+  // balancing (wakeup or newidle), before it runs there.
+  virtual void moved(Task& task) = 0;
 };
 
 // The CPUs' run queues and the tasks on them: fork placement, switching,
@@ -199,6 +224,17 @@ class Scheduler {
   // A runnable task placed on its idle CPU at `at` runs from when the CPU is
   // free.
   void start_on_idle(Task& t, Tick at) { start_running(t, std::max(at, rq_.free_from(t.cpu))); }
+  // select_idle_sibling at a wakeup: the task's CPU if idle, else the first
+  // idle CPU of its node after it (wrapping) that its mask allows, else its
+  // CPU. SIMPLIFICATION: the node stands for the LLC domain.
+  CpuId wake_cpu(const Task& t) const;
+  // newidle balancing (newidle_balance, load_balance): `cpu` has just gone
+  // idle; it takes the most recently queued task that may run on it from
+  // the CPU with the most tasks, the nearest first (its node, then by SLIT
+  // distance; ties: the lower CPU id). SIMPLIFICATION: one task, at once
+  // (no avg_idle versus max_newidle_lb_cost test, no NUMA imbalance
+  // allowance: a queued task is always worth pulling to an idle CPU).
+  void pull_to_idle(CpuId cpu, Tick at);
   // The CPU's next queued task, if any, starts at `at` paying the switch.
   void run_next(CpuId cpu, Tick at);
   void mm_cpumask_add(Task& t);

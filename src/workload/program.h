@@ -12,21 +12,27 @@
 namespace mmsim::workload {
 
 enum class OpKind : uint8_t {
-  kMap,      // mmap a region
-  kUnmap,    // munmap a region
-  kFork,     // fork `count` children running `program`
-  kThreads,  // start `count` threads (sharing the mm) running `program`
-  kWait,     // wait for every child process and thread started by this task
-  kLoop,     // repeat `body` `count` times, or while less than `duration` has passed
-  kSweep,    // read or write every element of a region, compute_ns per element
-  kTouch,    // access one byte of each page of a region
-  kMadvise,  // madvise(2) over a region: `advice`
-  kMlock,    // mlock a region (populates it)
-  kSleep,    // sleep for `duration`
-  kCount,    // add `count` to a named per-task counter
-  kCgroup,   // move this process to a memory cgroup (charges move per its settings)
-  kPin,      // sched_setaffinity(0, ...): run only on `cpus`, or the CPUs of `cpu_nodes`
+  kMap,        // mmap a region
+  kUnmap,      // munmap a region
+  kFork,       // fork `count` children running `program`
+  kThreads,    // start `count` threads (sharing the mm) running `program`
+  kWait,       // wait for every child process and thread started by this task
+  kLoop,       // repeat `body` `count` times, or while less than `duration` has passed
+  kSweep,      // read or write every element of a region, compute_ns per element
+  kTouch,      // access one byte of each page of a region
+  kMadvise,    // madvise(2) over a region: `advice`
+  kMlock,      // mlock a region (populates it)
+  kSleep,      // sleep for `duration`
+  kCount,      // add `count` to a named per-task counter
+  kCgroup,     // move this process to a memory cgroup (charges move per its settings)
+  kPin,        // sched_setaffinity(0, ...): run only on `cpus`, or the CPUs of `cpu_nodes`
+  kMempolicy,  // set_mempolicy(2): the task's own policy, for VMAs that have none
 };
+
+// A pin's or a mempolicy's nodes given by the task's place among the tasks
+// its threads or fork op started (util::node_share): its own share of the
+// nodes with CPUs, or the share of the task at the other end (mirror).
+enum class NodeShare : uint8_t { kNone, kOwn, kMirror };
 
 struct Op {
   OpKind kind = OpKind::kCount;
@@ -38,7 +44,9 @@ struct Op {
   bool exec = false;
   int32_t file = -1;  // scenario file index, -1 for anonymous
   uint64_t file_offset_pages = 0;
-  mm::MemPolicy policy;
+  mm::MemPolicy policy;  // kMap: the VMA's (mbind); kMempolicy: the task's
+  // kPin, kMempolicy: the nodes by the task's share, not listed
+  NodeShare node_share = NodeShare::kNone;
   // kFork, kThreads
   uint32_t program = 0;
   // kFork/kThreads: how many; kLoop: iterations (0 = use duration); kCount: increment
@@ -58,6 +66,9 @@ struct Op {
   // kSweep: the loop as built without optimisation (gcc -O0: sweep_elem_O0_ns,
   // latency-bound), not optimised (-O2: sweep_elem_ns, throughput-bound).
   bool unoptimised = false;
+  // kSweep: glibc's memset/bzero over the range (`build = "memset"`): no
+  // per-element work, every line written at the memory's streaming rate.
+  bool memset = false;
   uint64_t first_page = 0;  // sub-range of the region
   uint64_t nr_pages = 0;    // 0: to the end of the region
   // kMadvise: MADV_DONTNEED, MADV_HUGEPAGE or MADV_NOHUGEPAGE

@@ -11,6 +11,7 @@
 #include "numa/task_placement.h"
 #include "sim/check.h"
 #include "sim/rng.h"
+#include "util/node_share.h"
 
 namespace mmsim::workload {
 
@@ -213,11 +214,13 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   t.program = program;
   t.slice_index = slice_index;
   t.slices = slices;
+  if (parent_pid) t.mempolicy = exec(parent_pid).mempolicy;  // copied by fork and clone
   t.counters.assign(workload_.counters.size(), 0);
   t.stack.push_back(Frame{&workload_.programs[program].ops, 0, nullptr, 0, Tick()});
   t.noise_rng = sim::noise_stream(config_.seed, pid);
   ++mm.users;
   balancer_.task_init(pid, mm, new_mm, at);
+  balancer_.set_task_policy_mof(pid, t.mempolicy.mode == mm::MemPolicy::Mode::kDefault);
   if (tasks_by_mm_.size() <= mm.id()) tasks_by_mm_.resize(mm.id() + 1);
   tasks_by_mm_[mm.id()].push_back(pid);
   ++live_tasks_;
@@ -237,6 +240,11 @@ void World::run_from(sched::Task& task, Tick at) {
   TaskExec& t = exec(task.pid);
   t.clock = at;
   schedule_run(t, at);
+}
+
+void World::moved(sched::Task& task) {
+  // Its cache footprints were the old CPU's.
+  access_.drop_footprints(task.pid);
 }
 
 void World::preempt(sched::Task& current, Tick slice_end, Tick at) {
@@ -606,6 +614,10 @@ void World::stop_at_limit(std::string why) {
 }
 
 AccessSpec World::access_of(const Op& op) {
+  // A memset is a sweep of line-sized elements with no work of its own: each
+  // line costs its delivery as a stream (rep stosb and vector stores write
+  // whole lines; the RFO or write-back traffic is priced as a read stream's).
+  if (op.memset) return AccessSpec{false, static_cast<uint32_t>(cost::kLineBytes), 0.0, false};
   return AccessSpec{op.kind == OpKind::kTouch, op.elem_size, op.compute_ns, op.unoptimised};
 }
 
@@ -833,7 +845,8 @@ void World::move_task(TaskExec& t, NodeId node) {
 }
 
 bool World::fault(TaskExec& t, Vpn vpn, bool write) {
-  mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt, t.proc->mm->memcg};
+  mm::FaultCtx ctx{t.task.cpu,      t.task.node,       &t.task.min_flt,
+                   &t.task.maj_flt, t.proc->mm->memcg, &t.mempolicy};
   mm::FaultResult r = mm_.handle_mm_fault(*t.proc->mm, vpn, write, ctx);
   charge_sys(t, r.cost);
   if (r.status == mm::FaultStatus::kSegv) {
@@ -1012,6 +1025,8 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
     }
     case OpKind::kPin:
       return exec_pin(t, op);
+    case OpKind::kMempolicy:
+      return exec_mempolicy(t, op);
     case OpKind::kSleep: {
       if (t.cursor == 1) return Step::kNext;
       t.cursor = 1;
@@ -1038,7 +1053,9 @@ World::Step World::exec_pin(TaskExec& t, const Op& op) {
       bad = true;
     }
   }
-  for (const NodeId n : op.cpu_nodes) {
+  const std::vector<NodeId> nodes =
+      op.node_share == NodeShare::kNone ? op.cpu_nodes : share_nodes(t, op.node_share);
+  for (const NodeId n : nodes) {
     if (n.v >= topo.nr_nodes()) {
       bad = true;
       continue;
@@ -1061,6 +1078,32 @@ World::Step World::exec_pin(TaskExec& t, const Op& op) {
   t.cursor = 0;
   access_.drop_footprints(t.task.pid);
   return Step::kStopped;
+}
+
+std::vector<NodeId> World::share_nodes(const TaskExec& t, NodeShare share) const {
+  const topo::Topology& topo = mm_.topology();
+  std::vector<NodeId> with_cpus;
+  for (uint16_t n = 0; n < topo.nr_nodes(); ++n) {
+    if (!topo.node(NodeId(n)).cpus.empty()) with_cpus.push_back(NodeId(n));
+  }
+  const auto [first, last] =
+      util::node_share(t.slice_index, t.slices, with_cpus.size(), share == NodeShare::kMirror);
+  return {with_cpus.begin() + static_cast<ptrdiff_t>(first),
+          with_cpus.begin() + static_cast<ptrdiff_t>(last)};
+}
+
+World::Step World::exec_mempolicy(TaskExec& t, const Op& op) {
+  // set_mempolicy(2): the task's own policy, for its later allocations in
+  // VMAs without one. A policy without MPOL_F_NUMA_BALANCING has no
+  // MPOL_F_MOF: task_numa_work skips such VMAs while this task scans, and
+  // mpol_misplaced moves nothing it faults on (balancer).
+  if (t.clock > horizon()) return Step::kYield;
+  charge_sys(t, mm::OpCost{.sys_ns = costs_.syscall_ns});
+  mm::MemPolicy p = op.policy;
+  if (op.node_share != NodeShare::kNone) p.nodes = share_nodes(t, op.node_share);
+  t.mempolicy = std::move(p);
+  balancer_.set_task_policy_mof(t.task.pid, t.mempolicy.mode == mm::MemPolicy::Mode::kDefault);
+  return Step::kNext;
 }
 
 World::Step World::exec_syscall(TaskExec& t, const Op& op) {
@@ -1115,8 +1158,8 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
           // mlock populates the whole range in one call: what it may add is
           // checked against the limits first.
           if (!check_memory_limits(op_pages(t, op))) return Step::kStopped;
-          mm::FaultCtx ctx{t.task.cpu, t.task.node, &t.task.min_flt, &t.task.maj_flt,
-                           t.proc->mm->memcg};
+          mm::FaultCtx ctx{t.task.cpu,      t.task.node,       &t.task.min_flt,
+                           &t.task.maj_flt, t.proc->mm->memcg, &t.mempolicy};
           r = mm_.mlock(mm, op_start(t, op), op_pages(t, op), ctx);
         }
       } else {

@@ -103,6 +103,7 @@ class World final : public sim::EventHandler,
   // sched::Executor
   void run_from(sched::Task& task, Tick at) override;
   void preempt(sched::Task& current, Tick slice_end, Tick at) override;
+  void moved(sched::Task& task) override;
   // migrate::Executor
   void on_unmapped(migrate::Migration& m, mm::Mm& mm, Vpn vpn, uint32_t pages, double offset_ns,
                    Tick at) override;
@@ -166,6 +167,10 @@ class World final : public sim::EventHandler,
     uint64_t cursor = 0;  // progress inside the current op
     // Which of how many tasks its threads or fork op started (own_slice).
     uint64_t slice_index = 0, slices = 1;
+    // Its own memory policy (task_struct->mempolicy, set_mempolicy(2)): what
+    // VMAs without a policy of their own allocate by. Inherited at fork and
+    // clone.
+    mm::MemPolicy mempolicy;
     Tick clock;
     uint64_t gen = 0;  // events carrying an older generation are stale
     Segment seg;
@@ -210,6 +215,10 @@ class World final : public sim::EventHandler,
   Step exec_syscall(TaskExec& t, const Op& op);
   // The pin op: sched_setaffinity of the task itself.
   Step exec_pin(TaskExec& t, const Op& op);
+  Step exec_mempolicy(TaskExec& t, const Op& op);
+  // The nodes of an op's NodeShare for this task (util::node_share over the
+  // nodes with CPUs).
+  std::vector<NodeId> share_nodes(const TaskExec& t, NodeShare share) const;
   bool try_fast_forward(TaskExec& t);
   // Runs the segment set up in t.seg: commits it at once when no other event
   // comes first, else schedules the task for its end. Returns whether the

@@ -33,6 +33,7 @@ struct PlacementWorld final : sched::Executor, TaskView {
   // sched::Executor: nothing runs programs here.
   void run_from(sched::Task&, Tick) override {}
   void preempt(sched::Task&, Tick, Tick) override {}
+  void moved(sched::Task&) override {}
   // TaskView
   uint32_t current_pid(CpuId cpu) const override { return sched.current(cpu); }
   uint32_t mm_id(uint32_t pid) const override { return sched.task(pid).mm->id(); }

@@ -96,10 +96,10 @@ void expect_round_trip(const Plan& p) {
 
 // --- building --------------------------------------------------------------
 
-constexpr OpKind kAllKinds[] = {OpKind::kMap,     OpKind::kUnmap, OpKind::kFork,  OpKind::kThreads,
-                                OpKind::kWait,    OpKind::kLoop,  OpKind::kSweep, OpKind::kTouch,
-                                OpKind::kMadvise, OpKind::kMlock, OpKind::kSleep, OpKind::kCount,
-                                OpKind::kCgroup,  OpKind::kPin};
+constexpr OpKind kAllKinds[] = {
+    OpKind::kMap,   OpKind::kUnmap, OpKind::kFork,   OpKind::kThreads, OpKind::kWait,
+    OpKind::kLoop,  OpKind::kSweep, OpKind::kTouch,  OpKind::kMadvise, OpKind::kMlock,
+    OpKind::kSleep, OpKind::kCount, OpKind::kCgroup, OpKind::kPin,     OpKind::kMempolicy};
 
 // An op of `kind` with every field set to something other than its default.
 Op full_op(OpKind kind) {
@@ -126,7 +126,14 @@ Op full_op(OpKind kind) {
   op.counter = 1;
   op.cgroup = 2;
   op.cpus = {0, 7, 4294967295u};
-  if (kind == OpKind::kPin) op.nodes.clear();  // a pin names CPUs or nodes
+  op.memset = true;
+  op.node_share = NodeShare::kMirror;
+  // A pin names CPUs, nodes or a share; a mempolicy nodes or a share.
+  if (kind == OpKind::kPin) {
+    op.nodes.clear();
+    op.node_share = NodeShare::kNone;
+  }
+  if (kind == OpKind::kMempolicy) op.nodes.clear();
   return op;
 }
 
@@ -151,7 +158,7 @@ Plan full_plan() {
 
 // A minimal valid plan text around `ops` (one region, one counter, one file).
 std::string plan_text(const std::string& ops) {
-  return "mmsim-plan 3\n"
+  return "mmsim-plan 4\n"
          "plan scenario=s page_size=4096 time_limit_ns=0 init_program=0 init_cgroup=0\n"
          "file name=f pages=4 cached=0\n"
          "region name=r\n"
@@ -200,7 +207,7 @@ TEST(PlanText, ASmallPlanIsWrittenAsDocumented) {
   loop.body = {count};
   p.programs = {Program{"main", {map, loop}}};
   EXPECT_EQ(write_plan(p),
-            "mmsim-plan 3\n"
+            "mmsim-plan 4\n"
             "plan scenario=demo%20run page_size=4096 time_limit_ns=1000 init_program=0 "
             "init_cgroup=0\n"
             "file name=data pages=8 cached=1\n"
@@ -433,13 +440,13 @@ TEST(PlanText, MutatedPlansAreRefusedWithALineNumberOrReadNeverCrashedOn) {
 // --- what read_plan refuses ------------------------------------------------
 
 TEST(PlanRead, RefusesAnEmptyText) {
-  EXPECT_EQ(error_of(""), "line 1: empty text: expected \"mmsim-plan 3\"");
+  EXPECT_EQ(error_of(""), "line 1: empty text: expected \"mmsim-plan 4\"");
 }
 
 TEST(PlanRead, RefusesAnotherFormatVersion) {
   std::string text = plan_text("");
   text.replace(0, 12, "mmsim-plan 1");
-  EXPECT_EQ(error_of(text), "line 1: format version 1, but this reader reads version 3");
+  EXPECT_EQ(error_of(text), "line 1: format version 1, but this reader reads version 4");
 }
 
 TEST(PlanRead, RefusesAReportAsAPlan) {
@@ -573,12 +580,12 @@ TEST(PlanRead, RefusesSectionsOutOfOrder) {
 
 TEST(PlanRead, RefusesValuesOutsideTheirDomain) {
   EXPECT_EQ(error_of(plan_text("op kind=sweep region=0 first_page=0 nr_pages=0 write=0 "
-                               "elem_size=3 compute_ns=1 unoptimised=0 own_slice=0\n")),
+                               "elem_size=3 compute_ns=1 unoptimised=0 own_slice=0 memset=0\n")),
             "line 7: elem_size 3 is not a power of two from 1 to 4096");
   for (const std::string v : {"nan", "inf", "-inf", "1e999", "0x1p3", "1.5.2"}) {
     EXPECT_EQ(error_of(plan_text("op kind=sweep region=0 first_page=0 nr_pages=0 write=0 "
                                  "elem_size=4 compute_ns=" +
-                                 v + " unoptimised=0 own_slice=0\n")),
+                                 v + " unoptimised=0 own_slice=0 memset=0\n")),
               "line 7: compute_ns: \"" + v + "\" is not a finite number");
   }
   EXPECT_EQ(error_of(plan_text("op kind=fly\n")), "line 7: unknown op kind \"fly\"");
@@ -738,11 +745,12 @@ TEST(PlanText, OpNamesAreTheScenarioLanguagesNames) {
   std::string names;
   for (const OpKind k : kAllKinds) names += std::string(op_name(k)) + " ";
   EXPECT_EQ(names,
-            "map unmap fork threads wait loop sweep touch madvise mlock sleep count cgroup pin ");
+            "map unmap fork threads wait loop sweep touch madvise mlock sleep count cgroup pin "
+            "mempolicy ");
 }
 
 TEST(PlanText, APinOpCarriesItsCpusOrItsNodes) {
-  const std::string cpus = plan_text("op kind=pin nodes= cpus=0,3\n");
+  const std::string cpus = plan_text("op kind=pin nodes= cpus=0,3 node_share=0\n");
   std::string error;
   const auto p = read_plan(cpus, &error);
   ASSERT_TRUE(p) << error;
@@ -751,19 +759,45 @@ TEST(PlanText, APinOpCarriesItsCpusOrItsNodes) {
   EXPECT_EQ(op.cpus, (std::vector<uint32_t>{0, 3}));
   EXPECT_TRUE(op.nodes.empty());
   EXPECT_EQ(write_plan(*p), cpus);
-  const std::string nodes = plan_text("op kind=pin nodes=1 cpus=\n");
+  const std::string nodes = plan_text("op kind=pin nodes=1 cpus= node_share=0\n");
   const auto q = read_plan(nodes, &error);
   ASSERT_TRUE(q) << error;
   EXPECT_EQ(q->programs[0].ops[0].nodes, std::vector<uint16_t>{1});
   EXPECT_EQ(write_plan(*q), nodes);
 }
 
-TEST(PlanRead, RefusesAPinWithBothOrNeitherOfCpusAndNodes) {
-  EXPECT_EQ(error_of(plan_text("op kind=pin nodes=0 cpus=1\n")),
-            "line 7: a pin op names CPUs (cpus=) or nodes (nodes=): exactly one of the two");
-  EXPECT_EQ(error_of(plan_text("op kind=pin nodes= cpus=\n")),
-            "line 7: a pin op names CPUs (cpus=) or nodes (nodes=): exactly one of the two");
+TEST(PlanRead, RefusesAPinWithMoreOrFewerThanOneOfCpusNodesAndAShare) {
+  const std::string why =
+      "line 7: a pin op names CPUs (cpus=), nodes (nodes=) or a share (node_share=): exactly one";
+  EXPECT_EQ(error_of(plan_text("op kind=pin nodes=0 cpus=1 node_share=0\n")), why);
+  EXPECT_EQ(error_of(plan_text("op kind=pin nodes= cpus= node_share=0\n")), why);
+  EXPECT_EQ(error_of(plan_text("op kind=pin nodes= cpus=1 node_share=1\n")), why);
   EXPECT_EQ(error_of(plan_text("op kind=pin cpus=1\n")), "line 7: missing key nodes");
+}
+
+TEST(PlanText, AMempolicyOpCarriesItsPolicyAndItsNodesOrItsShare) {
+  const std::string listed = plan_text("op kind=mempolicy policy=bind nodes=0,1 node_share=0\n");
+  std::string error;
+  const auto p = read_plan(listed, &error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_EQ(p->programs[0].ops[0].kind, OpKind::kMempolicy);
+  EXPECT_EQ(p->programs[0].ops[0].nodes, (std::vector<uint16_t>{0, 1}));
+  EXPECT_EQ(write_plan(*p), listed);
+  const std::string shared = plan_text("op kind=mempolicy policy=bind nodes= node_share=2\n");
+  const auto q = read_plan(shared, &error);
+  ASSERT_TRUE(q) << error;
+  EXPECT_EQ(q->programs[0].ops[0].node_share, NodeShare::kMirror);
+  EXPECT_EQ(write_plan(*q), shared);
+  EXPECT_EQ(error_of(plan_text("op kind=mempolicy policy=bind nodes=1 node_share=1\n")),
+            "line 7: a mempolicy op names nodes (nodes=) or a share (node_share=), not both");
+  EXPECT_EQ(error_of(plan_text("op kind=mempolicy policy=bind nodes= node_share=3\n")),
+            "line 7: node_share 3 is not 0, 1 or 2");
+}
+
+TEST(PlanRead, RefusesAMemsetSweepThatDoesNotWrite) {
+  EXPECT_EQ(error_of(plan_text("op kind=sweep region=0 first_page=0 nr_pages=0 write=0 "
+                               "elem_size=4 compute_ns=-1 unoptimised=0 own_slice=0 memset=1\n")),
+            "line 7: a memset sweep writes (write=1)");
 }
 
 TEST(PlanText, ATmpfsFileIsWrittenWithFsTmpfsAndADiskFileAsBefore) {

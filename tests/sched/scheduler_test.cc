@@ -24,6 +24,7 @@ class FakeExecutor final : public Executor {
   };
   void run_from(Task& task, Tick at) override { runs.push_back({task.pid, at}); }
   void preempt(Task& current, Tick slice_end, Tick at) override { ++preempts; }
+  void moved(Task& task) override { moved_pids.push_back(task.pid); }
 
   // When the executor was last told to run `pid`, if ever.
   std::optional<Tick> last_run(uint32_t pid) const {
@@ -34,6 +35,7 @@ class FakeExecutor final : public Executor {
   }
   std::vector<Run> runs;
   int preempts = 0;
+  std::vector<uint32_t> moved_pids;
 };
 
 topo::MachineSpec one_cpu() {
@@ -171,6 +173,54 @@ TEST(SchedulerDeathTest, AWakeUpBeforeTheTaskWentToSleepIsABug) {
   w.sched.leave_cpu(a, TaskState::kUninterruptible, Tick(5000));
 
   EXPECT_DEATH(w.sched.wake(a, Tick(4000)), "woken before it went to sleep");
+}
+
+TEST(Scheduler, ACpuThatGoesIdlePullsATaskQueuedOnAnotherCpu) {
+  SchedWorld w(two_cpus());
+  Task& a = w.fork_task("a", Tick(0));  // CPU 0
+  Task& b = w.fork_task("b", Tick(0));  // CPU 1
+  Task& c = w.fork_task("c", Tick(0));  // queued behind one of them
+  ASSERT_EQ(c.state, TaskState::kRunnable);
+  Task& other = c.cpu == a.cpu ? b : a;
+
+  w.sched.leave_cpu(other, TaskState::kSleeping, Tick(5000));
+
+  EXPECT_EQ(c.state, TaskState::kRunning);
+  EXPECT_EQ(c.cpu, other.cpu);
+  EXPECT_EQ(w.sched.nr_running(a.cpu == other.cpu ? b.cpu : a.cpu), 1u);
+  EXPECT_EQ(w.executor.moved_pids, std::vector<uint32_t>{c.pid});
+  EXPECT_EQ(w.executor.last_run(c.pid), Tick(5000) + to_tick(kContextSwitchNs));
+}
+
+TEST(Scheduler, AnIdleCpuDoesNotPullATaskItsMaskForbids) {
+  SchedWorld w(two_cpus());
+  Task& a = w.fork_task("a", Tick(0));
+  Task& b = w.fork_task("b", Tick(0));
+  Task& c = w.sched.new_task(0, 0, "c", *w.mm, NodeId(0), Tick(0), {a.cpu});
+  w.sched.wake_up_new_task(c, Tick(0));
+  ASSERT_EQ(c.cpu, a.cpu);
+
+  w.sched.leave_cpu(b, TaskState::kSleeping, Tick(5000));
+
+  EXPECT_EQ(c.state, TaskState::kRunnable);
+  EXPECT_EQ(w.sched.current(b.cpu), 0u);
+  EXPECT_TRUE(w.executor.moved_pids.empty());
+}
+
+TEST(Scheduler, AWokenTaskWhoseCpuIsBusyGoesToAnIdleCpuOfItsNode) {
+  SchedWorld w(two_cpus());
+  Task& a = w.fork_task("a", Tick(0));
+  Task& b = w.fork_task("b", Tick(0));
+  w.sched.leave_cpu(a, TaskState::kSleeping, Tick(1000));
+  w.sched.leave_cpu(b, TaskState::kSleeping, Tick(1000));
+  Task& c = w.fork_task("c", Tick(2000));  // takes one CPU
+  Task& sleeper = c.cpu == a.cpu ? a : b;
+
+  w.sched.wake(sleeper, Tick(3000));
+
+  EXPECT_NE(sleeper.cpu, c.cpu);
+  EXPECT_EQ(sleeper.state, TaskState::kRunning);
+  EXPECT_EQ(w.executor.moved_pids, std::vector<uint32_t>{sleeper.pid});
 }
 
 }  // namespace

@@ -50,6 +50,7 @@
 
 #include "plan/plan.h"
 #include "sweep.h"
+#include "util/node_share.h"
 
 namespace mmsim::exec {
 namespace {
@@ -263,6 +264,8 @@ class Task {
         return do_cgroup(op.cgroup);
       case OpKind::kPin:
         return do_pin(op);
+      case OpKind::kMempolicy:
+        return do_mempolicy(op);
     }
     return Flow::kGo;
   }
@@ -313,31 +316,76 @@ class Task {
     return mbind(m, op);
   }
 
-  // mbind(2) of the whole mapping to the op's policy and nodes.
-  Flow mbind(const Mapping& m, const Op& op) {
+  // A policy's mode and node mask as mbind(2) and set_mempolicy(2) take
+  // them, with the maxnode that covers the mask.
+  struct PolicyArgs {
     int mode = MPOL_DEFAULT;
-    switch (op.policy) {
+    std::vector<unsigned long> mask;
+    unsigned long maxnode = 0;
+  };
+  static PolicyArgs policy_args(plan::Policy policy, const std::vector<uint16_t>& nodes) {
+    PolicyArgs a;
+    switch (policy) {
       case plan::Policy::kDefault:
-        return Flow::kGo;
+        a.mode = MPOL_DEFAULT;
+        break;
       case plan::Policy::kBind:
-        mode = MPOL_BIND;
+        a.mode = MPOL_BIND;
         break;
       case plan::Policy::kPreferred:
-        mode = MPOL_PREFERRED;
+        a.mode = MPOL_PREFERRED;
         break;
       case plan::Policy::kInterleave:
-        mode = MPOL_INTERLEAVE;
+        a.mode = MPOL_INTERLEAVE;
         break;
     }
+    if (a.mode == MPOL_DEFAULT) return a;
     constexpr size_t kBits = sizeof(unsigned long) * CHAR_BIT;
     uint16_t top = 0;
-    for (const uint16_t n : op.nodes) top = std::max(top, n);
-    std::vector<unsigned long> mask(top / kBits + 1, 0);
-    for (const uint16_t n : op.nodes) mask[n / kBits] |= 1UL << (n % kBits);
+    for (const uint16_t n : nodes) top = std::max(top, n);
+    a.mask.assign(top / kBits + 1, 0);
+    for (const uint16_t n : nodes) a.mask[n / kBits] |= 1UL << (n % kBits);
     // The kernel reads maxnode - 1 bits.
-    const unsigned long maxnode = mask.size() * kBits + 1;
-    if (::syscall(SYS_mbind, m.addr, m.len, mode, mask.data(), maxnode, 0) != 0) {
+    a.maxnode = a.mask.size() * kBits + 1;
+    return a;
+  }
+
+  // mbind(2) of the whole mapping to the op's policy and nodes.
+  Flow mbind(const Mapping& m, const Op& op) {
+    if (op.policy == plan::Policy::kDefault) return Flow::kGo;
+    const PolicyArgs a = policy_args(op.policy, op.nodes);
+    if (::syscall(SYS_mbind, m.addr, m.len, a.mode, a.mask.data(), a.maxnode, 0) != 0) {
       return fail("mbind", errno);
+    }
+    return Flow::kGo;
+  }
+
+  // The task's share of the host's nodes with CPUs (util::node_share), read
+  // from /sys/devices/system/node/has_cpu.
+  std::optional<std::vector<uint16_t>> share_nodes(plan::NodeShare share) {
+    const auto text = read_text("/sys/devices/system/node/has_cpu");
+    if (!text) return std::nullopt;
+    const auto list = parse_cpulist(*text);
+    if (!list || list->empty()) return std::nullopt;
+    const auto [first, last] =
+        util::node_share(slice_index_, slices_, list->size(), share == plan::NodeShare::kMirror);
+    std::vector<uint16_t> nodes;
+    for (uint64_t i = first; i < last; ++i) nodes.push_back(static_cast<uint16_t>((*list)[i]));
+    return nodes;
+  }
+
+  // set_mempolicy(2): the task's own policy.
+  Flow do_mempolicy(const Op& op) {
+    std::vector<uint16_t> nodes = op.nodes;
+    if (op.node_share != plan::NodeShare::kNone) {
+      auto share = share_nodes(op.node_share);
+      if (!share) return fail("node has_cpu", EINVAL);
+      nodes = std::move(*share);
+    }
+    const PolicyArgs a = policy_args(op.policy, nodes);
+    if (::syscall(SYS_set_mempolicy, a.mode, a.mask.empty() ? nullptr : a.mask.data(), a.maxnode) !=
+        0) {
+      return fail("set_mempolicy", errno);
     }
     return Flow::kGo;
   }
@@ -434,7 +482,16 @@ class Task {
     const Range r = range_of(op);
     const bool sweep = op.kind == OpKind::kSweep;
     const uint64_t elems = page_size() / op.elem_size;
-    for (uint64_t p = 0; p < r.pages; ++p) {
+    // memset(3) in pieces of up to 1 MiB, to see the deadline between them.
+    constexpr uint64_t kMemsetChunk = uint64_t{1} << 20;
+    const uint64_t chunk_pages = std::max<uint64_t>(1, kMemsetChunk / page_size());
+    for (uint64_t p = 0; sweep && op.memset && p < r.pages; p += chunk_pages) {
+      if (past_deadline()) return Flow::kStop;
+      const uint64_t n = std::min(chunk_pages, r.pages - p);
+      std::memset(r.addr + p * page_size(), 0, n * page_size());
+      asm volatile("" ::: "memory");  // the stores happen (a compiler barrier, as numa01's)
+    }
+    for (uint64_t p = 0; !op.memset && p < r.pages; ++p) {
       if (past_deadline()) return Flow::kStop;
       unsigned char* page = r.addr + p * page_size();
       if (!sweep) {
@@ -497,18 +554,31 @@ class Task {
   // sched_setaffinity(0, ...) of this thread: the op's CPUs, or those of its
   // nodes as the host's sysfs lists them now (numactl --cpunodebind). Threads
   // and processes it starts later inherit the mask.
+  // The text of a small /sys file, or nullopt (errno set).
+  static std::optional<std::string> read_text(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    char buf[4096];
+    const ssize_t len = ::read(fd, buf, sizeof buf - 1);
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    if (len < 0) return std::nullopt;
+    return std::string(buf, static_cast<size_t>(len));
+  }
+
   Flow do_pin(const Op& op) {
     std::vector<uint32_t> cpus = op.cpus;
-    for (const uint16_t n : op.nodes) {
-      const std::string path = "/sys/devices/system/node/node" + std::to_string(n) + "/cpulist";
-      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return fail("node cpulist", errno);
-      char buf[4096];
-      const ssize_t len = ::read(fd, buf, sizeof buf - 1);
-      const int err = errno;
-      ::close(fd);
-      if (len < 0) return fail("node cpulist", err);
-      const auto list = parse_cpulist(std::string_view(buf, static_cast<size_t>(len)));
+    std::vector<uint16_t> nodes = op.nodes;
+    if (op.node_share != plan::NodeShare::kNone) {
+      auto share = share_nodes(op.node_share);
+      if (!share) return fail("node has_cpu", EINVAL);
+      nodes = std::move(*share);
+    }
+    for (const uint16_t n : nodes) {
+      const auto text = read_text("/sys/devices/system/node/node" + std::to_string(n) + "/cpulist");
+      if (!text) return fail("node cpulist", errno);
+      const auto list = parse_cpulist(*text);
       if (!list) return fail("node cpulist", EINVAL);
       cpus.insert(cpus.end(), list->begin(), list->end());
     }
