@@ -24,6 +24,7 @@
 #include "report/csv.h"
 #include "report/plot.h"
 #include "report/report.h"
+#include "report/suite.h"
 #include "scenario/scenario.h"
 #include "sim/trace.h"
 #include "topo/topology.h"
@@ -281,6 +282,47 @@ int cmd_compare(report::CompareOptions options, const std::string& seed, const s
   return 0;
 }
 
+// Several scenarios compared across the same settings (report/suite.h).
+int cmd_compare_suite(report::CompareOptions options, const std::vector<std::string>& scenarios,
+                      const std::string& seed, const std::string& json, bool metric,
+                      bool one_scenario_flags, std::ostream& out, std::ostream& err) {
+  if (!seed.empty() && !(options.seed = parse_seed(seed, err))) return kExitBadInput;
+  if (metric) {
+    err << "mmsim: error: --metric: a compare of several scenarios measures elapsed time\n";
+    return kExitBadInput;
+  }
+  if (one_scenario_flags) {
+    err << "mmsim: error: --csv, --plot, --shard and --merge take one scenario; a compare of "
+           "several prints the suite table (and --json)\n";
+    return kExitBadInput;
+  }
+  if (!json.empty()) {
+    if (const std::string why = output_problem(json, scenarios); !why.empty()) {
+      err << "mmsim: error: --json: " << why << "\n";
+      return kExitBadInput;
+    }
+  }
+  util::ProgressLine progress(err, util::stderr_is_terminal());
+  size_t done_before = 0;
+  if (progress.enabled()) {
+    // One progress over every scenario's runs (each compare counts its own).
+    auto line = runs_progress(progress, "compare suite");
+    options.on_run_done = [line, &done_before](size_t done, size_t total) {
+      line(done_before + done, done_before + total);
+      if (done == total) done_before += total;
+    };
+  }
+  const report::CompareReport r = report::compare_suite(options, scenarios);
+  progress.clear();
+  out << r.out;
+  err << r.err;
+  if (r.exit_code != 0) return r.exit_code;
+  out.flush();
+  if (!json.empty() && !report::write_atomically(json, r.json.dump(2) + "\n", err))
+    return kExitHostRefused;
+  return 0;
+}
+
 // Figures from a run's or a compare's JSON.
 int cmd_plot(const std::string& file, const std::string& dir, std::ostream& out,
              std::ostream& err) {
@@ -517,7 +559,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   ShardArgs compare_shards;
   std::string compare_csv;
   std::string compare_plot;
-  compare->add_option("scenario", co.scenario, "Scenario TOML file (not with --merge)");
+  std::vector<std::string> compare_scenarios;
+  compare->add_option("scenario", compare_scenarios,
+                      "Scenario TOML file (not with --merge); several: a suite table, each "
+                      "program beside its _HARD_BIND and _INVERSE_BIND scenarios");
   compare
       ->add_option("--vary", co.vary,
                    "KEY=V1,V2,...: a setting to vary (repeatable; the first varies slowest)")
@@ -720,6 +765,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return cmd_run(ra, out, err);
     }
     if (*compare) {
+      if (compare_scenarios.size() == 1) co.scenario = compare_scenarios[0];
+      if (compare_scenarios.size() > 1) {
+        if (compare_no_noise) co.sets.emplace_back("noise.enabled=false");
+        return cmd_compare_suite(co, compare_scenarios, compare_seed, compare_json,
+                                 compare->count("--metric") > 0,
+                                 !compare_csv.empty() || !compare_plot.empty() ||
+                                     !compare_shards.shard.empty() || !compare_shards.merge.empty(),
+                                 out, err);
+      }
       if (!compare_shards.merge.empty() &&
           (!co.scenario.empty() || !co.vary.empty() || !co.sets.empty() || !compare_seed.empty() ||
            !co.metric.empty() || compare->count("--repeat") || compare_no_noise)) {

@@ -176,10 +176,7 @@ std::vector<std::string> wrap(const std::string& text, size_t width) {
   return lines;
 }
 
-struct Row {
-  std::string label;
-  std::vector<std::string> cells;
-};
+}  // namespace
 
 std::string format_table(const std::vector<std::string>& headers, const std::vector<Row>& rows) {
   constexpr size_t kMinWidth = 12;
@@ -218,6 +215,8 @@ std::string format_table(const std::vector<std::string>& headers, const std::vec
   }
   return out;
 }
+
+namespace {
 
 bool is_metric_of(const std::string& metric, const scenario::Scenario& sc) {
   const auto& names = sc.workload.counters;
@@ -713,6 +712,12 @@ CompareReport compare_merge(const std::string& dir) {
                     missing.size(), plan->jobs.size(), fmt::join(names, ", ")));
   }
   report_records(o, *plan, records, rep);
+  return rep;
+}
+
+CompareReport compare_check(const CompareOptions& o) {
+  CompareReport rep;
+  make_plan(o, rep);
   return rep;
 }
 

@@ -53,6 +53,10 @@ struct CompareReport {
 // exception from a run (a bug) propagates to the caller.
 CompareReport compare(const CompareOptions& options);
 
+// Checks a compare's arguments and prepares (but does not run) every
+// combination's scenario: exit_code 2 and `err` when any is wrong.
+CompareReport compare_check(const CompareOptions& options);
+
 // `--shard K/N`: the K-th (from 1) of N shares of a compare's runs, those
 // whose job number (combination x repeat + repeat index) is K - 1 modulo N.
 struct Shard {
@@ -88,6 +92,14 @@ struct Change {
   std::optional<std::pair<double, double>> ci;  // none: either has fewer than 2 values
 };
 Change change_vs(const Sample& base, const Sample& x);
+
+// A text table: a label column, then one right-aligned column per header
+// (long headers wrap at spaces), under a rule.
+struct Row {
+  std::string label;
+  std::vector<std::string> cells;  // one per header
+};
+std::string format_table(const std::vector<std::string>& headers, const std::vector<Row>& rows);
 
 // The two-sided 95% quantile of Student's t with `df` degrees of freedom
 // (rounded down; df >= 1). Exposed for tests.
