@@ -4,7 +4,7 @@
 #   make demo | test | bench     build (preset PRESET, default release) and run
 #   make test WERROR=1           the same with -Werror (MMSIM_WERROR=ON)
 #   make asan-test               the suite under AddressSanitizer + UBSan (preset asan)
-#   make scenarios-check         every scenarios/*.toml with --check
+#   make scenarios-check         every scenarios/*.toml (and subdirectories) with --check
 #   make format | format-check   clang-format the sources / list files that are not
 #   make tidy                    clang-tidy (.clang-tidy) over src/
 #   make lint                    tidy plus the self-test of the build's layering rule
@@ -90,7 +90,7 @@ asan-test: deps
 scenarios-check: configure
 	cmake --build $(BUILD) -j $(JOBS) --target mmsim
 	@failed=""; n=0; out=$$(mktemp); \
-	for f in scenarios/*.toml; do \
+	for f in scenarios/*.toml scenarios/*/*.toml; do \
 	  n=$$((n + 1)); \
 	  if $(MMSIM) run $$f --check --no-timing >$$out 2>&1; then \
 	    echo "ok    $$f"; \

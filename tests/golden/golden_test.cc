@@ -1,4 +1,4 @@
-// Golden outputs: every shipped scenario (scenarios/*.toml) is run through the
+// Golden outputs: every shipped scenario (scenarios/**/*.toml) is run through the
 // mmsim command, in-process, as
 //
 //   mmsim run scenarios/<name>.toml --check --no-timing --json <tmp>
@@ -60,13 +60,19 @@ bool updating() {
   return v != nullptr && std::string(v) == "1";
 }
 
-// The shipped scenarios, by file name without .toml, sorted.
+// A file's path below `dir` without its extension ("autonumabench/numa01").
+std::string relative_stem(const fs::path& file, const fs::path& dir) {
+  return fs::relative(file, dir).replace_extension().generic_string();
+}
+
+// The shipped scenarios (scenarios/ and its subdirectories, such as
+// scenarios/autonumabench/), by path below scenarios/ without .toml, sorted.
 std::vector<std::string> scenario_names() {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(kScenarioDir, ec)) {
+  for (const auto& e : fs::recursive_directory_iterator(kScenarioDir, ec)) {
     if (e.is_regular_file() && e.path().extension() == ".toml")
-      names.push_back(e.path().stem().string());
+      names.push_back(relative_stem(e.path(), kScenarioDir));
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -244,8 +250,9 @@ bool rewrite(const fs::path& path, const std::string& text) {
 // Compares an output with its reference, or rewrites the reference.
 void check_against_reference(const std::string& scenario, const std::string& what,
                              const fs::path& reference, const std::string& actual) {
-  const std::string rel = "tests/golden/" + reference.filename().string();
+  const std::string rel = "tests/golden/" + fs::relative(reference, kGoldenDir).generic_string();
   if (updating()) {
+    fs::create_directories(reference.parent_path());
     if (rewrite(reference, actual))
       std::cout << "[ golden   ] rewrote " << rel << "\n";
     else
@@ -273,7 +280,7 @@ class GoldenScenario : public ::testing::TestWithParam<std::string> {};
 TEST_P(GoldenScenario, MatchesItsReference) {
   const std::string& name = GetParam();
   ScratchDir dir;
-  const std::string json = dir.file(name + ".json");  // absolute
+  const std::string json = dir.file(param_name(name) + ".json");  // absolute
   Cli r;
   {
     WorkingDirectory wd(kSourceDir);
@@ -307,13 +314,13 @@ TEST(GoldenReferences, CoverExactlyTheShippedScenarios) {
 
   std::vector<std::string> orphans;  // references without a scenario
   std::set<std::string> have_json, have_txt;
-  for (const auto& e : fs::directory_iterator(kGoldenDir)) {
+  for (const auto& e : fs::recursive_directory_iterator(kGoldenDir)) {
     if (!e.is_regular_file()) continue;
     const std::string ext = e.path().extension().string();
     if (ext != ".json" && ext != ".txt") continue;
-    const std::string stem = e.path().stem().string();
+    const std::string stem = relative_stem(e.path(), kGoldenDir);
     if (!scenarios.count(stem)) {
-      orphans.push_back(e.path().filename().string());
+      orphans.push_back(fs::relative(e.path(), kGoldenDir).generic_string());
       continue;
     }
     (ext == ".json" ? have_json : have_txt).insert(stem);
@@ -324,7 +331,7 @@ TEST(GoldenReferences, CoverExactlyTheShippedScenarios) {
     for (const auto& o : orphans) {
       fs::remove(kGoldenDir / o);
       std::cout << "[ golden   ] removed tests/golden/" << o << " (no scenarios/"
-                << fs::path(o).stem().string() << ".toml)\n";
+                << fs::path(o).replace_extension().generic_string() << ".toml)\n";
     }
     return;  // the scenarios' tests write the missing references
   }
@@ -332,7 +339,7 @@ TEST(GoldenReferences, CoverExactlyTheShippedScenarios) {
   std::ostringstream problems;
   for (const auto& o : orphans) {
     problems << "  tests/golden/" << o << " has no scenario scenarios/"
-             << fs::path(o).stem().string() << ".toml\n";
+             << fs::path(o).replace_extension().generic_string() << ".toml\n";
   }
   for (const auto& n : names) {
     if (!have_json.count(n))
