@@ -465,8 +465,9 @@ int cmd_native_scenario(const NativeScenarioArgs& a, bool predict_flag, const st
       return kExitBadInput;
     }
   }
+  // Its programs run here: counts taken from the machine are this host's.
   const scenario::PrepareResult pr =
-      scenario::prepare({a.scenario, std::nullopt, a.sets, std::nullopt, ""});
+      scenario::prepare({a.scenario, std::nullopt, a.sets, std::nullopt, "", true});
   if (!pr.run) {
     for (const auto& d : pr.diagnostics) err << d.str() << "\n";
     return kExitBadInput;

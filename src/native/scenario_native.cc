@@ -146,6 +146,9 @@ workload::RunResult to_result(const plan::RunReport& rep, const scenario::Scenar
     w.exit_s = static_cast<double>(t.end_ns) * 1e-9;
     w.counters = t.counters;
     w.counters.resize(sc.workload.counters.size(), 0);
+    w.node_known = t.node >= 0;
+    if (w.node_known) w.node = static_cast<uint16_t>(t.node);
+    w.local_pct = t.local_pct;
     if (t.end != "exit" && t.end != "time_limit") {
       r.errors.push_back(fmt::format("pid {} ({}): {}", t.tid, program, t.end));
     }

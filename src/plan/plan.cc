@@ -16,7 +16,6 @@ namespace {
 
 constexpr std::string_view kPlanMagic = "mmsim-plan";
 constexpr std::string_view kReportMagic = "mmsim-report";
-constexpr int kReportVersion = 1;
 // Loops inside loops the reader accepts (the simulator allows 16).
 constexpr int kMaxLoopDepth = 64;
 // Durations, as the scenario grammar bounds them (about 146 years).
@@ -1051,6 +1050,8 @@ std::string write_report(const RunReport& report) {
     put_number(out, "nivcsw", t.nivcsw);
     put(out, "end", escape(t.end));
     put(out, "counters", number_list(t.counters));
+    put_number(out, "node", t.node);
+    put_number(out, "local_pct", t.local_pct);
     out += '\n';
   }
   if (report.iowait_ns) out += "host iowait_ns=" + number(report.iowait_ns) + "\n";
@@ -1109,7 +1110,8 @@ std::optional<RunReport> read_report(std::string_view text, std::string* error) 
         !r.get_int(*line, "minflt", &t.minflt) || !r.get_int(*line, "majflt", &t.majflt) ||
         !r.get_int(*line, "nvcsw", &t.nvcsw) || !r.get_int(*line, "nivcsw", &t.nivcsw) ||
         !r.get_name(*line, "end", &t.end) || !r.get_list(*line, "counters", &t.counters) ||
-        !r.no_unused(*line)) {
+        !r.get_int<int64_t>(*line, "node", &t.node, -1) ||
+        !r.get_double(*line, "local_pct", &t.local_pct) || !r.no_unused(*line)) {
       return fail();
     }
     if (!valid_end(t.end)) {

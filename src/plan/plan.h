@@ -21,6 +21,8 @@ namespace mmsim::plan {
 // whether the task takes only its own slice; 4: the mempolicy op, memset
 // sweeps, and pins and policies by the task's share of the nodes.
 inline constexpr int kPlanVersion = 4;
+// The report's format (write_report): 2 adds a task's node and local_pct.
+inline constexpr int kReportVersion = 2;
 
 enum class OpKind : uint8_t {
   kMap,        // mmap(2), then mbind(2) when the policy is not default
@@ -148,6 +150,11 @@ struct TaskResult {
   // the plan needs failed; the task stopped there).
   std::string end = "exit";
   std::vector<uint64_t> counters;  // one per Plan::counters
+  // Where it ended: the node of its CPU when its program finished (getcpu;
+  // -1: unknown), and of the pages its last sweep or touch covered, the
+  // share on that node in % of those present (move_pages; -1: none).
+  int64_t node = -1;
+  double local_pct = -1;
 };
 
 // Kernel counters by name, in file order: /proc/vmstat, memory.stat.

@@ -238,25 +238,28 @@ ordered_json run_json(const RunInfo& info) {
     auto sim_only = [&](const ordered_json& v) {
       return info.host_run ? ordered_json(nullptr) : v;
     };
-    tasks.push_back({{"pid", t.pid},
-                     {"tgid", t.tgid},
-                     {"ppid", t.ppid},
-                     {"comm", t.comm},
-                     {"cpu", sim_only(t.cpu)},
-                     {"node", sim_only(t.node)},
-                     {"start_s", t.start_s},
-                     {"exit_s", t.exit_s},
-                     {"user_s", secs(t.times.user_ns)},
-                     {"sys_s", secs(t.times.sys_ns)},
-                     {"iowait_s", sim_only(secs(t.times.iowait_ns))},
-                     {"sleep_s", sim_only(secs(t.times.sleep_ns))},
-                     {"wait_s", sim_only(secs(t.times.wait_ns))},
-                     {"minflt", t.min_flt},
-                     {"majflt", t.maj_flt},
-                     {"nvcsw", t.nvcsw},
-                     {"nivcsw", t.nivcsw},
-                     {"counters", counters},
-                     {"numa", info.host_run ? ordered_json(nullptr) : task_numa_json(t)}});
+    tasks.push_back(
+        {{"pid", t.pid},
+         {"tgid", t.tgid},
+         {"ppid", t.ppid},
+         {"comm", t.comm},
+         {"cpu", sim_only(t.cpu)},
+         // A host run's task reads its node at its end (getcpu).
+         {"node", t.node_known ? ordered_json(t.node) : ordered_json(nullptr)},
+         {"local_pct", t.local_pct >= 0 ? ordered_json(t.local_pct) : ordered_json(nullptr)},
+         {"start_s", t.start_s},
+         {"exit_s", t.exit_s},
+         {"user_s", secs(t.times.user_ns)},
+         {"sys_s", secs(t.times.sys_ns)},
+         {"iowait_s", sim_only(secs(t.times.iowait_ns))},
+         {"sleep_s", sim_only(secs(t.times.sleep_ns))},
+         {"wait_s", sim_only(secs(t.times.wait_ns))},
+         {"minflt", t.min_flt},
+         {"majflt", t.maj_flt},
+         {"nvcsw", t.nvcsw},
+         {"nivcsw", t.nivcsw},
+         {"counters", counters},
+         {"numa", info.host_run ? ordered_json(nullptr) : task_numa_json(t)}});
   }
   j["tasks"] = tasks;
   if (!r.memcg.empty()) {

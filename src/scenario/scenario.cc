@@ -486,7 +486,7 @@ uint64_t bytes_to_pages(uint64_t bytes) { return bytes / kPageSize + (bytes % kP
 // themselves: "cpus" (logical CPUs), "nodes" (nodes with CPUs), either
 // optionally followed by "/N" or "*N" (autonuma-benchmark's numa01 runs
 // "cpus/2" threads in each of two processes). For machine.preset = "host",
-// the host's.
+// the host's, and for a native run (Scenario::counts_from_host).
 std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const std::string& key,
                                       const toml::node& n, uint64_t hi) {
   const std::string text = n.as_string()->get();
@@ -509,7 +509,7 @@ std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const 
       return fail(fmt::format("needs a positive integer after '{}'", text[op_at]));
   }
   uint64_t cpus = 0, nodes = 0;
-  if (sc.host_machine) {
+  if (sc.host_machine || sc.counts_from_host) {
     std::string why;
     const std::optional<topo::Topology> host = topo::load_host("/sys", &why);
     if (!host) return fail("cannot be read from this host: " + why);
@@ -1384,11 +1384,13 @@ void check_programs(Names& names, Scenario& sc, Ctx& ctx) {
 }
 
 LoadResult parse_table(toml::table root, const std::string& file,
-                       const std::vector<std::string>& overrides, std::optional<uint64_t> seed) {
+                       const std::vector<std::string>& overrides, std::optional<uint64_t> seed,
+                       bool counts_from_host) {
   LoadResult out;
   Ctx ctx{file, &out.diagnostics, {}};
   for (const auto& o : overrides) apply_override(root, o, ctx);
   Scenario sc;
+  sc.counts_from_host = counts_from_host;
   sc.path = file;
   sc.overrides = overrides;
   TableReader top(root, "", ctx);
@@ -1743,14 +1745,15 @@ std::optional<Diagnostic> too_deep(std::string_view text, const std::string& nam
 }  // namespace
 
 LoadResult parse_scenario(const std::string& text, const std::string& name,
-                          const std::vector<std::string>& overrides, std::optional<uint64_t> seed) {
+                          const std::vector<std::string>& overrides, std::optional<uint64_t> seed,
+                          bool counts_from_host) {
   if (auto d = too_deep(text, name)) {
     LoadResult out;
     out.diagnostics.push_back(*d);
     return out;
   }
   try {
-    return parse_table(toml::parse(text, name), name, overrides, seed);
+    return parse_table(toml::parse(text, name), name, overrides, seed, counts_from_host);
   } catch (const toml::parse_error& e) {
     LoadResult out;
     Ctx ctx{name, &out.diagnostics, {}};
@@ -1760,7 +1763,7 @@ LoadResult parse_scenario(const std::string& text, const std::string& name,
 }
 
 LoadResult load_scenario(const std::string& path, const std::vector<std::string>& overrides,
-                         std::optional<uint64_t> seed) {
+                         std::optional<uint64_t> seed, bool counts_from_host) {
   std::string why;
   const std::optional<std::string> text = read_text_file(path, &why);
   if (!text) {
@@ -1768,7 +1771,7 @@ LoadResult load_scenario(const std::string& path, const std::vector<std::string>
     out.diagnostics.push_back(Diagnostic{path, 1, 1, "scenario", why});
     return out;
   }
-  return parse_scenario(*text, path, overrides, seed);
+  return parse_scenario(*text, path, overrides, seed, counts_from_host);
 }
 
 KernelConfig::KernelConfig() { apply_version(version); }

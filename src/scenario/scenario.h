@@ -97,8 +97,9 @@ struct Scenario {
   std::string description;
   uint64_t seed = 1;
   Tick time_limit = seconds(3600);
-  Tick sample_interval;       // scenario.sample_interval: a timeline of counters
-  bool host_machine = false;  // machine.preset = "host": read from /sys at build time
+  Tick sample_interval;           // scenario.sample_interval: a timeline of counters
+  bool host_machine = false;      // machine.preset = "host": read from /sys at build time
+  bool counts_from_host = false;  // counts from the machine are the host's (a native run)
   topo::MachineSpec machine;
   KernelConfig kernel;
   cost::CostProfile costs;
@@ -122,12 +123,17 @@ struct LoadResult {
 
 // Reads, overrides (each "key.path=value"; the value is TOML, else a string),
 // and validates. `seed`, when set, replaces scenario.seed.
+// `counts_from_host`: counts taken from the machine ("cpus", "nodes/2") are
+// this host's whatever the scenario's machine (a native run's programs run
+// here, as autonuma-benchmark is built for the machine it runs on).
 LoadResult load_scenario(const std::string& path, const std::vector<std::string>& overrides,
-                         std::optional<uint64_t> seed = std::nullopt);
+                         std::optional<uint64_t> seed = std::nullopt,
+                         bool counts_from_host = false);
 // The same from text (tests): `name` stands for the file in diagnostics.
 LoadResult parse_scenario(const std::string& text, const std::string& name,
                           const std::vector<std::string>& overrides,
-                          std::optional<uint64_t> seed = std::nullopt);
+                          std::optional<uint64_t> seed = std::nullopt,
+                          bool counts_from_host = false);
 
 // Builds the machine: a preset/spec or the host.
 std::optional<topo::Topology> build_topology(const Scenario& s, std::string* error);

@@ -15,8 +15,10 @@ PrepareResult prepare(const Source& source) {
         overrides.begin(),
         "costs.profile=\"" + std::filesystem::absolute(source.costs_profile).string() + "\"");
   }
-  LoadResult lr = source.text ? parse_scenario(*source.text, source.path, overrides, source.seed)
-                              : load_scenario(source.path, overrides, source.seed);
+  LoadResult lr = source.text
+                      ? parse_scenario(*source.text, source.path, overrides, source.seed,
+                                       source.counts_from_host)
+                      : load_scenario(source.path, overrides, source.seed, source.counts_from_host);
   if (!lr.ok()) {
     out.diagnostics = std::move(lr.diagnostics);
     return out;

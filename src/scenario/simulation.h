@@ -23,6 +23,7 @@ struct Source {
   std::vector<std::string> overrides;  // "key.path=value", as --set gives them
   std::optional<uint64_t> seed;        // replaces scenario.seed when set
   std::string costs_profile;           // a cost profile file replacing the defaults, or empty
+  bool counts_from_host = false;       // load_scenario's: a native run's counts
 };
 
 // A scenario ready to run: loaded, validated and its machine built.

@@ -86,6 +86,31 @@ std::map<std::string, double> flat_counters(const ordered_json& j) {
       }
       out[fmt::format("tasks:{}", k)] = sum;
     }
+    // Where each program's tasks ended: the mean share of its last access
+    // range on its node, and how many nodes each process's tasks of the
+    // program ended on (by comm: the program's name, as both worlds set it).
+    std::map<std::string, std::pair<double, int>> local;              // comm: (sum, n)
+    std::map<std::string, std::map<double, std::set<double>>> nodes;  // comm: tgid: nodes
+    for (const auto& t : j["tasks"]) {
+      if (!t.contains("comm") || !t["comm"].is_string()) continue;
+      const std::string comm = t["comm"].get<std::string>();
+      if (t.contains("local_pct") && t["local_pct"].is_number()) {
+        auto& [sum, n] = local[comm];
+        sum += t["local_pct"].get<double>();
+        ++n;
+      }
+      if (t.contains("node") && t["node"].is_number() && t.contains("tgid") &&
+          t["tgid"].is_number())
+        nodes[comm][t["tgid"].get<double>()].insert(t["node"].get<double>());
+    }
+    for (const auto& [comm, sn] : local)
+      out[fmt::format("tasks:{}:local_pct", comm)] = sn.first / sn.second;
+    for (const auto& [comm, by_tgid] : nodes) {
+      double sum = 0;
+      for (const auto& [tgid, set] : by_tgid) sum += static_cast<double>(set.size());
+      out[fmt::format("tasks:{}:nodes_per_process", comm)] =
+          sum / static_cast<double>(by_tgid.size());
+    }
   }
   return out;
 }

@@ -82,17 +82,16 @@ double AccessCost::faulted_page_cost(const AccessSpec& a, const Accessor& who,
   return page_cost(a, who, node, true);
 }
 
-double AccessCost::range_cost(const AccessSpec& a, const Accessor& who, const mm::PageTable& pt,
-                              Vpn from, Vpn to) {
-  const size_t nodes = cache_.nr_nodes();
-  node_pages_.assign(nodes, 0);
-  uint64_t local = 0;
+uint64_t AccessCost::pages_by_node(const mm::PageTable& pt, Vpn from, Vpn to,
+                                   std::vector<uint64_t>& by_node) const {
+  by_node.assign(cache_.nr_nodes(), 0);
+  uint64_t unmapped = 0;
   for (uint64_t v = from.v; v < to.v;) {
     const uint64_t table_end = ((v >> mm::kPteTableShift) + 1) << mm::kPteTableShift;
     const uint64_t end = std::min(table_end, to.v);
     const mm::PteTable* table = pt.table(Vpn(v));
     if (!table) {
-      local += end - v;
+      unmapped += end - v;
       v = end;
       continue;
     }
@@ -103,9 +102,9 @@ double AccessCost::range_cost(const AccessSpec& a, const Accessor& who, const mm
       };
       for (const auto& np : table->node_pages(node_of)) {
         if (np.node == mm::PteTable::kNoFolioNode) {
-          local += np.pages;
+          unmapped += np.pages;
         } else {
-          node_pages_[np.node] += np.pages;
+          by_node[np.node] += np.pages;
         }
       }
       v = end;
@@ -114,16 +113,23 @@ double AccessCost::range_cost(const AccessSpec& a, const Accessor& who, const mm
     for (uint64_t x = v; x < end; ++x) {
       const mm::Pte pte = table->get(x & (mm::kPtesPerTable - 1));
       if (pte.maps_folio()) {
-        ++node_pages_[folios_.folio(Pfn(pte.pfn)).node.v];
+        ++by_node[folios_.folio(Pfn(pte.pfn)).node.v];
       } else {
-        ++local;
+        ++unmapped;
       }
     }
     v = end;
   }
+  return unmapped;
+}
+
+double AccessCost::range_cost(const AccessSpec& a, const Accessor& who, const mm::PageTable& pt,
+                              Vpn from, Vpn to) {
+  // Pages not yet mapped will be faulted in locally.
+  const uint64_t local = pages_by_node(pt, from, to, node_pages_);
   node_pages_[who.node.v] += local;
   double sum = 0;
-  for (size_t n = 0; n < nodes; ++n) {
+  for (size_t n = 0; n < node_pages_.size(); ++n) {
     if (!node_pages_[n]) continue;
     sum += static_cast<double>(node_pages_[n]) *
            page_cost(a, who, NodeId(static_cast<uint16_t>(n)), false);

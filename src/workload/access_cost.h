@@ -61,6 +61,11 @@ class AccessCost {
   // cost per node (untouched pages count as local).
   double range_cost(const AccessSpec& a, const Accessor& who, const mm::PageTable& pt, Vpn from,
                     Vpn to);
+  // The pages of [from, to) mapped on each node (from the page tables'
+  // per-node caches; `by_node` is resized to the node count) and the rest,
+  // not mapped to a folio.
+  uint64_t pages_by_node(const mm::PageTable& pt, Vpn from, Vpn to,
+                         std::vector<uint64_t>& by_node) const;
 
  private:
   // What the memory at `start` is (a file's pages, an anon_vma's, the mm's

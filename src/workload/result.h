@@ -63,6 +63,10 @@ struct TaskResult {
   std::string program;
   uint16_t cpu = 0;
   uint16_t node = 0;
+  bool node_known = true;  // a host run's task knows it if it ended normally
+  // Of the pages its last sweep or touch covered, the share mapped on the
+  // node it ended on, in % of those mapped (-1: no such op, or unknown).
+  double local_pct = -1;
   sched::TaskTimes times;
   uint64_t min_flt = 0;
   uint64_t maj_flt = 0;

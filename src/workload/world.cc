@@ -180,6 +180,7 @@ RunResult World::run() {
     const TaskExec& t = *tasks_[pid];
     r.tasks.push_back(task_result(t.task, workload_.programs[t.program].name, t.counters,
                                   balancer_.proc_sched(t.task.pid), r.elapsed_s));
+    r.tasks.back().local_pct = t.proc ? local_pct(t) : t.local_pct;  // alive: as it stands
   }
   r.errors = errors_;
   if (errors_not_kept_) r.errors.push_back(fmt::format("... and {} more errors", errors_not_kept_));
@@ -987,8 +988,8 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
       count(t, op.counter, op.count);
       return Step::kNext;
     case OpKind::kSweep:
-      return exec_pages(t, op);
     case OpKind::kTouch:
+      t.last_access = &op;
       return exec_pages(t, op);
     case OpKind::kLoop:
       t.stack.push_back(Frame{&op.body, 0, &op, 0, t.clock + op.duration, t.clock});
@@ -1357,8 +1358,21 @@ void World::kill_task(TaskExec& t, const std::string& why) {
   exit_task(t);
 }
 
+double World::local_pct(const TaskExec& t) const {
+  if (!t.last_access) return -1;
+  const Vpn from = op_start(t, *t.last_access);
+  const Vpn to(from.v + op_pages(t, *t.last_access));
+  std::vector<uint64_t> by_node;
+  access_.pages_by_node(t.proc->mm->pgtable(), from, to, by_node);
+  uint64_t mapped = 0;
+  for (const uint64_t n : by_node) mapped += n;
+  if (mapped == 0) return -1;
+  return 100.0 * static_cast<double>(by_node[t.task.node.v]) / static_cast<double>(mapped);
+}
+
 void World::exit_task(TaskExec& t) {
   if (t.seg.active) apply_segment(t, t.clock);
+  t.local_pct = local_pct(t);
   mm::Mm& mm = *t.proc->mm;
   if (t.moving) {
     // Killed (its thread group was) while moving its charges: the move,

@@ -171,6 +171,10 @@ class World final : public sim::EventHandler,
     // VMAs without a policy of their own allocate by. Inherited at fork and
     // clone.
     mm::MemPolicy mempolicy;
+    // Its last sweep or touch, and at its exit the share of that range's
+    // mapped pages on its node, in % (-1: none).
+    const Op* last_access = nullptr;
+    double local_pct = -1;
     Tick clock;
     uint64_t gen = 0;  // events carrying an older generation are stale
     Segment seg;
@@ -216,6 +220,8 @@ class World final : public sim::EventHandler,
   // The pin op: sched_setaffinity of the task itself.
   Step exec_pin(TaskExec& t, const Op& op);
   Step exec_mempolicy(TaskExec& t, const Op& op);
+  // The share of the task's last access range mapped on its node, in %.
+  double local_pct(const TaskExec& t) const;
   // The nodes of an op's NodeShare for this task (util::node_share over the
   // nodes with CPUs).
   std::vector<NodeId> share_nodes(const TaskExec& t, NodeShare share) const;

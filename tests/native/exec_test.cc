@@ -958,5 +958,34 @@ TEST(ExecSweep, TheUnoptimisedLoopsReadAndWriteWhatTheOthersDo) {
   }
 }
 
+// A memset sweep writes every page; the task then reports its node (getcpu)
+// and the share of the sweep's pages there (move_pages): on a host's first
+// node, with nothing binding them elsewhere, all of them.
+TEST(Exec, AMemsetSweepFaultsEveryPageAndTheTaskReportsItsNodeAndLocalShare) {
+  TempDir t;
+  Op memset = pages_op(OpKind::kSweep, 0, /*write=*/true);
+  memset.memset = true;
+  const Exec r = run_plan(t, plan_of({Program{"m", {map_anon(0, 64), memset}}}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const TaskResult& task = r.report->tasks.at(0);
+  EXPECT_EQ(task.end, "exit");
+  EXPECT_GE(task.minflt, 1u);
+  EXPECT_GE(task.node, 0);
+  EXPECT_GT(task.local_pct, 0.0);
+  EXPECT_LE(task.local_pct, 100.0);
+}
+
+TEST(Exec, ASetMempolicyToANodeTheHostLacksEndsTheTaskWithEINVAL) {
+  TempDir t;
+  Op pol;
+  pol.kind = OpKind::kMempolicy;
+  pol.policy = plan::Policy::kBind;
+  pol.nodes = {1000};
+  const Exec r = run_plan(t, plan_of({Program{"m", {pol, count(0, 1)}}}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.report->tasks.at(0).end, "error: set_mempolicy: EINVAL");
+  EXPECT_EQ(r.report->tasks.at(0).counters, std::vector<uint64_t>{0});
+}
+
 }  // namespace
 }  // namespace mmsim::exec

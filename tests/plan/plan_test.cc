@@ -77,7 +77,8 @@ std::string diff(const RunReport& a, const RunReport& b) {
     if (x.tid != y.tid || x.tgid != y.tgid || x.parent != y.parent || x.program != y.program ||
         x.start_ns != y.start_ns || x.end_ns != y.end_ns || x.user_ns != y.user_ns ||
         x.sys_ns != y.sys_ns || x.minflt != y.minflt || x.majflt != y.majflt ||
-        x.nvcsw != y.nvcsw || x.nivcsw != y.nivcsw || x.end != y.end || x.counters != y.counters) {
+        x.nvcsw != y.nvcsw || x.nivcsw != y.nivcsw || x.end != y.end || x.counters != y.counters ||
+        x.node != y.node || x.local_pct != y.local_pct) {
       return "tasks[" + std::to_string(i) + "]";
     }
   }
@@ -651,6 +652,8 @@ RunReport full_report() {
   a.nivcsw = 11;
   a.end = "error: mmap: ENOMEM";
   a.counters = {0, UINT64_MAX, 42};
+  a.node = 3;
+  a.local_pct = 87.5;
   TaskResult b = a;
   b.tid = 102;
   b.end = "killed by SIGSEGV";
@@ -676,7 +679,7 @@ TEST(PlanReportText, TheHostsCountersFollowTheTasksOneLineEach) {
   r.iowait_ns = 10;
   r.vmstat = {{"pgfault", 3}, {"nr_free_pages", -2}};
   EXPECT_EQ(write_report(r),
-            "mmsim-report 1\n"
+            "mmsim-report 2\n"
             "run elapsed_ns=0 time_limit_hit=0\n"
             "host iowait_ns=10\n"
             "vmstat name=pgfault delta=3\n"
@@ -690,10 +693,11 @@ TEST(PlanReportText, ATaskIsOneLineWithItsEndEscaped) {
   t.counters = {1, 2};
   r.tasks = {t};
   EXPECT_EQ(write_report(r),
-            "mmsim-report 1\n"
+            "mmsim-report 2\n"
             "run elapsed_ns=0 time_limit_hit=0\n"
             "task tid=0 tgid=0 parent=0 program=0 start_ns=0 end_ns=0 user_ns=0 sys_ns=0 "
-            "minflt=0 majflt=0 nvcsw=0 nivcsw=0 end=killed%20by%20SIGSEGV counters=1,2\n");
+            "minflt=0 majflt=0 nvcsw=0 nivcsw=0 end=killed%20by%20SIGSEGV counters=1,2 node=-1 "
+            "local_pct=-1\n");
 }
 
 TEST(PlanReportText, RandomReportsRoundTrip) {
@@ -722,9 +726,9 @@ TEST(PlanReportText, RandomReportsRoundTrip) {
 TEST(PlanReportRead, RefusesMalformedReports) {
   const std::string good = write_report(full_report());
   std::string error;
-  EXPECT_FALSE(read_report("mmsim-report 2\n", &error));
-  EXPECT_EQ(error, "line 1: format version 2, but this reader reads version 1");
   EXPECT_FALSE(read_report("mmsim-report 1\n", &error));
+  EXPECT_EQ(error, "line 1: format version 1, but this reader reads version 2");
+  EXPECT_FALSE(read_report("mmsim-report 2\n", &error));
   EXPECT_EQ(error, "line 2: no run line");
   std::string text = good;
   text.replace(text.find("end=time_limit"), 14, "end=fine");

@@ -15,6 +15,7 @@
 #include "numa/config.h"
 #include "sim/switches.h"
 #include "support/base_scenario.h"
+#include "topo/topology.h"
 
 namespace mmsim::scenario {
 namespace {
@@ -571,6 +572,17 @@ TEST(ScenarioMachineCounts, FollowsAMachineOverride) {
   const LoadResult lr = parse(threads_count("\"cpus\""), {"machine.preset=xeon-8s-144c"});
   ASSERT_TRUE(lr.ok()) << all_of(lr);
   EXPECT_EQ(main_threads_count(lr), 288u);
+}
+
+TEST(ScenarioMachineCounts, ANativeRunTakesThemFromThisHostWhateverTheScenariosMachine) {
+  std::string why;
+  const auto host = topo::load_host("/sys", &why);
+  ASSERT_TRUE(host) << why;
+  const LoadResult lr = parse_scenario(threads_count("\"cpus\""), "t.toml", {}, std::nullopt,
+                                       /*counts_from_host=*/true);
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(main_threads_count(lr), host->nr_cpus());
+  EXPECT_EQ(lr.scenario->machine.name, "2s-16c") << "the scenario's machine stays as written";
 }
 
 TEST(ScenarioMachineCounts, AnUnknownNameIsReportedWithTheForms) {

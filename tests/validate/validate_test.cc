@@ -241,6 +241,20 @@ TEST(Counters, AReportIsFlattenedToVmstatMetricsMemcgAndTaskSums) {
   EXPECT_EQ(f.count("memcg:/a:reclaimed_pages"), 0u) << "the simulation's own, no kernel file";
 }
 
+TEST(Counters, EachProgramsPlacementIsItsTasksMeanLocalShareAndNodesPerProcess) {
+  const auto j = nlohmann::ordered_json::parse(R"({"tasks": [
+    {"comm": "main", "tgid": 1, "node": 0, "local_pct": null},
+    {"comm": "thread", "tgid": 1, "node": 0, "local_pct": 100.0},
+    {"comm": "thread", "tgid": 1, "node": 1, "local_pct": 50.0},
+    {"comm": "thread", "tgid": 2, "node": 1, "local_pct": 90.0},
+    {"comm": "thread", "tgid": 2, "node": null, "local_pct": null}]})");
+  const auto f = flat_counters(j);
+  EXPECT_EQ(f.at("tasks:thread:local_pct"), 80.0) << "the mean over tasks that report one";
+  EXPECT_EQ(f.at("tasks:thread:nodes_per_process"), 1.5) << "2 nodes in process 1, 1 in 2";
+  EXPECT_EQ(f.at("tasks:main:nodes_per_process"), 1.0);
+  EXPECT_EQ(f.count("tasks:main:local_pct"), 0u);
+}
+
 TEST(Counters, VmstatGaugesAreNotComparedButCgroupFilesAre) {
   EXPECT_TRUE(is_gauge("nr_anon_pages"));
   EXPECT_FALSE(is_gauge("nr_tlb_remote_flush"));

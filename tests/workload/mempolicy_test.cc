@@ -60,6 +60,17 @@ TEST(TaskMempolicy, ABindPolicyPutsTheTasksNewPagesOnItsNodes) {
   EXPECT_LT(bound.vm("numa_local"), 1024);
 }
 
+// Where a task ends: the share of its last sweep or touch on its node.
+TEST(TaskPlacement, LocalPctIsTheShareOfTheLastAccessRangeOnTheTasksNode) {
+  const std::string pin = "\n[[programs.main]]\nop = \"pin\"\nnodes = [0]\n";
+  const auto local = run_text(with_main(pin + kMapData + kTouchData), kQuiet);
+  const auto remote = run_text(with_main(pin + mempolicy("[1]") + kMapData + kTouchData), kQuiet);
+  EXPECT_DOUBLE_EQ(local.result.tasks[0].local_pct, 100.0);
+  EXPECT_DOUBLE_EQ(remote.result.tasks[0].local_pct, 0.0);
+  const auto none = run_text(with_main(kMapData), kQuiet);
+  EXPECT_EQ(none.result.tasks[0].local_pct, -1) << "no sweep or touch";
+}
+
 TEST(TaskMempolicy, TheVmasOwnPolicyWinsOverTheTasks) {
   const std::string map_on_0 = R"(
 [[programs.main]]

@@ -480,6 +480,7 @@ class Task {
 
   Flow do_access(const Op& op) {
     const Range r = range_of(op);
+    last_range_ = r;
     const bool sweep = op.kind == OpKind::kSweep;
     const uint64_t elems = page_size() / op.elem_size;
     // memset(3) in pieces of up to 1 MiB, to see the deadline between them.
@@ -610,6 +611,28 @@ class Task {
   }
 
   // Sends the task's result, in pieces that each fit one atomic write.
+  // Of the pages of the task's last sweep or touch, the share present on
+  // `node`, in % of those present (move_pages(2) with no target node
+  // reports where each page is); -1 if none is.
+  double local_pct(int node) const {
+    constexpr size_t kBatch = 1024;
+    std::vector<void*> pages;
+    std::vector<int> status(kBatch);
+    uint64_t present = 0, local = 0;
+    for (uint64_t p = 0; p < last_range_.pages; p += kBatch) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kBatch, last_range_.pages - p));
+      pages.clear();
+      for (size_t i = 0; i < n; ++i) pages.push_back(last_range_.addr + (p + i) * page_size());
+      if (::syscall(SYS_move_pages, 0, n, pages.data(), nullptr, status.data(), 0) != 0) return -1;
+      for (size_t i = 0; i < n; ++i) {
+        present += status[i] >= 0;
+        local += status[i] == node;
+      }
+    }
+    if (present == 0) return -1;
+    return 100.0 * static_cast<double>(local) / static_cast<double>(present);
+  }
+
   void report() {
     rusage ru{};
     ::getrusage(RUSAGE_THREAD, &ru);
@@ -629,6 +652,11 @@ class Task {
     t.nivcsw = static_cast<uint64_t>(ru.ru_nivcsw);
     t.end = end_;
     t.counters = counters_;
+    unsigned cpu = 0, node = 0;
+    if (::syscall(SYS_getcpu, &cpu, &node, nullptr) == 0) {
+      t.node = node;
+      t.local_pct = local_pct(static_cast<int>(node));
+    }
     const std::string text = plan::write_report(one);
     // The task line is the report's third line.
     size_t start = text.find('\n');
@@ -666,6 +694,7 @@ class Task {
   const int64_t parent_;
   const uint32_t join_cgroup_;
   const uint64_t slice_index_, slices_;
+  Range last_range_;  // of the last sweep or touch (local_pct)
   int64_t tid_ = 0;
   int64_t start_ns_ = 0;
   std::vector<uint64_t> counters_;
@@ -772,8 +801,9 @@ class Collector {
 
   void finish(int64_t tid, const std::string& line) {
     std::string error;
-    auto one =
-        plan::read_report("mmsim-report 1\nrun elapsed_ns=0 time_limit_hit=0\n" + line, &error);
+    auto one = plan::read_report("mmsim-report " + std::to_string(plan::kReportVersion) +
+                                     "\nrun elapsed_ns=0 time_limit_hit=0\n" + line,
+                                 &error);
     if (!one || one->tasks.size() != 1) {
       bad_ = true;
       return;
