@@ -225,6 +225,19 @@ std::function<void(size_t, size_t)> runs_progress(util::ProgressLine& line, cons
   };
 }
 
+// Prints a compare's table and diagnostics and writes its JSON (if asked):
+// 0, the compare's own exit code, or kExitHostRefused.
+int print_compare(const report::CompareReport& r, const std::string& json, std::ostream& out,
+                  std::ostream& err) {
+  out << r.out;
+  err << r.err;
+  if (r.exit_code != 0) return r.exit_code;
+  out.flush();
+  if (!json.empty() && !report::write_atomically(json, r.json.dump(2) + "\n", err))
+    return kExitHostRefused;
+  return 0;
+}
+
 int cmd_compare(report::CompareOptions options, const std::string& seed, const std::string& json,
                 const std::string& csv, const std::string& plot_dir, const ShardArgs& sa,
                 std::ostream& out, std::ostream& err) {
@@ -270,12 +283,7 @@ int cmd_compare(report::CompareOptions options, const std::string& seed, const s
   const report::CompareReport r =
       sa.merge.empty() ? report::compare(options) : report::compare_merge(sa.merge);
   progress.clear();
-  out << r.out;
-  err << r.err;
-  if (r.exit_code != 0) return r.exit_code;
-  out.flush();
-  if (!json.empty() && !report::write_atomically(json, r.json.dump(2) + "\n", err))
-    return kExitHostRefused;
+  if (const int rc = print_compare(r, json, out, err); rc != 0) return rc;
   if (!csv.empty() && !report::write_atomically(csv, report::compare_runs_csv(r.json), err))
     return kExitHostRefused;
   if (!plot_dir.empty()) return report::plot(r.json, plot_dir, err).exit_code;
@@ -314,13 +322,7 @@ int cmd_compare_suite(report::CompareOptions options, const std::vector<std::str
   }
   const report::CompareReport r = report::compare_suite(options, scenarios);
   progress.clear();
-  out << r.out;
-  err << r.err;
-  if (r.exit_code != 0) return r.exit_code;
-  out.flush();
-  if (!json.empty() && !report::write_atomically(json, r.json.dump(2) + "\n", err))
-    return kExitHostRefused;
-  return 0;
+  return print_compare(r, json, out, err);
 }
 
 // Figures from a run's or a compare's JSON.

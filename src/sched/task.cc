@@ -225,8 +225,8 @@ void Scheduler::pull_to_idle(CpuId cpu, Tick at) {
   // then the busiest, then the lowest id.
   std::optional<CpuId> donor;
   std::tuple<int, uint32_t, uint16_t> best{0, 0, 0};
-  for (uint16_t i = 0; i < topo_.nr_cpus(); ++i) {
-    const CpuId c(i);
+  for (size_t i = 0; i < topo_.nr_cpus(); ++i) {
+    const CpuId c(static_cast<uint16_t>(i));
     const auto& q = rq_.queue_const(c);
     if (c == cpu || q.empty()) continue;
     if (!std::any_of(q.begin(), q.end(), [&](uint32_t pid) { return task(pid).allowed(cpu); }))

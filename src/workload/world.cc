@@ -1084,8 +1084,9 @@ World::Step World::exec_pin(TaskExec& t, const Op& op) {
 std::vector<NodeId> World::share_nodes(const TaskExec& t, NodeShare share) const {
   const topo::Topology& topo = mm_.topology();
   std::vector<NodeId> with_cpus;
-  for (uint16_t n = 0; n < topo.nr_nodes(); ++n) {
-    if (!topo.node(NodeId(n)).cpus.empty()) with_cpus.push_back(NodeId(n));
+  for (size_t n = 0; n < topo.nr_nodes(); ++n) {
+    const NodeId id(static_cast<uint16_t>(n));
+    if (!topo.node(id).cpus.empty()) with_cpus.push_back(id);
   }
   const auto [first, last] =
       util::node_share(t.slice_index, t.slices, with_cpus.size(), share == NodeShare::kMirror);
