@@ -887,8 +887,8 @@ class PlanReader {
       case kNodeShare: {
         uint32_t v = 0;
         if (!r_.get_int(line, key, &v)) return false;
-        if (v > static_cast<uint32_t>(NodeShare::kMirror))
-          return r_.fail("node_share " + number(v) + " is not 0, 1 or 2");
+        if (v > static_cast<uint32_t>(NodeShare::kAll))
+          return r_.fail("node_share " + number(v) + " is not 0, 1, 2 or 3");
         op->node_share = static_cast<NodeShare>(v);
         return true;
       }

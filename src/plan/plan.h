@@ -44,8 +44,9 @@ enum class OpKind : uint8_t {
 
 // A pin's or a mempolicy's nodes by the task's place among the tasks its
 // threads or fork op started (util::node_share over the nodes with CPUs):
-// its own share, or the share of the task at the other end.
-enum class NodeShare : uint8_t { kNone, kOwn, kMirror };
+// its own share, or the share of the task at the other end; or every node
+// with CPUs.
+enum class NodeShare : uint8_t { kNone, kOwn, kMirror, kAll };
 
 enum class Policy : uint8_t { kDefault, kBind, kPreferred, kInterleave };
 enum class Advice : uint8_t { kDontneed, kHugepage, kNohugepage };

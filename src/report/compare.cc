@@ -30,6 +30,8 @@ constexpr std::array<const char*, 3> kVmRows = {"numa_hint_faults", "numa_pages_
                                                 "pgmigrate_fail"};
 // Keys of metrics_json() besides the named counters.
 using workload::kTimeMetrics;
+// perf bench numa's NUMA-convergence-latency ([run] convergence).
+constexpr const char* kConvergedMetric = "converged_s";
 
 struct Combination {
   std::vector<std::pair<std::string, std::string>> settings;  // (key, value), in --vary order
@@ -221,7 +223,14 @@ namespace {
 bool is_metric_of(const std::string& metric, const scenario::Scenario& sc) {
   const auto& names = sc.workload.counters;
   return std::find(names.begin(), names.end(), metric) != names.end() ||
-         std::find(kTimeMetrics.begin(), kTimeMetrics.end(), metric) != kTimeMetrics.end();
+         std::find(kTimeMetrics.begin(), kTimeMetrics.end(), metric) != kTimeMetrics.end() ||
+         (metric == kConvergedMetric && sc.workload.convergence_program != UINT32_MAX);
+}
+
+// A time (less is better), not a throughput.
+bool is_time_metric(const std::string& metric) {
+  return std::find(kTimeMetrics.begin(), kTimeMetrics.end(), metric) != kTimeMetrics.end() ||
+         metric == kConvergedMetric;
 }
 
 // A compare's runs, validated: every combination's scenario, once per
@@ -453,8 +462,11 @@ std::optional<Plan> make_plan(const CompareOptions& o, CompareReport& rep) {
 
   std::string metric = o.metric;
   if (metric.empty()) {
-    const auto& names = prepared.front().scenario.workload.counters;
-    metric = names.empty() ? "elapsed_s" : names.front();
+    // perf bench numa's: the time to converge; else the first counter.
+    const auto& w = prepared.front().scenario.workload;
+    metric = w.convergence_program != UINT32_MAX ? kConvergedMetric
+             : w.counters.empty()                ? "elapsed_s"
+                                                 : w.counters.front();
   }
   for (size_t i = 0; i < prepared.size(); ++i) {
     if (is_metric_of(metric, prepared[i].scenario)) continue;
@@ -515,8 +527,7 @@ void report_records(const CompareOptions& o, const Plan& plan,
 
   std::vector<std::string> headers;
   // A counter is a throughput (more is better); a time is not.
-  const bool is_time =
-      std::find(kTimeMetrics.begin(), kTimeMetrics.end(), metric) != kTimeMetrics.end();
+  const bool is_time = is_time_metric(metric);
   std::vector<Row> rows = {{fmt::format("{} ({})", is_time ? "time" : "throughput", metric), {}},
                            {"change vs first", {}}};
   for (const auto& [label, get] : mean_rows) rows.push_back({label, {}});

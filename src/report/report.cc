@@ -155,6 +155,13 @@ ordered_json metrics_json(const RunInfo& info) {
   m["user_s"] = secs(t.user);
   m["sys_s"] = secs(t.sys);
   m["iowait_s"] = info.host_run ? info.host_iowait_s : secs(t.iowait);
+  // perf bench numa's NUMA-convergence-latency: when the run never
+  // converged, the whole run (perf's -s cap), with converged 0.
+  if (info.scenario->workload.convergence_program != UINT32_MAX && !info.host_run) {
+    const bool c = info.result->converged_s >= 0;
+    m["converged_s"] = c ? info.result->converged_s : info.result->elapsed_s;
+    m["converged"] = c ? 1 : 0;
+  }
   // kswapd's CPU time, all nodes together (a host run cannot tell it).
   if (!info.host_run) {
     const auto& k = info.result->kswapd_s;
@@ -383,6 +390,15 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
     line(fmt::format("  {:<24} {:.6f}  (system-wide, /proc/stat)", "iowait_s", info.host_iowait_s));
   } else {
     line(fmt::format("  {:<24} {:.6f}", "iowait_s", secs(all.iowait)));
+  }
+  if (sc.workload.convergence_program != UINT32_MAX && !info.host_run) {
+    const std::string& prog = sc.workload.programs[sc.workload.convergence_program].name;
+    line(r.converged_s >= 0
+             ? fmt::format("  {:<24} {:.6f}  (each process's {} tasks on one node since)",
+                           "converged_s", r.converged_s, prog)
+             : fmt::format("  {:<24} {:.6f}  (never: each process's {} tasks were not on one "
+                           "node at the end; the whole run, as perf bench numa reports)",
+                           "converged_s", r.elapsed_s, prog));
   }
   if (std::any_of(r.kswapd_s.begin(), r.kswapd_s.end(), [](double s) { return s > 0; })) {
     std::string per_node;

@@ -484,8 +484,9 @@ uint64_t bytes_to_pages(uint64_t bytes) { return bytes / kPageSize + (bytes % kP
 
 // A task count given by the machine, as the field's benchmarks size
 // themselves: "cpus" (logical CPUs), "nodes" (nodes with CPUs), either
-// optionally followed by "/N" or "*N" (autonuma-benchmark's numa01 runs
-// "cpus/2" threads in each of two processes). For machine.preset = "host",
+// optionally followed by factors "/N" or "*N", N an integer, cpus or nodes
+// (autonuma-benchmark's numa01 runs "cpus/2" threads in each of two
+// processes; mmtests' perfnuma "cpus/nodes" in each of "nodes"). For machine.preset = "host",
 // the host's, and for a native run (Scenario::counts_from_host).
 std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const std::string& key,
                                       const toml::node& n, uint64_t hi) {
@@ -494,20 +495,6 @@ std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const 
     r.error(&n, key, fmt::format("\"{}\" {}", text, why));
     return std::nullopt;
   };
-  const size_t op_at = text.find_first_of("/*");
-  const std::string base = text.substr(0, op_at);
-  if (base != "cpus" && base != "nodes")
-    return fail(
-        "is not a count: give an integer, or cpus or nodes, optionally with /N or *N (e.g. "
-        "\"cpus/2\")");
-  uint64_t k = 1;
-  if (op_at != std::string::npos) {
-    const char* first = text.data() + op_at + 1;
-    const char* last = text.data() + text.size();
-    const auto [end, ec] = std::from_chars(first, last, k);
-    if (first == last || ec != std::errc() || end != last || k == 0)
-      return fail(fmt::format("needs a positive integer after '{}'", text[op_at]));
-  }
   uint64_t cpus = 0, nodes = 0;
   if (sc.host_machine || sc.counts_from_host) {
     std::string why;
@@ -520,14 +507,45 @@ std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const 
     cpus = sc.machine.nr_cpus();
     nodes = sc.machine.nr_cpu_nodes();
   }
-  const uint64_t v = base == "cpus" ? cpus : nodes;
-  const bool times = op_at != std::string::npos && text[op_at] == '*';
-  const uint64_t count = times ? (k > hi / std::max<uint64_t>(v, 1) ? hi + 1 : v * k) : v / k;
+  // cpus or nodes, then factors each applied in turn: "/" or "*" and an
+  // integer, cpus or nodes ("cpus/nodes/2": half of a node's CPUs).
+  size_t at = text.find_first_of("/*");
+  const std::string base = text.substr(0, at);
+  if (base != "cpus" && base != "nodes")
+    return fail(
+        "is not a count: give an integer, or cpus or nodes, optionally with /N or *N (e.g. "
+        "\"cpus/2\", \"cpus/nodes\")");
+  uint64_t count = base == "cpus" ? cpus : nodes;
+  bool too_many = false;
+  while (at != std::string::npos) {
+    const char op = text[at];
+    const size_t next = text.find_first_of("/*", at + 1);
+    const std::string factor = text.substr(at + 1, next == std::string::npos ? next : next - at - 1);
+    uint64_t k = 0;
+    if (factor == "cpus") {
+      k = cpus;
+    } else if (factor == "nodes") {
+      k = nodes;
+    } else {
+      const auto [end, ec] = std::from_chars(factor.data(), factor.data() + factor.size(), k);
+      if (factor.empty() || ec != std::errc() || end != factor.data() + factor.size() || k == 0)
+        return fail(fmt::format("needs a positive integer, cpus or nodes after '{}'", op));
+    }
+    if (op == '/') {
+      count /= std::max<uint64_t>(k, 1);
+    } else if (count > hi / k) {
+      too_many = true;
+      count = hi + 1;
+    } else {
+      count *= k;
+    }
+    at = next;
+  }
   if (count < 1 || count > hi)
     return fail(
         fmt::format("comes to {} on this machine ({} CPUs, {} nodes with CPUs): out of "
                     "range [1, {}]",
-                    times && count > hi ? fmt::format("more than {}", hi) : fmt::to_string(count),
+                    too_many ? fmt::format("more than {}", hi) : fmt::to_string(count),
                     cpus, nodes, hi));
   return count;
 }
@@ -575,10 +593,13 @@ std::vector<Op> read_body(const toml::node* n, TableReader& r, uint32_t program,
 
 // `nodes = "own"` or `"mirror"` on a pin or a mempolicy: the task's share of
 // the nodes with CPUs, by its place among the tasks its threads or fork op
-// started (util::node_share), or the share of the task at the other end.
+// started (util::node_share), or the share of the task at the other end;
+// `"all"`: every node with CPUs.
 void read_node_share(TableReader& r, Op& op) {
-  if (auto s = r.choice("nodes", {"own", "mirror"}))
-    op.node_share = *s == "own" ? workload::NodeShare::kOwn : workload::NodeShare::kMirror;
+  if (auto s = r.choice("nodes", {"own", "mirror", "all"}))
+    op.node_share = *s == "own"      ? workload::NodeShare::kOwn
+                    : *s == "mirror" ? workload::NodeShare::kMirror
+                                     : workload::NodeShare::kAll;
 }
 
 std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint32_t program,
@@ -631,7 +652,7 @@ std::optional<Op> read_op(const toml::table& t, const std::string& prefix, uint3
       const toml::array* a = n->as_array();
       if (!a) {
         r.error(n, "nodes",
-                shares ? "expected an array of node numbers, \"own\" or \"mirror\""
+                shares ? "expected an array of node numbers, \"own\", \"mirror\" or \"all\""
                        : "expected an array of node numbers");
       } else {
         for (const auto& e : *a) {
@@ -1637,6 +1658,17 @@ LoadResult parse_table(toml::table root, const std::string& file,
       } else {
         r.error(t->get("cgroup"), "cgroup",
                 fmt::format("no [[cgroups]] entry has path \"{}\"", *c));
+      }
+    }
+    // perf bench numa's convergence: the program whose tasks, in each
+    // process, must come onto one node (metrics converged_s, converged).
+    if (auto c = r.string("convergence")) {
+      auto it = names.programs.find(*c);
+      if (it == names.programs.end()) {
+        r.error(t->get("convergence"), "convergence",
+                fmt::format("no program is named \"{}\"", *c));
+      } else {
+        sc.workload.convergence_program = it->second;
       }
     }
     r.finish();

@@ -31,8 +31,9 @@ enum class OpKind : uint8_t {
 
 // A pin's or a mempolicy's nodes given by the task's place among the tasks
 // its threads or fork op started (util::node_share): its own share of the
-// nodes with CPUs, or the share of the task at the other end (mirror).
-enum class NodeShare : uint8_t { kNone, kOwn, kMirror };
+// nodes with CPUs, or the share of the task at the other end (mirror); or
+// every node with CPUs (all: undoing an earlier pin).
+enum class NodeShare : uint8_t { kNone, kOwn, kMirror, kAll };
 
 struct Op {
   OpKind kind = OpKind::kCount;
@@ -129,6 +130,9 @@ struct Workload {
   std::vector<std::string> cgroup_paths;  // [[cgroups]] in order (ids 1..)
   uint32_t init_program = 0;              // the first process runs this
   uint32_t init_cgroup = 0;               // memcg of the first process (0: root)
+  // [run] convergence: the program whose tasks must, in each process, all be
+  // on one node (perf bench numa's convergence); UINT32_MAX: none.
+  uint32_t convergence_program = UINT32_MAX;
   std::string init_comm = "init";
 };
 

@@ -167,6 +167,7 @@ RunResult World::run() {
   // 10 s between passes): only a task still alive means the limit cut the run.
   r.time_limit_hit = live_tasks_ > 0;
   r.elapsed_s = (r.time_limit_hit ? config_.time_limit : last_exit_).seconds();
+  if (converged_) r.converged_s = converged_since_.seconds();
   run_checker("end of run", /*always=*/true);
 
   r.vmstat = vmstat_delta(before, mm_.vmstat());
@@ -379,7 +380,40 @@ void World::kswapd_event(NodeId node, uint64_t gen, Tick now) {
   start_kthreads(now);
 }
 
-void World::on_event(sim::EventQueue&, const sim::Event& e) {
+void World::check_convergence(Tick now) {
+  // tgid -> the node of its first live task of the program.
+  std::vector<std::pair<uint32_t, uint16_t>> seen;
+  size_t live = 0;
+  bool one_node = true;
+  for (size_t pid = 1; pid < tasks_.size(); ++pid) {
+    const TaskExec& t = *tasks_[pid];
+    if (!t.proc || t.program != workload_.convergence_program) continue;
+    ++live;
+    const auto it = std::find_if(seen.begin(), seen.end(),
+                                 [&](const auto& s) { return s.first == t.task.tgid; });
+    if (it == seen.end()) {
+      seen.emplace_back(t.task.tgid, t.task.node.v);
+    } else if (it->second != t.task.node.v) {
+      one_node = false;
+    }
+  }
+  // Judged only with all of them alive: not before they have all started
+  // (as many as were ever alive at once), nor once some have ended.
+  if (live > convergence_tasks_) {
+    convergence_tasks_ = live;
+    converged_ = false;  // judged afresh from now
+  }
+  if (live == 0 || live < convergence_tasks_) return;
+  if (one_node && !converged_) converged_since_ = now;
+  converged_ = one_node;
+}
+
+void World::on_event(sim::EventQueue& q, const sim::Event& e) {
+  dispatch(q, e);
+  if (workload_.convergence_program != UINT32_MAX) check_convergence(e.time);
+}
+
+void World::dispatch(sim::EventQueue&, const sim::Event& e) {
   if (e.kind == kKswapd) {
     kswapd_event(NodeId(static_cast<uint16_t>(e.arg0)), e.arg1, e.time);
     return;
@@ -1088,6 +1122,7 @@ std::vector<NodeId> World::share_nodes(const TaskExec& t, NodeShare share) const
     const NodeId id(static_cast<uint16_t>(n));
     if (!topo.node(id).cpus.empty()) with_cpus.push_back(id);
   }
+  if (share == NodeShare::kAll) return with_cpus;
   const auto [first, last] =
       util::node_share(t.slice_index, t.slices, with_cpus.size(), share == NodeShare::kMirror);
   return {with_cpus.begin() + static_cast<ptrdiff_t>(first),

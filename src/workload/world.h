@@ -94,6 +94,7 @@ class World final : public sim::EventHandler,
 
   // sim::EventHandler
   void on_event(sim::EventQueue& q, const sim::Event& e) override;
+  void dispatch(sim::EventQueue& q, const sim::Event& e);
   // mm::PteObserver
   void on_pte_revoked(mm::Mm& mm, Vpn start, Vpn end) override;
   // numa::TaskView
@@ -220,6 +221,9 @@ class World final : public sim::EventHandler,
   // The pin op: sched_setaffinity of the task itself.
   Step exec_pin(TaskExec& t, const Op& op);
   Step exec_mempolicy(TaskExec& t, const Op& op);
+  // [run] convergence: whether each process's live tasks of the program are
+  // on one node; updates converged_ and converged_since_ at `now`.
+  void check_convergence(Tick now);
   // The share of the task's last access range mapped on its node, in %.
   double local_pct(const TaskExec& t) const;
   // The nodes of an op's NodeShare for this task (util::node_share over the
@@ -308,6 +312,9 @@ class World final : public sim::EventHandler,
   numa::Balancer balancer_;
   migrate::Migrator migrator_;
   AccessCost access_;
+  bool converged_ = false;  // check_convergence's state
+  Tick converged_since_;
+  size_t convergence_tasks_ = 0;  // the most of the program's tasks alive at once
   std::vector<CpuId> sibling_;  // by CPU: its SMT sibling (itself if none)
   TimelineSampler timeline_;
   sim::Noise noise_;

@@ -794,8 +794,8 @@ TEST(PlanText, AMempolicyOpCarriesItsPolicyAndItsNodesOrItsShare) {
   EXPECT_EQ(write_plan(*q), shared);
   EXPECT_EQ(error_of(plan_text("op kind=mempolicy policy=bind nodes=1 node_share=1\n")),
             "line 7: a mempolicy op names nodes (nodes=) or a share (node_share=), not both");
-  EXPECT_EQ(error_of(plan_text("op kind=mempolicy policy=bind nodes= node_share=3\n")),
-            "line 7: node_share 3 is not 0, 1 or 2");
+  EXPECT_EQ(error_of(plan_text("op kind=mempolicy policy=bind nodes= node_share=4\n")),
+            "line 7: node_share 4 is not 0, 1, 2 or 3");
 }
 
 TEST(PlanRead, RefusesAMemsetSweepThatDoesNotWrite) {

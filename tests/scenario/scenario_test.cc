@@ -568,6 +568,18 @@ TEST(ScenarioMachineCounts, NodesTimesTwoIsTwiceTheNodesWithCpus) {
   EXPECT_EQ(main_threads_count(lr), 4u);
 }
 
+TEST(ScenarioMachineCounts, FactorsMayBeCpusOrNodesAppliedInTurn) {
+  const LoadResult per_node = parse(threads_count("\"cpus/nodes\""));
+  ASSERT_TRUE(per_node.ok()) << all_of(per_node);
+  EXPECT_EQ(main_threads_count(per_node), 8u);
+  const LoadResult half = parse(threads_count("\"cpus/nodes/2\""));
+  ASSERT_TRUE(half.ok()) << all_of(half);
+  EXPECT_EQ(main_threads_count(half), 4u);
+  const LoadResult twice = parse(threads_count("\"cpus/nodes*2\""));
+  ASSERT_TRUE(twice.ok()) << all_of(twice);
+  EXPECT_EQ(main_threads_count(twice), 16u);
+}
+
 TEST(ScenarioMachineCounts, FollowsAMachineOverride) {
   const LoadResult lr = parse(threads_count("\"cpus\""), {"machine.preset=xeon-8s-144c"});
   ASSERT_TRUE(lr.ok()) << all_of(lr);
@@ -605,7 +617,7 @@ TEST(ScenarioMachineCounts, AMissingOrZeroFactorIsReported) {
   for (const char* bad : {"\"cpus/\"", "\"cpus*0\"", "\"cpus/x\""}) {
     const LoadResult lr = parse(threads_count(bad));
     const Diagnostic d = only_about(lr, "programs.main[1].count");
-    EXPECT_NE(d.message.find("needs a positive integer after"), std::string::npos)
+    EXPECT_NE(d.message.find("needs a positive integer, cpus or nodes after"), std::string::npos)
         << bad << ": " << d.message;
   }
 }

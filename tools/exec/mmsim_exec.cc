@@ -367,6 +367,7 @@ class Task {
     if (!text) return std::nullopt;
     const auto list = parse_cpulist(*text);
     if (!list || list->empty()) return std::nullopt;
+    if (share == plan::NodeShare::kAll) return std::vector<uint16_t>(list->begin(), list->end());
     const auto [first, last] =
         util::node_share(slice_index_, slices_, list->size(), share == plan::NodeShare::kMirror);
     std::vector<uint16_t> nodes;
