@@ -167,6 +167,27 @@ std::span<const Switch<NumaConfig>> numa_switches() {
                   {"4.14", static_cast<int64_t>(ScanPeriodUpdate::k414)}}},
        [](const C& c) { return static_cast<int64_t>(c.scan_period_update); },
        [](C& c, int64_t v) { c.scan_period_update = static_cast<ScanPeriodUpdate>(v); }},
+      {{.section = "numa",
+        .key = "numa_imbalance",
+        .kind = SwitchKind::kChoice,
+        .doc = "the NUMA imbalance the scheduler allows (kernel/sched/fair.c): load: a new task "
+               "goes to the least-loaded node and balancing moves a task to an idle CPU only "
+               "within imbalance_pct (3.8-5.4); 5.10: a new task stays on its parent's node "
+               "while it has an idle CPU (find_idlest_group, 5.5), and a task moves to an "
+               "idle CPU if at most 2 tasks then run there (adjust_numa_imbalance, 5.7; "
+               "destination count, 233e7aca4c8a, 5.10); 6.0: both allow an imbalance of 2 "
+               "while the destination runs at most imb_numa_nr tasks (read in 6.1 and 6.12). "
+               "5.11-5.19 changed the threshold in steps and are given the nearest rule",
+        .default_value = static_cast<int64_t>(sched::NumaImbalance::kLoad),
+        .presets = {{.from = {5, 5},
+                     .until = {5, 15},
+                     .value = static_cast<int64_t>(sched::NumaImbalance::k510)},
+                    {.from = {5, 16}, .value = static_cast<int64_t>(sched::NumaImbalance::k60)}},
+        .words = {{"load", static_cast<int64_t>(sched::NumaImbalance::kLoad)},
+                  {"5.10", static_cast<int64_t>(sched::NumaImbalance::k510)},
+                  {"6.0", static_cast<int64_t>(sched::NumaImbalance::k60)}}},
+       [](const C& c) { return static_cast<int64_t>(c.numa_imbalance); },
+       [](C& c, int64_t v) { c.numa_imbalance = static_cast<sched::NumaImbalance>(v); }},
       {rule("backoff_resets_locality",
             "update_task_scan_period's back-off (no useful faults, or a failed migration) "
             "clears numa_faults_locality as its normal path does (kernel/sched/fair.c: "

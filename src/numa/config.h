@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "sched/domains.h"
 #include "sim/switches.h"
 
 namespace mmsim::numa {
@@ -92,6 +93,9 @@ struct NumaConfig {
   // move it whole, and makes its other marked pages in that page table
   // accessible too (6.10); before, it only made that page accessible.
   bool pte_mapped_thp_hinting = false;
+  // How much NUMA imbalance the scheduler allows when it places a new task
+  // and when balancing moves a task to an idle CPU of its preferred node.
+  sched::NumaImbalance numa_imbalance = sched::NumaImbalance::kLoad;
   int64_t migrate_passes = 10;
   int64_t tick_hz = 250;
   bool skew_tick = false;  // the skew_tick boot parameter

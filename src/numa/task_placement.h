@@ -1,9 +1,10 @@
 // Moving a task to its preferred node (kernel/sched/fair.c task_numa_migrate,
-// reduced): an idle CPU there if the nodes' loads stay within imbalance_pct,
-// else a swap with the running task there that gains most, if the gain beats
-// SMALLIMP. A pure decision; the caller carries it out. Only CPUs the task
-// may run on are tried, and only swaps with a task that may run on the
-// task's own CPU (cpus_ptr, as task_numa_find_cpu and task_numa_compare).
+// reduced): an idle CPU there if the version's NUMA imbalance rule allows it
+// (numa_imbalance: the nodes' loads within imbalance_pct, or a small
+// imbalance while the destination is lightly loaded), else a swap with the running task there that
+// gains most, if the gain beats SMALLIMP. A pure decision; the caller carries it out. Only CPUs the
+// task may run on are tried, and only swaps with a task that may run on the task's own CPU
+// (cpus_ptr, as task_numa_find_cpu and task_numa_compare).
 #pragma once
 
 #include <cstdint>

@@ -394,10 +394,11 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
   if (sc.workload.convergence_program != UINT32_MAX && !info.host_run) {
     const std::string& prog = sc.workload.programs[sc.workload.convergence_program].name;
     line(r.converged_s >= 0
-             ? fmt::format("  {:<24} {:.6f}  (each process's {} tasks on one node since)",
+             ? fmt::format("  {:<24} {:.6f}  (each process's {} tasks first all on one "
+                           "node; the run ended there, as perf bench numa -m)",
                            "converged_s", r.converged_s, prog)
-             : fmt::format("  {:<24} {:.6f}  (never: each process's {} tasks were not on one "
-                           "node at the end; the whole run, as perf bench numa reports)",
+             : fmt::format("  {:<24} {:.6f}  (never: each process's {} tasks were never all "
+                           "on one node; the whole run, as perf bench numa reports)",
                            "converged_s", r.elapsed_s, prog));
   }
   if (std::any_of(r.kswapd_s.begin(), r.kswapd_s.end(), [](double s) { return s > 0; })) {

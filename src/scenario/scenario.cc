@@ -520,7 +520,8 @@ std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const 
   while (at != std::string::npos) {
     const char op = text[at];
     const size_t next = text.find_first_of("/*", at + 1);
-    const std::string factor = text.substr(at + 1, next == std::string::npos ? next : next - at - 1);
+    const std::string factor =
+        text.substr(at + 1, next == std::string::npos ? next : next - at - 1);
     uint64_t k = 0;
     if (factor == "cpus") {
       k = cpus;
@@ -542,11 +543,10 @@ std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const 
     at = next;
   }
   if (count < 1 || count > hi)
-    return fail(
-        fmt::format("comes to {} on this machine ({} CPUs, {} nodes with CPUs): out of "
-                    "range [1, {}]",
-                    too_many ? fmt::format("more than {}", hi) : fmt::to_string(count),
-                    cpus, nodes, hi));
+    return fail(fmt::format(
+        "comes to {} on this machine ({} CPUs, {} nodes with CPUs): out of "
+        "range [1, {}]",
+        too_many ? fmt::format("more than {}", hi) : fmt::to_string(count), cpus, nodes, hi));
   return count;
 }
 
@@ -1404,10 +1404,38 @@ void check_programs(Names& names, Scenario& sc, Ctx& ctx) {
   }
 }
 
+// How many tasks run `target` over the run: the first process if it runs
+// it, and for each fork or threads op that starts it, the op's count times
+// the tasks running the op's program. nullopt if an op in a loop starts it,
+// or one of the programs on the way. REQUIRES: no fork cycle.
+std::optional<uint64_t> tasks_running(const workload::Workload& w, uint32_t target) {
+  using workload::Op;
+  using workload::OpKind;
+  auto starts = [&](const Op& op) {
+    return (op.kind == OpKind::kFork || op.kind == OpKind::kThreads) && op.program == target;
+  };
+  std::function<bool(const std::vector<Op>&)> in_loop = [&](const std::vector<Op>& body) {
+    return std::any_of(body.begin(), body.end(),
+                       [&](const Op& op) { return starts(op) || in_loop(op.body); });
+  };
+  uint64_t n = target == w.init_program ? 1 : 0;
+  for (uint32_t q = 0; q < w.programs.size(); ++q) {
+    for (const Op& op : w.programs[q].ops) {
+      if (op.kind == OpKind::kLoop && in_loop(op.body)) return std::nullopt;
+      if (!starts(op)) continue;
+      const auto m = tasks_running(w, q);
+      if (!m) return std::nullopt;
+      n += op.count * *m;
+    }
+  }
+  return n;
+}
+
 LoadResult parse_table(toml::table root, const std::string& file,
                        const std::vector<std::string>& overrides, std::optional<uint64_t> seed,
                        bool counts_from_host) {
   LoadResult out;
+  const toml::node* convergence_where = nullptr;
   Ctx ctx{file, &out.diagnostics, {}};
   for (const auto& o : overrides) apply_override(root, o, ctx);
   Scenario sc;
@@ -1663,6 +1691,7 @@ LoadResult parse_table(toml::table root, const std::string& file,
     // perf bench numa's convergence: the program whose tasks, in each
     // process, must come onto one node (metrics converged_s, converged).
     if (auto c = r.string("convergence")) {
+      convergence_where = t->get("convergence");
       auto it = names.programs.find(*c);
       if (it == names.programs.end()) {
         r.error(t->get("convergence"), "convergence",
@@ -1677,6 +1706,17 @@ LoadResult parse_table(toml::table root, const std::string& file,
   }
   top.finish();
   check_programs(names, sc, ctx);
+  // perf's threads all start before any is judged: the count must be known.
+  if (sc.workload.convergence_program != UINT32_MAX && out.diagnostics.empty()) {
+    const auto n = tasks_running(sc.workload, sc.workload.convergence_program);
+    if (!n) {
+      ctx.error(convergence_where->source(), "run.convergence",
+                "the program's tasks must all be started by fork or threads ops outside loops, "
+                "so that their number is known");
+    } else {
+      sc.workload.convergence_tasks = *n;
+    }
+  }
   // The first process inherits no region: one it uses before mapping it
   // (until it starts threads, which share its regions) is a sure SIGSEGV or
   // ENOMEM.

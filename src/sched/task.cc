@@ -22,6 +22,7 @@ Tick SliceConfig::slice(size_t nr_running) const {
 
 RunQueues::RunQueues(const topo::Topology& topo)
     : topo_(topo),
+      domains_(topo),
       nr_(topo.nr_cpus(), 0),
       queues_(topo.nr_cpus()),
       current_(topo.nr_cpus(), 0),
@@ -33,34 +34,81 @@ CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node,
   auto ok = [&](CpuId c) {
     return allowed.empty() || std::binary_search(allowed.begin(), allowed.end(), c);
   };
-  // A node is a candidate if the task may run on one of its CPUs; its load
-  // is that of all its CPUs (update_sg_wakeup_stats).
-  auto candidate = [&](const topo::Node& n) {
-    return std::any_of(n.cpus.begin(), n.cpus.end(), ok);
+  // A node's statistics over the CPUs the task may use
+  // (update_sg_wakeup_stats): tasks, CPUs, idle CPUs.
+  struct Stats {
+    const topo::Node* node = nullptr;
+    uint64_t tasks = 0, cpus = 0, idle = 0;
+    bool spare() const { return tasks < cpus; }  // group_has_spare, by count
   };
-  // Load of a node: tasks per CPU, compared as cross products to stay exact.
-  const topo::Node* best = nullptr;
-  uint64_t best_tasks = 0;
-  auto node_tasks = [&](const topo::Node& n) {
-    uint64_t t = 0;
-    for (CpuId c : n.cpus) t += nr_[c.v];
-    return t;
+  auto stats = [&](const topo::Node& n) {
+    Stats s{.node = &n};
+    for (CpuId c : n.cpus) {
+      if (!ok(c)) continue;
+      ++s.cpus;
+      s.tasks += nr_[c.v];
+      if (nr_[c.v] == 0) ++s.idle;
+    }
+    return s;
   };
-  auto better = [&](uint64_t ta, size_t ca, uint64_t tb, size_t cb) { return ta * cb < tb * ca; };
-  const topo::Node& parent = topo_.node(parent_node);
-  if (candidate(parent)) {
-    best = &parent;
-    best_tasks = node_tasks(parent);
+  // Less loaded: fewer tasks per CPU, compared as cross products to stay exact.
+  auto lighter = [](const Stats& a, const Stats& b) { return a.tasks * b.cpus < b.tasks * a.cpus; };
+  std::vector<Stats> candidates;
+  // The parent's node first, then the others by id.
+  if (Stats s = stats(topo_.node(parent_node)); s.cpus > 0) candidates.push_back(s);
+  const bool has_local = !candidates.empty();
+  for (const topo::Node& n : topo_.nodes()) {
+    if (n.id == parent_node) continue;
+    if (Stats s = stats(n); s.cpus > 0) candidates.push_back(s);
   }
-  for (const auto& n : topo_.nodes()) {
-    if (!candidate(n)) continue;
-    const uint64_t t = node_tasks(n);
-    if (!best || better(t, n.cpus.size(), best_tasks, best->cpus.size())) {
-      best = &n;
-      best_tasks = t;
+  check(!candidates.empty(), "select_cpu_for_new_task: no allowed CPU");
+  const topo::Node* best = nullptr;
+  if (rule_ == NumaImbalance::kLoad) {
+    // The least-loaded node; ties: the parent's (listed first), then the
+    // lowest id.
+    const Stats* pick = &candidates.front();
+    for (const Stats& s : candidates) {
+      if (lighter(s, *pick)) pick = &s;
+    }
+    best = pick->node;
+  } else {
+    // find_idlest_group: the idlest other node (spare capacity first, then
+    // the most idle CPUs, or the lightest load), against the parent's.
+    const Stats* idlest = nullptr;
+    for (size_t i = has_local ? 1 : 0; i < candidates.size(); ++i) {
+      const Stats& s = candidates[i];
+      if (!idlest || (s.spare() && !idlest->spare()) ||
+          (s.spare() == idlest->spare() &&
+           (s.spare() ? s.idle > idlest->idle : lighter(s, *idlest)))) {
+        idlest = &s;
+      }
+    }
+    const Stats* local = has_local ? &candidates.front() : nullptr;
+    if (!idlest) {
+      best = local->node;
+    } else if (!local) {
+      best = idlest->node;
+    } else if (local->spare() != idlest->spare()) {
+      best = local->spare() ? local->node : idlest->node;
+    } else if (!local->spare()) {
+      best = lighter(*idlest, *local) ? idlest->node : local->node;
+    } else {
+      // Both have spare capacity: the parent's node keeps the task while the
+      // version allows the imbalance, else the one with more idle CPUs.
+      bool stay = false;
+      if (rule_ == NumaImbalance::k510) {
+        stay = local->idle > 0;
+      } else {
+        int64_t imb = domains_.top_imb_numa_nr(parent_node);
+        if (!allowed.empty()) imb = std::min<int64_t>(imb, static_cast<int64_t>(local->cpus));
+        const auto imbalance = static_cast<int64_t>(
+            local->idle > idlest->idle ? local->idle - idlest->idle : idlest->idle - local->idle);
+        stay = adjust_numa_imbalance(rule_, imbalance, static_cast<int64_t>(local->tasks) + 1,
+                                     imb) == 0;
+      }
+      best = stay || local->idle >= idlest->idle ? local->node : idlest->node;
     }
   }
-  check(best != nullptr, "select_cpu_for_new_task: no allowed CPU");
   // In the node: prefer an idle allowed CPU whose SMT siblings are idle too.
   auto core_busy = [&](const topo::Cpu& c) {
     for (CpuId o : best->cpus) {
@@ -104,6 +152,7 @@ Task& Scheduler::new_task(uint32_t tgid, uint32_t ppid, std::string comm, mm::Mm
   t.mm = &mm;
   t.cpus_allowed = std::move(cpus_allowed);
   t.cpu = rq_.select_cpu_for_new_task(parent_node, t.cpus_allowed);
+  ++placements_;
   t.node = topo_.cpu_to_node(t.cpu);
   t.start_time = at;
   return t;
@@ -156,6 +205,7 @@ void Scheduler::leave_cpu(Task& t, TaskState state, Tick at) {
   check(rq_.current(cpu) == t.pid, "leave_cpu of a task not on its CPU");
   trace_state(t, at);
   mm_cpumask_remove(t);
+  if (state == TaskState::kDead) ++placements_;
   t.state = state;
   t.state_since = at;
   rq_.current(cpu) = 0;
@@ -193,6 +243,7 @@ void Scheduler::wake(Task& t, Tick at) {
   }
   if (const CpuId c = wake_cpu(t); c != t.cpu) {
     t.cpu = c;
+    ++placements_;
     executor_.moved(t);
   }
   rq_.add(t.cpu);
@@ -246,6 +297,7 @@ void Scheduler::pull_to_idle(CpuId cpu, Tick at) {
   Task& t = task(rq_.dequeue_at(*donor, index));
   rq_.remove(*donor);
   t.cpu = cpu;
+  ++placements_;
   t.node = here;
   rq_.add(cpu);
   executor_.moved(t);
@@ -253,15 +305,6 @@ void Scheduler::pull_to_idle(CpuId cpu, Tick at) {
   start_running(t, from);
   t.times.sys_ns += context_switch_ns_;
   executor_.run_from(t, from + to_tick(context_switch_ns_));
-}
-
-std::vector<uint32_t> Scheduler::homed() const {
-  std::vector<uint32_t> homed(topo_.nr_cpus(), 0);
-  for (size_t pid = 1; pid < tasks_.size(); ++pid) {
-    const Task& x = *tasks_[pid];
-    if (x.state != TaskState::kDead) ++homed[x.cpu.v];
-  }
-  return homed;
 }
 
 bool Scheduler::move_to_idle_cpu(Task& t, CpuId cpu, Tick at) {
@@ -275,6 +318,7 @@ bool Scheduler::move_to_idle_cpu(Task& t, CpuId cpu, Tick at) {
   rq_.free_from(old) = at;
   rq_.remove(old);
   t.cpu = cpu;
+  ++placements_;
   t.node = topo_.cpu_to_node(cpu);
   rq_.add(cpu);
   rq_.current(cpu) = t.pid;
@@ -288,6 +332,7 @@ void Scheduler::swap_cpus(Task& a, Task& b) {
   mm_cpumask_remove(a);
   mm_cpumask_remove(b);
   std::swap(a.cpu, b.cpu);
+  ++placements_;
   for (Task* x : {&a, &b}) {
     x->node = topo_.cpu_to_node(x->cpu);
     rq_.current(x->cpu) = x->pid;
@@ -321,6 +366,7 @@ bool Scheduler::set_cpus_allowed(Task& t, std::vector<CpuId> cpus, Tick at) {
   rq_.remove(old);
   ++t.nivcsw;
   t.cpu = dest;
+  ++placements_;
   t.node = topo_.cpu_to_node(dest);
   t.state = TaskState::kRunnable;
   t.state_since = at;

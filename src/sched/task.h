@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mm/mm_types.h"
+#include "sched/domains.h"
 #include "sim/trace.h"
 #include "sim/types.h"
 #include "topo/topology.h"
@@ -83,13 +84,17 @@ struct SliceConfig {
 class RunQueues {
  public:
   explicit RunQueues(const topo::Topology& topo);
-  // select_task_rq at fork/clone: the least-loaded node (ties: the parent's
-  // node, then the lowest id), then in it an idle CPU on an idle core, an idle
-  // CPU, or the CPU with the fewest tasks (ties: lowest id). Only CPUs of
-  // `allowed` count (empty: every CPU), as find_idlest_group and
-  // find_idlest_group_cpu look only at the task's cpus_ptr.
+  // select_task_rq at fork/clone: a node by the version's rule
+  // (find_idlest_group; see NumaImbalance and NumaDomains::top_imb_numa_nr),
+  // then in it an idle CPU on an idle core, an idle CPU, or the CPU with the
+  // fewest tasks (ties: lowest id). Only CPUs of `allowed` count (empty:
+  // every CPU), as find_idlest_group and find_idlest_group_cpu look only at
+  // the task's cpus_ptr.
   // REQUIRES: `allowed` names CPUs of the machine.
   CpuId select_cpu_for_new_task(NodeId parent_node, const std::vector<CpuId>& allowed = {}) const;
+  void set_numa_imbalance(NumaImbalance rule) { rule_ = rule; }
+  NumaImbalance numa_imbalance() const { return rule_; }
+  const NumaDomains& domains() const { return domains_; }
   // Accounting of tasks placed on each CPU (running or runnable).
   void add(CpuId cpu) { ++nr_[cpu.v]; }
   void remove(CpuId cpu) { --nr_[cpu.v]; }
@@ -129,6 +134,8 @@ class RunQueues {
 
  private:
   const topo::Topology& topo_;
+  NumaDomains domains_;
+  NumaImbalance rule_ = NumaImbalance::kLoad;
   std::vector<uint32_t> nr_;
   std::vector<std::deque<uint32_t>> queues_;
   std::vector<uint32_t> current_;
@@ -174,6 +181,12 @@ class Scheduler {
   void wake_up_new_task(Task& t, Tick at);
   // Each task state that ends from now on goes to `trace` (nullptr: none).
   void set_trace(sim::Trace* trace) { trace_ = trace; }
+  // The version's NUMA imbalance rule for placing new tasks (kLoad unless set).
+  void set_numa_imbalance(NumaImbalance rule) { rq_.set_numa_imbalance(rule); }
+  const NumaDomains& domains() const { return rq_.domains(); }
+  // Counts every change of a task's CPU, and every exit: whoever watches
+  // where tasks are re-reads only when it has moved on.
+  uint64_t placements() const { return placements_; }
   // Tells the trace that t's current state lasted from state_since to `at`
   // (the caller then starts its next one at `at`).
   void trace_state(const Task& t, Tick at) const;
@@ -197,8 +210,6 @@ class Scheduler {
   }
   uint32_t current(CpuId cpu) const { return rq_.current_const(cpu); }
   uint32_t nr_running(CpuId cpu) const { return rq_.nr_running(cpu); }
-  // Live tasks whose CPU each CPU is, running or not (by CPU id).
-  std::vector<uint32_t> homed() const;
 
   // Moves a running task that is alone on its CPU to the idle `cpu`
   // (migrate_task_to); `at` starts its slice there. False if it is not alone,
@@ -247,6 +258,7 @@ class Scheduler {
   RunQueues rq_;
   SliceConfig slices_;
   std::vector<std::unique_ptr<Task>> tasks_;
+  uint64_t placements_ = 0;
 };
 
 }  // namespace mmsim::sched

@@ -133,6 +133,8 @@ struct Workload {
   // [run] convergence: the program whose tasks must, in each process, all be
   // on one node (perf bench numa's convergence); UINT32_MAX: none.
   uint32_t convergence_program = UINT32_MAX;
+  // How many tasks run it over the run (fork and threads ops outside loops).
+  uint64_t convergence_tasks = 0;
   std::string init_comm = "init";
 };
 

@@ -86,9 +86,9 @@ TaskResult task_result(const sched::Task& task, std::string program, std::vector
 struct RunResult {
   double elapsed_s = 0;  // simulated time until the last task exited
   bool time_limit_hit = false;
-  // [run] convergence: when each process's tasks of that program last came
-  // onto one node (and stayed so to the end); -1: they were not so at the
-  // end, or no convergence program was given.
+  // [run] convergence: when each process's tasks of that program first
+  // were all on one node, which ended the run; -1: never, or no convergence
+  // program was given.
   double converged_s = -1;
   std::vector<TaskResult> tasks;                        // by pid
   std::vector<std::pair<std::string, int64_t>> vmstat;  // change over the run

@@ -46,6 +46,7 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
       noise_(config_.noise),
       limit_pages_(config_.limits.memory_bytes / kPageSize) {
   tasks_.emplace_back();  // pid 0 is the idle task
+  sched_.set_numa_imbalance(config_.numa.numa_imbalance);
   if (memcg_.enabled()) mm_.set_memcg(&memcg_);
   mm_.set_reclaim(&vmscan_);
   mm_.cache().set_page_cgroup_bytes(config_.page_cgroup_array_bytes);
@@ -165,9 +166,12 @@ RunResult World::run() {
   r.limit_error = limit_error_;
   // Kernel threads' events may outlive the last task (khugepaged sleeps
   // 10 s between passes): only a task still alive means the limit cut the run.
-  r.time_limit_hit = live_tasks_ > 0;
-  r.elapsed_s = (r.time_limit_hit ? config_.time_limit : last_exit_).seconds();
-  if (converged_) r.converged_s = converged_since_.seconds();
+  r.time_limit_hit = live_tasks_ > 0 && !converged_;
+  r.elapsed_s = (converged_         ? converged_at_
+                 : r.time_limit_hit ? config_.time_limit
+                                    : last_exit_)
+                    .seconds();
+  if (converged_) r.converged_s = r.elapsed_s;
   run_checker("end of run", /*always=*/true);
 
   r.vmstat = vmstat_delta(before, mm_.vmstat());
@@ -381,10 +385,12 @@ void World::kswapd_event(NodeId node, uint64_t gen, Tick now) {
 }
 
 void World::check_convergence(Tick now) {
+  // Re-judged only when some task has changed CPU, started or ended.
+  if (converged_ || sched_.placements() == convergence_placements_) return;
+  convergence_placements_ = sched_.placements();
   // tgid -> the node of its first live task of the program.
   std::vector<std::pair<uint32_t, uint16_t>> seen;
-  size_t live = 0;
-  bool one_node = true;
+  uint64_t live = 0;
   for (size_t pid = 1; pid < tasks_.size(); ++pid) {
     const TaskExec& t = *tasks_[pid];
     if (!t.proc || t.program != workload_.convergence_program) continue;
@@ -394,18 +400,14 @@ void World::check_convergence(Tick now) {
     if (it == seen.end()) {
       seen.emplace_back(t.task.tgid, t.task.node.v);
     } else if (it->second != t.task.node.v) {
-      one_node = false;
+      return;
     }
   }
-  // Judged only with all of them alive: not before they have all started
-  // (as many as were ever alive at once), nor once some have ended.
-  if (live > convergence_tasks_) {
-    convergence_tasks_ = live;
-    converged_ = false;  // judged afresh from now
-  }
-  if (live == 0 || live < convergence_tasks_) return;
-  if (one_node && !converged_) converged_since_ = now;
-  converged_ = one_node;
+  // Judged with all of them alive, as perf's threads start together.
+  if (live != workload_.convergence_tasks) return;
+  converged_ = true;
+  converged_at_ = now;
+  queue_.stop();  // perf bench numa -m: the run ends there
 }
 
 void World::on_event(sim::EventQueue& q, const sim::Event& e) {

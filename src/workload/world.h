@@ -221,8 +221,9 @@ class World final : public sim::EventHandler,
   // The pin op: sched_setaffinity of the task itself.
   Step exec_pin(TaskExec& t, const Op& op);
   Step exec_mempolicy(TaskExec& t, const Op& op);
-  // [run] convergence: whether each process's live tasks of the program are
-  // on one node; updates converged_ and converged_since_ at `now`.
+  // [run] convergence: once every task of the program has started and is
+  // alive, whether each process's are all on one node; the first time they
+  // are, stops the run at `now` (perf bench numa -m).
   void check_convergence(Tick now);
   // The share of the task's last access range mapped on its node, in %.
   double local_pct(const TaskExec& t) const;
@@ -313,9 +314,9 @@ class World final : public sim::EventHandler,
   migrate::Migrator migrator_;
   AccessCost access_;
   bool converged_ = false;  // check_convergence's state
-  Tick converged_since_;
-  size_t convergence_tasks_ = 0;  // the most of the program's tasks alive at once
-  std::vector<CpuId> sibling_;  // by CPU: its SMT sibling (itself if none)
+  Tick converged_at_;
+  uint64_t convergence_placements_ = UINT64_MAX;  // sched placements() last judged
+  std::vector<CpuId> sibling_;                    // by CPU: its SMT sibling (itself if none)
   TimelineSampler timeline_;
   sim::Noise noise_;
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires

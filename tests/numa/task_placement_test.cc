@@ -18,17 +18,19 @@ namespace {
 
 using testing::MmWorld;
 
-NumaConfig balancing_on() {
+NumaConfig balancing_on(sched::NumaImbalance rule = sched::NumaImbalance::kLoad) {
   NumaConfig c;
   c.enabled = true;
   c.placement_every_fault = true;
+  c.numa_imbalance = rule;
   return c;
 }
 
 // The 2-node, 4-CPU test machine (CPUs 0, 1 on node 0; 2, 3 on node 1) with
 // a scheduler and a balancer that sees the scheduler's tasks.
 struct PlacementWorld final : sched::Executor, TaskView {
-  PlacementWorld() : sched(w.topo, 0.0, *this), balancer(balancing_on(), w.topo, w.mgr, *this) {}
+  explicit PlacementWorld(sched::NumaImbalance rule = sched::NumaImbalance::kLoad)
+      : sched(w.topo, 0.0, *this), balancer(balancing_on(rule), w.topo, w.mgr, *this) {}
 
   // sched::Executor: nothing runs programs here.
   void run_from(sched::Task&, Tick) override {}
@@ -137,6 +139,28 @@ TEST(TaskPlacementAffinity, ASwapNeedsEachTaskAllowedOnTheOthersCpu) {
     const TaskMove mv = p.migrate(a, NodeId(1));
     ASSERT_EQ(mv.kind, TaskMove::Kind::kSwap);
     EXPECT_EQ(p.sched.task(mv.other).cpu, CpuId(3));
+  }
+}
+
+// a alone on node 0 wants node 1, where b runs and CPU 3 is idle: the move
+// leaves node 1 two tasks ahead.
+TaskMove move_beside_one(sched::NumaImbalance rule) {
+  PlacementWorld p(rule);
+  sched::Task& a = p.spawn();
+  p.spawn();  // node 1 (fork placement by load)
+  p.faults_on(a, NodeId(1));
+  return p.migrate(a, NodeId(1));
+}
+
+TEST(TaskPlacementImbalance, BeforeFiveSevenAMoveThatUnbalancesTheNodesIsASwapInstead) {
+  EXPECT_EQ(move_beside_one(sched::NumaImbalance::kLoad).kind, TaskMove::Kind::kSwap);
+}
+
+TEST(TaskPlacementImbalance, FromFiveTenAnImbalanceOfTwoOnALightNodeIsAllowed) {
+  for (auto rule : {sched::NumaImbalance::k510, sched::NumaImbalance::k60}) {
+    const TaskMove mv = move_beside_one(rule);
+    EXPECT_EQ(mv.kind, TaskMove::Kind::kIdleCpu);
+    EXPECT_EQ(mv.cpu, CpuId(3));
   }
 }
 

@@ -580,6 +580,38 @@ TEST(ScenarioMachineCounts, FactorsMayBeCpusOrNodesAppliedInTurn) {
   EXPECT_EQ(main_threads_count(twice), 16u);
 }
 
+// --- [run] convergence (perf bench numa mem -m).
+
+std::string convergence_programs(const std::string& main_op) {
+  return std::string(kBase) + main_op +
+         "[[programs.p]]\nop = \"threads\"\ncount = \"cpus/nodes/2\"\nprogram = \"w\"\n"
+         "[[programs.w]]\nop = \"count\"\ncounter = \"x\"\n";
+}
+
+TEST(ScenarioConvergence, CountsEveryTaskThatWillRunTheProgram) {
+  // 2 processes of 4 threads (half a node's 8 CPUs).
+  const LoadResult lr =
+      parse(convergence_programs("[[programs.main]]\nop = \"fork\"\ncount = 2\nprogram = \"p\"\n"),
+            {"run.convergence=\"w\""});
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(lr.scenario->workload.convergence_tasks, 8u);
+}
+
+TEST(ScenarioConvergence, AProgramStartedFromALoopHasNoKnownCountAndIsAnError) {
+  const LoadResult lr =
+      parse(convergence_programs("[[programs.main]]\nop = \"loop\"\ncount = 2\nbody = [{ op = "
+                                 "\"fork\", count = 1, program = \"p\" }]\n"),
+            {"run.convergence=\"w\""});
+  const Diagnostic d = only_about(lr, "run.convergence");
+  EXPECT_NE(d.message.find("outside loops"), std::string::npos) << d.message;
+}
+
+TEST(ScenarioConvergence, AnUnknownProgramIsAnError) {
+  const LoadResult lr = parse(kBase, {"run.convergence=\"nosuch\""});
+  const Diagnostic d = only_about(lr, "run.convergence");
+  EXPECT_NE(d.message.find("no program is named \"nosuch\""), std::string::npos) << d.message;
+}
+
 TEST(ScenarioMachineCounts, FollowsAMachineOverride) {
   const LoadResult lr = parse(threads_count("\"cpus\""), {"machine.preset=xeon-8s-144c"});
   ASSERT_TRUE(lr.ok()) << all_of(lr);

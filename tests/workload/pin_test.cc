@@ -57,6 +57,30 @@ counter = "done"
   EXPECT_EQ(ran.counter("done"), 1u);
 }
 
+TEST(Pin, APinToAllNodesUndoesAnEarlierPin) {
+  // perf bench numa -0: set up bound to one node, then run anywhere.
+  auto ran = run_text(scenario(R"(
+[[programs.main]]
+op = "pin"
+nodes = [1]
+[[programs.main]]
+op = "pin"
+nodes = "all"
+[[programs.main]]
+op = "threads"
+count = 3
+program = "w"
+[[programs.main]]
+op = "wait"
+[[programs.w]]
+op = "sleep"
+duration = "1ms"
+)"));
+  bool on_node0 = false;
+  for (const auto& t : ran.result.tasks) on_node0 |= t.program == "w" && t.node == 0;
+  EXPECT_TRUE(on_node0) << "the threads inherit every CPU, not node 1's";
+}
+
 TEST(Pin, APinThatKeepsTheCurrentCpuDoesNotMoveTheTask) {
   auto ran = run_text(scenario(R"(
 [[programs.main]]

@@ -1,0 +1,73 @@
+#include "sched/domains.h"
+
+#include <algorithm>
+#include <set>
+
+namespace mmsim::sched {
+
+int64_t adjust_numa_imbalance(NumaImbalance rule, int64_t imbalance, int64_t dst_running,
+                              int64_t imb_numa_nr) {
+  switch (rule) {
+    case NumaImbalance::kLoad:
+      return imbalance;
+    case NumaImbalance::k510:
+      return dst_running <= kNumaImbalanceMin ? 0 : imbalance;
+    case NumaImbalance::k60:
+      if (dst_running > imb_numa_nr) return imbalance;
+      return imbalance <= kNumaImbalanceMin ? 0 : imbalance;
+  }
+  return imbalance;
+}
+
+NumaDomains::NumaDomains(const topo::Topology& topo)
+    : imb_(topo.nr_nodes(), 1), top_imb_(topo.nr_nodes(), 1) {
+  std::vector<NodeId> cpu_nodes;
+  for (const topo::Node& n : topo.nodes()) {
+    if (!n.cpus.empty()) cpu_nodes.push_back(n.id);
+  }
+  // The NUMA levels: the machine's distinct remote distances between nodes
+  // with CPUs, ascending (sched_init_numa).
+  std::set<int> levels;
+  for (NodeId a : cpu_nodes) {
+    for (NodeId b : cpu_nodes) {
+      if (a != b) levels.insert(topo.distance(a, b));
+    }
+  }
+  struct Span {
+    int64_t cpus = 0;
+    int64_t sockets = 0;
+    std::vector<NodeId> nodes;
+  };
+  for (NodeId n : cpu_nodes) {
+    // The node's NUMA domains: one per level that spans more than the one
+    // below (a level that adds no node is degenerate and removed).
+    std::vector<Span> spans;
+    for (int d : levels) {
+      Span s;
+      std::set<uint16_t> sockets;
+      for (NodeId m : cpu_nodes) {
+        if (topo.distance(n, m) > d) continue;
+        s.nodes.push_back(m);
+        s.cpus += static_cast<int64_t>(topo.node(m).cpus.size());
+        for (CpuId c : topo.node(m).cpus) sockets.insert(topo.cpu(c).socket);
+      }
+      s.sockets = static_cast<int64_t>(sockets.size());
+      if (s.nodes.size() > 1 && (spans.empty() || s.cpus > spans.back().cpus)) {
+        spans.push_back(std::move(s));
+      }
+    }
+    if (spans.empty()) continue;
+    // The lowest NUMA domain is the first above the LLC: its imbalance is
+    // its LLC count, or an eighth of its CPUs if it spans one LLC. Higher
+    // levels scale it by how many times their span holds the second
+    // level's (build_sched_domains).
+    const Span& first = spans.front();
+    const int64_t imb = std::max<int64_t>(1, first.sockets == 1 ? first.cpus >> 3 : first.sockets);
+    imb_[n.v] = imb;
+    const int64_t imb_span = spans.size() > 1 ? spans[1].cpus : first.cpus;
+    const size_t top = spans.size() - 1;
+    top_imb_[n.v] = top == 0 ? imb : imb * std::max<int64_t>(1, spans[top].cpus / imb_span);
+  }
+}
+
+}  // namespace mmsim::sched
