@@ -35,7 +35,6 @@ NumaDomains::NumaDomains(const topo::Topology& topo)
   }
   struct Span {
     int64_t cpus = 0;
-    int64_t sockets = 0;
     std::vector<NodeId> nodes;
   };
   for (NodeId n : cpu_nodes) {
@@ -44,29 +43,26 @@ NumaDomains::NumaDomains(const topo::Topology& topo)
     std::vector<Span> spans;
     for (int d : levels) {
       Span s;
-      std::set<uint16_t> sockets;
       for (NodeId m : cpu_nodes) {
         if (topo.distance(n, m) > d) continue;
         s.nodes.push_back(m);
         s.cpus += static_cast<int64_t>(topo.node(m).cpus.size());
-        for (CpuId c : topo.node(m).cpus) sockets.insert(topo.cpu(c).socket);
       }
-      s.sockets = static_cast<int64_t>(sockets.size());
       if (s.nodes.size() > 1 && (spans.empty() || s.cpus > spans.back().cpus)) {
         spans.push_back(std::move(s));
       }
     }
     if (spans.empty()) continue;
-    // The lowest NUMA domain is the first above the LLC: its imbalance is
-    // its LLC count, or an eighth of its CPUs if it spans one LLC. Higher
-    // levels scale it by how many times their span holds the second
-    // level's (build_sched_domains).
-    const Span& first = spans.front();
-    const int64_t imb = std::max<int64_t>(1, first.sockets == 1 ? first.cpus >> 3 : first.sockets);
+    // The first domain above the LLC is the package's (PKG): with one LLC
+    // in it, its allowed imbalance is an eighth of its CPUs (at least 1).
+    // Each NUMA level scales that by how many times its span holds the
+    // lowest NUMA level's (build_sched_domains), so sd_numa has it as is.
+    uint64_t package_cpus = 0;
+    const uint16_t socket = topo.node(n).socket;
+    for (const topo::Cpu& c : topo.cpus()) package_cpus += c.socket == socket ? 1 : 0;
+    const int64_t imb = std::max<int64_t>(1, static_cast<int64_t>(package_cpus >> 3));
     imb_[n.v] = imb;
-    const int64_t imb_span = spans.size() > 1 ? spans[1].cpus : first.cpus;
-    const size_t top = spans.size() - 1;
-    top_imb_[n.v] = top == 0 ? imb : imb * std::max<int64_t>(1, spans[top].cpus / imb_span);
+    top_imb_[n.v] = imb * std::max<int64_t>(1, spans.back().cpus / spans.front().cpus);
   }
 }
 

@@ -39,10 +39,13 @@ int64_t adjust_numa_imbalance(NumaImbalance rule, int64_t imbalance, int64_t dst
 
 class NumaDomains {
  public:
-  // SIMPLIFICATION: the last-level cache is the socket (one LLC per socket).
+  // SIMPLIFICATION: one last-level cache per package (socket), as on the
+  // Intel machines of the presets; AMD's several LLCs a package would
+  // allow an imbalance of their count instead.
   explicit NumaDomains(const topo::Topology& topo);
   // imb_numa_nr of the lowest NUMA domain over the node's CPUs (sd_numa):
-  // with one LLC per node, the number of LLCs that domain spans.
+  // an eighth of the package's CPUs, at least 1 (the first domain above the
+  // LLC is the package's; "12.5% of the node").
   int64_t imb_numa_nr(NodeId n) const { return imb_[n.v]; }
   // imb_numa_nr of the highest NUMA domain, where find_idlest_group starts
   // for a new task.

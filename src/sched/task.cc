@@ -99,8 +99,11 @@ CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node,
       if (rule_ == NumaImbalance::k510) {
         stay = local->idle > 0;
       } else {
-        int64_t imb = domains_.top_imb_numa_nr(parent_node);
-        if (!allowed.empty()) imb = std::min<int64_t>(imb, static_cast<int64_t>(local->cpus));
+        // Capped by the task's CPUs on the parent's node: the kernel tests
+        // nr_cpus_allowed against NR_CPUS (8192 in distribution kernels),
+        // not the CPUs present, so every task takes the pinned path.
+        const int64_t imb = std::min<int64_t>(domains_.top_imb_numa_nr(parent_node),
+                                              static_cast<int64_t>(local->cpus));
         const auto imbalance = static_cast<int64_t>(
             local->idle > idlest->idle ? local->idle - idlest->idle : idlest->idle - local->idle);
         stay = adjust_numa_imbalance(rule_, imbalance, static_cast<int64_t>(local->tasks) + 1,

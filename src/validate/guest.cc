@@ -49,6 +49,24 @@ GuestMachine guest_machine(const topo::Topology& t) {
     complete &= n.latency_ns != 0 && n.bandwidth_mbps != 0;
   }
   g.hmat = cpuless && complete;
+  // QEMU numbers CPUs socket by socket, core by core, thread by thread.
+  uint32_t threads = 1;
+  for (const auto& c : t.cpus()) threads = std::max<uint32_t>(threads, c.thread + 1u);
+  const auto sockets = static_cast<uint32_t>(t.nr_sockets());
+  const auto per_socket = static_cast<uint32_t>(t.nr_cpus()) / std::max<uint32_t>(sockets, 1);
+  bool socket_major =
+      sockets > 0 && per_socket * sockets == t.nr_cpus() && per_socket % threads == 0;
+  for (const auto& c : t.cpus()) {
+    if (!socket_major) break;
+    const uint32_t i = c.id.v;
+    socket_major = c.socket == i / per_socket && c.core == (i % per_socket) / threads &&
+                   c.thread == i % threads;
+  }
+  if (socket_major) {
+    g.sockets = sockets;
+    g.cores = per_socket / threads;
+    g.threads = threads;
+  }
   return g;
 }
 
@@ -124,7 +142,10 @@ std::vector<std::string> qemu_argv(const GuestMachine& g, const BootSpec& b,
                                 "-cpu",
                                 accel == "kvm" ? "host" : "max"};
   if (g.hmat) a.insert(a.end(), {"-machine", "hmat=on"});
-  a.insert(a.end(), {"-m", qemu_size(g.total_mem()), "-smp", fmt::format("{}", g.nr_cpus())});
+  a.insert(a.end(), {"-m", qemu_size(g.total_mem()), "-smp",
+                     g.sockets ? fmt::format("{},sockets={},cores={},threads={}", g.nr_cpus(),
+                                             g.sockets, g.cores, g.threads)
+                               : fmt::format("{}", g.nr_cpus())});
   for (size_t n = 0; n < nodes; ++n) {
     a.insert(a.end(), {"-object", fmt::format("memory-backend-ram,id=mem{},size={}", n,
                                               qemu_size(g.node_mem[n]))});

@@ -25,6 +25,11 @@ struct GuestMachine {
   std::vector<uint64_t> bandwidth_mbps;
   std::vector<uint32_t> home;
   bool hmat = false;
+  // The CPU topology (-smp sockets, cores, threads), so that the guest's
+  // last-level caches, and with them its sched domains' imb_numa_nr, are
+  // the model's; 0 when the model's CPU numbering is not QEMU's
+  // socket-major order (then plain -smp N).
+  uint32_t sockets = 0, cores = 0, threads = 0;
   size_t nr_cpus() const;
   uint64_t total_mem() const;
 };

@@ -15,33 +15,35 @@ namespace {
 
 topo::Topology machine(const std::string& preset) { return topo::Topology(*topo::preset(preset)); }
 
-// 2 sockets of 4 CPUs, one node each.
-topo::Topology two_by_four() {
+// 2 sockets of `cores` CPUs, one node each.
+topo::Topology two_by(uint16_t cores) {
   topo::MachineSpec s;
-  s.name = "2x4";
+  s.name = "2xN";
   s.sockets = 2;
-  s.cores_per_socket = 4;
+  s.cores_per_socket = cores;
   s.threads_per_core = 1;
   s.mem_per_node = 1ull << 30;
   s.llc_per_socket = 1 << 20;
   return topo::Topology(s);
 }
 
-TEST(NumaDomains, ATwoSocketMachineAllowsAnImbalanceOfTwoTasks) {
-  const topo::Topology t = machine("2s-16c");
-  const NumaDomains d(t);
-  EXPECT_EQ(d.imb_numa_nr(NodeId(0)), 2);  // two LLCs in the one NUMA domain
-  EXPECT_EQ(d.top_imb_numa_nr(NodeId(1)), 2);
+TEST(NumaDomains, APackageOfEightCpusAllowsAnImbalanceOfOne) {
+  // An eighth of the package's CPUs; the validation guest's two-CPU
+  // packages round down to the floor of 1.
+  const NumaDomains d(machine("2s-16c"));
+  EXPECT_EQ(d.imb_numa_nr(NodeId(0)), 1);
+  EXPECT_EQ(d.top_imb_numa_nr(NodeId(1)), 1);
+  EXPECT_EQ(NumaDomains(two_by(2)).imb_numa_nr(NodeId(0)), 1);
+  EXPECT_EQ(NumaDomains(two_by(16)).imb_numa_nr(NodeId(0)), 2);
 }
 
-TEST(NumaDomains, EightSocketsInTwoLevelsTakeTheLowestLevelsLlcCount) {
-  // Each socket's first NUMA level holds itself and its three neighbours
-  // (distance 21); the second (31) all eight, which scales by 288 / 288.
-  const topo::Topology t = machine("xeon-8s-144c");
-  const NumaDomains d(t);
+TEST(NumaDomains, HigherNumaLevelsScaleItByTheirSpanOverTheLowestsSpan) {
+  // 36 CPUs a package: 4. The first NUMA level holds a socket and its
+  // three neighbours (distance 21, 144 CPUs), the second all eight (288).
+  const NumaDomains d(machine("xeon-8s-144c"));
   for (uint16_t n = 0; n < 8; ++n) {
     EXPECT_EQ(d.imb_numa_nr(NodeId(n)), 4) << n;
-    EXPECT_EQ(d.top_imb_numa_nr(NodeId(n)), 4) << n;
+    EXPECT_EQ(d.top_imb_numa_nr(NodeId(n)), 8) << n;
   }
 }
 
@@ -84,24 +86,24 @@ std::vector<uint16_t> fork_nodes(const topo::Topology& t, NumaImbalance rule, in
 }
 
 TEST(ForkPlacement, BeforeFiveFiveANewTaskGoesToTheLeastLoadedNode) {
-  const topo::Topology t = two_by_four();
+  const topo::Topology t = two_by(4);
   EXPECT_EQ(fork_nodes(t, NumaImbalance::kLoad, 4), (std::vector<uint16_t>{1, 0, 1, 0}));
 }
 
 TEST(ForkPlacement, InFiveTenANewTaskStaysOnItsParentsNodeWhileItHasAnIdleCpu) {
-  const topo::Topology t = two_by_four();
+  const topo::Topology t = two_by(4);
   EXPECT_EQ(fork_nodes(t, NumaImbalance::k510, 5), (std::vector<uint16_t>{0, 0, 0, 1, 1}));
 }
 
 TEST(ForkPlacement, FromSixZeroANewTaskStaysWhileTheImbalanceIsSmallAndTheNodeLight) {
-  // imb_numa_nr is 2: the first child makes two tasks on node 0 (allowed),
-  // the second would make three.
-  const topo::Topology t = two_by_four();
+  // 16 CPUs a package, imb_numa_nr 2: the first child makes two tasks on
+  // node 0 (allowed), the second would make three.
+  const topo::Topology t = two_by(16);
   EXPECT_EQ(fork_nodes(t, NumaImbalance::k60, 4), (std::vector<uint16_t>{0, 1, 1, 0}));
 }
 
 TEST(ForkPlacement, ANewTaskKeepsToItsAllowedCpusUnderEveryRule) {
-  const topo::Topology t = two_by_four();
+  const topo::Topology t = two_by(4);
   for (NumaImbalance rule : {NumaImbalance::kLoad, NumaImbalance::k510, NumaImbalance::k60}) {
     RunQueues rq(t);
     rq.set_numa_imbalance(rule);

@@ -183,6 +183,17 @@ TEST(Guest, TheQemuMachineHasTheScenariosNodesCpusMemoryAndDistances) {
   EXPECT_TRUE(has("tcg"));
 }
 
+TEST(Guest, TheGuestHasTheModelsSocketsAndCoresSoThatItsCachesAndSchedDomainsMatch) {
+  const GuestMachine g = guest_machine(topo::Topology(two_by_two(1ull << 30)));
+  const auto a = qemu_argv(g, BootSpec{}, "tcg");
+  EXPECT_NE(std::find(a.begin(), a.end(), "4,sockets=2,cores=2,threads=1"), a.end());
+  // SMT presets number the first threads of every core first: not QEMU's
+  // order, so the plain count.
+  const GuestMachine x = guest_machine(topo::Topology(*topo::preset("xeon-8s-144c")));
+  EXPECT_EQ(x.sockets, 0u);
+  EXPECT_NE(std::find(a.begin(), a.end(), "-smp"), a.end());
+}
+
 TEST(Guest, AMemoryNodeGetsItsHomeAsInitiatorAndAnHmatOfEveryCpuNodesAccess) {
   topo::MachineSpec spec = *topo::preset("dram-cxl");
   spec.sockets = 1;
