@@ -534,6 +534,10 @@ void report_records(const CompareOptions& o, const Plan& plan,
   for (const char* name : kVmRows) rows.push_back({name, {}});
   rows.push_back({"mean tasks in D", {}});
   rows.push_back({"iowait %", {}});
+  // perf bench numa: how many runs converged (a run that never did counts
+  // its whole length in the time above, as perf reports it).
+  const bool convergence = plan.jobs.front().scenario.workload.convergence_program != UINT32_MAX;
+  if (convergence) rows.push_back({"converged runs", {}});
 
   ordered_json jcombos = ordered_json::array();
   for (size_t c = 0; c < combos.size(); ++c) {
@@ -555,6 +559,12 @@ void report_records(const CompareOptions& o, const Plan& plan,
     const double iowait_pct = sample(rs, [](const RunSummary& s) { return s.iowait_pct; }).mean;
     rows[row++].cells.push_back(fmt::format("{:.3f}", in_d));
     rows[row++].cells.push_back(fmt::format("{:.2f}", iowait_pct));
+    if (convergence) {
+      const auto converged = std::count_if(rs.begin(), rs.end(), [](const RunSummary& s) {
+        return s.metrics.value("converged", 0.0) > 0;
+      });
+      rows[row++].cells.push_back(fmt::format("{} of {}", converged, rs.size()));
+    }
 
     ordered_json settings = ordered_json::object();
     for (const auto& [k, v] : combos[c].settings) settings[k] = v;

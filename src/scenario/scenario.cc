@@ -1407,8 +1407,11 @@ void check_programs(Names& names, Scenario& sc, Ctx& ctx) {
 // How many tasks run `target` over the run: the first process if it runs
 // it, and for each fork or threads op that starts it, the op's count times
 // the tasks running the op's program. nullopt if an op in a loop starts it,
-// or one of the programs on the way. REQUIRES: no fork cycle.
-std::optional<uint64_t> tasks_running(const workload::Workload& w, uint32_t target) {
+// or one of the programs on the way. A fork cycle (reported on its own)
+// stops the count at `depth` programs.
+std::optional<uint64_t> tasks_running(const workload::Workload& w, uint32_t target,
+                                      size_t depth = 0) {
+  if (depth > w.programs.size()) return 0;
   using workload::Op;
   using workload::OpKind;
   auto starts = [&](const Op& op) {
@@ -1423,9 +1426,11 @@ std::optional<uint64_t> tasks_running(const workload::Workload& w, uint32_t targ
     for (const Op& op : w.programs[q].ops) {
       if (op.kind == OpKind::kLoop && in_loop(op.body)) return std::nullopt;
       if (!starts(op)) continue;
-      const auto m = tasks_running(w, q);
+      const auto m = tasks_running(w, q, depth + 1);
       if (!m) return std::nullopt;
-      n += op.count * *m;
+      // Saturating: the task limits report a count this large on their own.
+      const uint64_t add = *m != 0 && op.count > UINT64_MAX / *m ? UINT64_MAX : op.count * *m;
+      n = add > UINT64_MAX - n ? UINT64_MAX : n + add;
     }
   }
   return n;
@@ -1707,12 +1712,15 @@ LoadResult parse_table(toml::table root, const std::string& file,
   top.finish();
   check_programs(names, sc, ctx);
   // perf's threads all start before any is judged: the count must be known.
-  if (sc.workload.convergence_program != UINT32_MAX && out.diagnostics.empty()) {
+  if (sc.workload.convergence_program != UINT32_MAX) {
     const auto n = tasks_running(sc.workload, sc.workload.convergence_program);
     if (!n) {
       ctx.error(convergence_where->source(), "run.convergence",
                 "the program's tasks must all be started by fork or threads ops outside loops, "
                 "so that their number is known");
+    } else if (*n == 0) {
+      ctx.error(convergence_where->source(), "run.convergence",
+                "no task runs this program: no fork or threads op starts it");
     } else {
       sc.workload.convergence_tasks = *n;
     }

@@ -606,6 +606,12 @@ TEST(ScenarioConvergence, AProgramStartedFromALoopHasNoKnownCountAndIsAnError) {
   EXPECT_NE(d.message.find("outside loops"), std::string::npos) << d.message;
 }
 
+TEST(ScenarioConvergence, AProgramNothingStartsIsAnError) {
+  const LoadResult lr = parse(convergence_programs(""), {"run.convergence=\"w\""});
+  const Diagnostic d = only_about(lr, "run.convergence");
+  EXPECT_NE(d.message.find("no task runs this program"), std::string::npos) << d.message;
+}
+
 TEST(ScenarioConvergence, AnUnknownProgramIsAnError) {
   const LoadResult lr = parse(kBase, {"run.convergence=\"nosuch\""});
   const Diagnostic d = only_about(lr, "run.convergence");
