@@ -118,6 +118,10 @@ struct MmConfig {
   std::optional<uint64_t> aslr_seed;
   // The swap device's size in pages ([swap] size; 0: no swap). Not a switch.
   uint64_t swap_pages = 0;
+  // vm.max_map_count: an mmap fails with ENOMEM once the mm has more VMAs
+  // than this (do_mmap). The kernel's default, DEFAULT_MAX_MAP_COUNT
+  // (USHRT_MAX less the ELF core dump margin of 5). Not a switch.
+  uint64_t max_map_count = 65530;
   // kernel.numa_balancing has its memory-tiering bit (2): kswapd balances
   // to the promo watermark (5.18); and (6.1) slow-tier folios keep an
   // access time, which a migration across the top tier's boundary forgets.

@@ -892,6 +892,7 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
     return r;
   }
   // get_unmapped_area: nothing longer than the user address space fits.
+  // vm.max_map_count bounds the VMAs.
   // __vm_enough_memory under vm.overcommit_memory = 0 (OVERCOMMIT_GUESS): an
   // accountable mapping (private writable, or shared anonymous) larger than
   // all RAM and swap together fails.
@@ -899,7 +900,8 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
   const bool accountable =
       (!args.file && shared) || (args.vm_flags & (Vma::kWrite | Vma::kShared)) == Vma::kWrite;
   const uint64_t ram_and_swap = topo_.total_mem_bytes() / kPageSize + config_.swap_pages;
-  if (args.pages > kTaskSizePages || (accountable && args.pages > ram_and_swap)) {
+  if (args.pages > kTaskSizePages || (accountable && args.pages > ram_and_swap) ||
+      mm.map_count() > config_.max_map_count) {
     r.error = MmError::kNoMem;
     return r;
   }

@@ -60,16 +60,35 @@ Vpn Mm::get_unmapped_area(uint64_t pages, std::optional<uint32_t> huge_offset) c
     return ((v - *huge_offset) & ~(kHuge - 1)) + *huge_offset;
   };
   uint64_t top = kBase;  // the gap's exclusive end
-  for (auto it = vmas_.rbegin(); it != vmas_.rend(); ++it) {
+  uint64_t hole = 0;     // the longest gap passed above `top`
+  auto it = vmas_.rbegin();
+  if (free_top_ != 0 && pages > free_hole_) {
+    // Every gap above free_top_ is too short: start below it.
+    top = free_top_;
+    hole = free_hole_;
+    it = std::make_reverse_iterator(
+        std::lower_bound(vmas_.begin(), vmas_.end(), top,
+                         [](const std::unique_ptr<Vma>& v, uint64_t x) { return v->start.v < x; }));
+  }
+  auto found = [&](uint64_t start) {
+    free_top_ = top;
+    free_hole_ = hole;
+    return Vpn(start);
+  };
+  for (; it != vmas_.rend(); ++it) {
     const Vma& vma = **it;
     if (vma.start.v >= top) continue;
-    if (vma.end.v + 1 <= top && top - (vma.end.v + 1) >= pages) {
-      const uint64_t start = align_down(top - pages);
-      if (start >= vma.end.v + 1) return Vpn(start);
+    if (vma.end.v + 1 <= top) {
+      const uint64_t gap = top - (vma.end.v + 1);
+      if (gap >= pages) {
+        const uint64_t start = align_down(top - pages);
+        if (start >= vma.end.v + 1) return found(start);
+      }
+      hole = std::max(hole, gap);
     }
     top = std::min(top, vma.start.v > 0 ? vma.start.v - 1 : 0);
   }
-  if (top >= pages && align_down(top - pages) >= kLow) return Vpn(align_down(top - pages));
+  if (top >= pages && align_down(top - pages) >= kLow) return found(align_down(top - pages));
   // No room below the base (a huge address space in use): the first gap
   // above it (legacy bottom-up, which the kernel's fallback also takes).
   auto align_up = [&](uint64_t v) { return align_down(v + kHuge - 1); };

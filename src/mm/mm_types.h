@@ -144,17 +144,22 @@ class Mm {
   using VmaList = std::vector<std::unique_ptr<Vma>>;
   VmaList& vmas_mut() {
     vma_cache_ = nullptr;
+    free_top_ = 0;
     return vmas_;
   }
   Vma* insert_vma(std::unique_ptr<Vma> vma);
   VmaList::iterator erase_vma(VmaList::iterator it) {
     vma_cache_ = nullptr;
+    free_top_ = 0;
     return vmas_.erase(it);
   }
   void clear_vmas() {
     vma_cache_ = nullptr;
+    free_top_ = 0;
     vmas_.clear();
   }
+  // mm->map_count.
+  uint64_t map_count() const { return vmas_.size(); }
   // A free range of `pages` pages: the highest below the mmap base
   // (top-down, x86-64's default); if `huge_offset` is set, starting that
   // many pages (< 512) past a 2 MiB boundary.
@@ -191,6 +196,14 @@ class Mm {
   // The last VMA find_vma found (a simulator's shortcut, not the kernel's
   // vmacache): every fault asks for one. Dropped whenever a VMA goes.
   mutable Vma* vma_cache_ = nullptr;
+  // Where get_unmapped_area's last top-down search ended (the top of the gap
+  // it used; 0: none), and the longest gap it passed above that: a search
+  // for more pages than that can start there. Old kernels' free_area_cache
+  // and cached_hole_size, here only the simulator's shortcut (a thread's
+  // stack would otherwise walk every VMA above it). Dropped whenever a VMA
+  // goes or changes; a VMA added only shortens gaps.
+  mutable uint64_t free_top_ = 0;
+  mutable uint64_t free_hole_ = 0;
   PageTable pgtable_;
   std::vector<CpuId> cpumask_;
 };

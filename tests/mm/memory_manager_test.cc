@@ -38,6 +38,50 @@ TEST(MmapLayout, AnAddressHintIsTakenOnlyWhenItsRangeIsFree) {
   w.teardown(*mm);
 }
 
+TEST(MmapLayout, AMappingTakesTheHighestHoleThatFitsAfterAnUnmap) {
+  // The search that starts where the last one ended must still see a hole
+  // an munmap opened above it.
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  w.map(*mm, 100, kRW);
+  const Vpn middle = w.map(*mm, 100, kRW);
+  w.map(*mm, 100, kRW);
+  w.map(*mm, 10, kRW);
+  w.mgr.munmap(*mm, middle, 100, CpuId(0));
+  const Vpn in_hole = w.map(*mm, 40, kRW);
+  EXPECT_EQ(in_hole.v + 40, middle.v + 100);  // at the top of the hole
+  w.teardown(*mm);
+}
+
+TEST(MmapLayout, AMappingTooLongForEveryHoleGoesBelowAllTheOthers) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 100, kRW);
+  const Vpn b = w.map(*mm, 100, kRW);
+  w.mgr.munmap(*mm, a, 100, CpuId(0));
+  const Vpn small = w.map(*mm, 30, kRW);  // in a's hole
+  const Vpn big = w.map(*mm, 200, kRW);   // too long for the rest of it
+  const Vpn small_again = w.map(*mm, 30, kRW);
+  EXPECT_EQ(small.v + 30, a.v + 100);
+  EXPECT_EQ(big.v + 200 + 1, b.v);
+  EXPECT_EQ(small_again.v + 30 + 1, small.v);  // the hole's rest, above `big`
+  w.teardown(*mm);
+}
+
+TEST(MmapLayout, AnMmapPastVmMaxMapCountFailsWithEnomem) {
+  mm::MmConfig cfg = testing::test_mm_config();
+  cfg.max_map_count = 3;
+  MmWorld w(cfg);
+  auto mm = w.mgr.mm_alloc();
+  MmapArgs a;
+  a.pages = 1;
+  a.vm_flags = kRW;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(w.mgr.mmap(*mm, a, CpuId(0)).error, MmError::kOk);
+  EXPECT_EQ(w.mgr.mmap(*mm, a, CpuId(0)).error, MmError::kNoMem);  // map_count 4 > 3
+  EXPECT_EQ(mm->map_count(), 4u);
+  w.teardown(*mm);
+}
+
 TEST(AnonFault, ReadOfUntouchedAnonymousMemoryMapsTheZeroPage) {
   MmWorld w;
   auto mm = w.mgr.mm_alloc();
