@@ -29,11 +29,20 @@ Balancer::Balancer(const NumaConfig& cfg, const topo::Topology& topo, mm::Memory
       ratelimit_pages_(topo.nr_nodes(), 0),
       promote_(topo.nr_nodes()) {}
 
-void Balancer::task_init(uint32_t pid, mm::Mm& mm, bool new_mm, Tick now) {
+void Balancer::task_init(uint32_t pid, mm::Mm& mm, bool new_mm, Tick now, uint32_t parent) {
   if (tasks_.size() <= pid) tasks_.resize(pid + 1);
   auto t = std::make_unique<TaskNuma>();
   t->scan_period_ms = cfg_.numa_balancing_scan_delay_ms;
   t->node_stamp_ns = 0;
+  // A new thread (CLONE_VM): node_stamp = min(task_scan_max(parent), parent's
+  // period x mm_users in ns) + 2 ticks. task_scan_max is in milliseconds but
+  // taken as nanoseconds there, so it is the minimum: some 60 us + 2 ticks.
+  if (!new_mm && parent != 0 && find(parent)) {
+    const TaskNuma& p = task(parent);
+    // mm_users before the new thread's (the caller has counted it already).
+    const int64_t users_ns = p.scan_period_ms * static_cast<int64_t>(mm.users - 1) * 1000000;
+    t->node_stamp_ns = std::min(task_scan_max(parent, mm), users_ns) + 2 * cfg_.tick_ns();
+  }
   t->faults.assign(4 * nodes_ * 2, 0);
   if (new_mm) {
     mm.numa_next_scan = now + milliseconds(cfg_.numa_balancing_scan_delay_ms);

@@ -331,7 +331,12 @@ bool Scheduler::move_to_idle_cpu(Task& t, CpuId cpu, Tick at) {
   return true;
 }
 
-void Scheduler::swap_cpus(Task& a, Task& b) {
+void Scheduler::swap_cpus(Task& a, Tick a_at, Task& b, Tick b_at) {
+  // Each one's time on its old CPU ends at its own clock.
+  trace_state(a, a_at);
+  a.state_since = a_at;
+  trace_state(b, b_at);
+  b.state_since = b_at;
   mm_cpumask_remove(a);
   mm_cpumask_remove(b);
   std::swap(a.cpu, b.cpu);

@@ -215,8 +215,9 @@ class Scheduler {
   // (migrate_task_to); `at` starts its slice there. False if it is not alone,
   // or `cpu` is not free yet at `at`.
   bool move_to_idle_cpu(Task& t, CpuId cpu, Tick at);
-  // Swaps the CPUs of two running tasks (migrate_swap).
-  void swap_cpus(Task& a, Task& b);
+  // Swaps the CPUs of two running tasks (migrate_swap); each one's time on
+  // its old CPU ends at its `_at`.
+  void swap_cpus(Task& a, Tick a_at, Task& b, Tick b_at);
 
   // sched_setaffinity(0, mask) by the running task `t` at `at`: from now on it
   // runs only on `cpus` (ascending, non-empty, CPUs of the machine). If its

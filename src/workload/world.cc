@@ -148,6 +148,7 @@ RunResult World::run() {
   proc->mm = mm_.mm_alloc();
   proc->mm->observer = this;
   proc->mm->memcg = memcg_.enabled() ? workload_.init_cgroup : 0;
+  map_process_image(*proc->mm);
   proc->regions.resize(workload_.regions.size());
   const uint32_t init = spawn(0, proc, workload_.init_program, Tick(0));
   tasks_[init]->task.comm = workload_.init_comm;
@@ -225,7 +226,7 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   t.stack.push_back(Frame{&workload_.programs[program].ops, 0, nullptr, 0, Tick()});
   t.noise_rng = sim::noise_stream(config_.seed, pid);
   ++mm.users;
-  balancer_.task_init(pid, mm, new_mm, at);
+  balancer_.task_init(pid, mm, new_mm, at, parent_pid);
   balancer_.set_task_policy_mof(pid, t.mempolicy.mode == mm::MemPolicy::Mode::kDefault);
   if (tasks_by_mm_.size() <= mm.id()) tasks_by_mm_.resize(mm.id() + 1);
   tasks_by_mm_[mm.id()].push_back(pid);
@@ -874,7 +875,7 @@ void World::move_task(TaskExec& t, NodeId node) {
       if (o.seg.active && apply_segment(o, std::max(queue_.now(), o.seg.t0))) return;
       access_.drop_footprints(t.task.pid);
       access_.drop_footprints(o.task.pid);
-      sched_.swap_cpus(t.task, o.task);
+      sched_.swap_cpus(t.task, t.clock, o.task, std::max(o.clock, queue_.now()));
       schedule_run(o, std::max(o.clock, queue_.now()));
       return;
     }
@@ -990,6 +991,68 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
   }
 }
 
+// A process is more than the scenario's regions: what runs the scenario
+// natively is mmsim-exec, a static binary, and its /proc/<pid>/maps (read on
+// Debian 12 with glibc 2.36) holds its writable data and bss, a heap,
+// [vvar], [vdso] and [stack], and for each thread an 8 MiB stack with a
+// guard page and a malloc arena (132 KiB of a 64 MiB PROT_NONE
+// reservation). These are VMAs NUMA balancing's task_numa_work walks: an
+// empty one above the last region ends a scan sequence, and from 6.7 each
+// one the scanning thread has not faulted in lately costs a call
+// (docs/research/numa-scan-rate.md). The executable's read-only mappings,
+// [vvar] (VM_PFNMAP) and the PROT_NONE guards and reservations are left
+// out: task_numa_work skips them before any other test.
+// SIMPLIFICATION: none of their pages is faulted in (a stack's few, the
+// heap's): their faults and their marking are not counted, and placing them
+// costs nothing.
+void World::map_process_image(mm::Mm& mm) {
+  struct Image {
+    uint64_t addr;
+    uint64_t pages;
+    uint32_t flags;
+    const char* name;
+  };
+  constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
+  // Addresses as a non-PIE static binary has them, with the heap, [vdso]
+  // and [stack] at fixed stand-ins for their randomised places: the heap
+  // low, [vdso] above the mmap base, [stack] at the top.
+  static constexpr Image kImage[] = {
+      {0x55b000, 3, kRw, "mmsim-exec data"},
+      {0x55f000, 6, kRw, "mmsim-exec bss"},
+      {0x1000000, 34, kRw, "[heap]"},
+      {0x7f0000010000, 2, mm::Vma::kRead | mm::Vma::kExec, "[vdso]"},
+      {0x7ffffffde000, 33, kRw, "[stack]"},
+  };
+  for (const Image& i : kImage) {
+    mm::MmapArgs a;
+    a.addr = Vpn(i.addr >> kPageShift);
+    a.pages = i.pages;
+    a.vm_flags = i.flags;
+    a.name = i.name;
+    mm_.mmap(mm, a, CpuId(0));
+  }
+}
+
+bool World::map_thread_image(mm::Mm& mm, CpuId cpu) {
+  // glibc maps a stack with its guard page (8 MiB and 4 KiB), then makes
+  // the guard PROT_NONE (SIMPLIFICATION: one VMA here).
+  mm::MmapArgs stack;
+  stack.pages = ((8u << 20) >> kPageShift) + 1;
+  stack.vm_flags = mm::Vma::kRead | mm::Vma::kWrite;
+  stack.name = "thread stack";
+  const mm::MmResult s = mm_.mmap(mm, stack, cpu);
+  if (s.error != mm::MmError::kOk) return false;
+  // The thread's malloc arena: the start of a 64 MiB reservation that the
+  // thread maps below its stack at its first malloc (new_heap). Put right
+  // under the stack, past one guard page: the order of the VMAs is what
+  // NUMA balancing's scan sees.
+  mm::MmapArgs arena = stack;
+  arena.pages = (132u << 10) >> kPageShift;
+  arena.name = "thread arena";
+  if (s.addr.v > arena.pages + 1) arena.addr = Vpn(s.addr.v - arena.pages - 1);
+  return mm_.mmap(mm, arena, cpu).error == mm::MmError::kOk;
+}
+
 World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
   if (t.cursor >= op.count) return Step::kNext;
   if (t.clock > horizon()) return Step::kYield;
@@ -1010,6 +1073,15 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     child_proc->mm->memcg = t.proc->mm->memcg;  // a child starts in its parent's cgroup
     child_proc->regions = t.proc->regions;
     cost += mm_.dup_mmap(*t.proc->mm, *child_proc->mm, t.task.cpu);
+  }
+  if (thread && !map_thread_image(*t.proc->mm, t.task.cpu)) {
+    // pthread_create fails (EAGAIN): a scenario cannot go on without its
+    // thread, so the run stops, as at a limit.
+    stop_at_limit(fmt::format(
+        "threads: pthread_create of program {} fails with EAGAIN: the process has more than "
+        "vm.max_map_count ({}) mappings, with each thread's stack and malloc arena",
+        workload_.programs[op.program].name, mm_.config().max_map_count));
+    return Step::kStopped;
   }
   charge_sys(t, cost);
   spawn(t.task.pid, child_proc, op.program, t.clock, t.cursor, op.count);

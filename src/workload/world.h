@@ -217,6 +217,11 @@ class World final : public sim::EventHandler,
   Step exec_op(TaskExec& t, const Op& op);
   Step exec_pages(TaskExec& t, const Op& op);
   Step exec_fork(TaskExec& t, const Op& op, bool thread);
+  // The mappings every process of the run has besides the scenario's
+  // regions, and those each thread adds (see world.cc).
+  void map_process_image(mm::Mm& mm);
+  // False if the mm has no room for them (vm.max_map_count).
+  bool map_thread_image(mm::Mm& mm, CpuId cpu);
   Step exec_syscall(TaskExec& t, const Op& op);
   // The pin op: sched_setaffinity of the task itself.
   Step exec_pin(TaskExec& t, const Op& op);

@@ -286,7 +286,7 @@ op = "touch"
 region = "f"
 [[programs.reader]]
 op = "loop"
-count = 20
+count = 200
 body = [ { op = "sweep", region = "f" } ]
 )");
   EXPECT_GT(ran.vm("numa_pages_migrated"), 0);

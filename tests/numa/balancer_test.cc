@@ -81,8 +81,11 @@ struct NumaWorld {
     add_task(pid, mm, true, cpu);
     return mm;
   }
-  // Another thread `pid` of mm (CLONE_VM), running on `cpu`.
-  void thread(uint32_t pid, mm::Mm& mm, uint16_t cpu) { add_task(pid, mm, false, cpu); }
+  // Another thread `pid` of mm (CLONE_VM), running on `cpu`, cloned by
+  // `parent` (0: none).
+  void thread(uint32_t pid, mm::Mm& mm, uint16_t cpu, uint32_t parent = 0) {
+    add_task(pid, mm, false, cpu, parent);
+  }
   // fork(): a child process `pid` whose mm is a copy of the parent's.
   mm::Mm& fork(mm::Mm& parent, uint32_t pid, uint16_t cpu = 0) {
     mms.push_back(w.mgr.mm_alloc());
@@ -121,10 +124,10 @@ struct NumaWorld {
   std::vector<std::shared_ptr<mm::Mm>> mms;
 
  private:
-  void add_task(uint32_t pid, mm::Mm& mm, bool new_mm, uint16_t cpu) {
+  void add_task(uint32_t pid, mm::Mm& mm, bool new_mm, uint16_t cpu, uint32_t parent = 0) {
     ++mm.users;
     tasks.run(pid, CpuId(cpu), w.topo.cpu_to_node(CpuId(cpu)), mm.id());
-    balancer.task_init(pid, mm, new_mm, Tick(0));
+    balancer.task_init(pid, mm, new_mm, Tick(0), parent);
   }
 };
 
@@ -155,6 +158,20 @@ struct ForkedCow {
   Vpn a;
   mm::Mm* child = nullptr;
 };
+
+TEST(NumaTick, ANewThreadsFirstScanComesTwoTicksAndALittleAfterItsParents) {
+  // init_numa_balancing staggers a thread: its node_stamp starts at
+  // min(task_scan_max, period x mm_users in ns) + 2 ticks, and the first is
+  // the smaller here (task_scan_max's milliseconds taken as nanoseconds).
+  NumaWorld n;
+  mm::Mm& mm = n.process(1);
+  n.thread(2, mm, 1, 1);
+  const int64_t parent = n.balancer.next_tick_runtime(1);
+  const int64_t thread = n.balancer.next_tick_runtime(2);
+  const int64_t two_ticks = 2 * enabled_config().tick_ns();
+  EXPECT_GT(thread - parent, two_ticks);
+  EXPECT_LT(thread - parent, two_ticks + 1000000);
+}
 
 TEST(NumaScan, SkipsSharedCowPteWhenRuleEnabled) {
   NumaWorld n;
