@@ -40,8 +40,10 @@ void Balancer::task_init(uint32_t pid, mm::Mm& mm, bool new_mm, Tick now, uint32
   if (!new_mm && parent != 0 && find(parent)) {
     const TaskNuma& p = task(parent);
     // mm_users before the new thread's (the caller has counted it already).
+    // min_t(unsigned int) truncates both to 32 bits.
     const int64_t users_ns = p.scan_period_ms * static_cast<int64_t>(mm.users - 1) * 1000000;
-    t->node_stamp_ns = std::min(task_scan_max(parent, mm), users_ns) + 2 * cfg_.tick_ns();
+    const auto u32 = [](int64_t v) { return static_cast<int64_t>(static_cast<uint32_t>(v)); };
+    t->node_stamp_ns = std::min(u32(task_scan_max(parent, mm)), u32(users_ns)) + 2 * cfg_.tick_ns();
   }
   t->faults.assign(4 * nodes_ * 2, 0);
   if (new_mm) {
