@@ -37,7 +37,7 @@ void Balancer::task_init(uint32_t pid, mm::Mm& mm, bool new_mm, Tick now, uint32
   // A new thread (CLONE_VM): node_stamp = min(task_scan_max(parent), parent's
   // period x mm_users in ns) + 2 ticks. task_scan_max is in milliseconds but
   // taken as nanoseconds there, so it is the minimum: some 60 us + 2 ticks.
-  if (!new_mm && parent != 0 && find(parent)) {
+  if (cfg_.thread_scan_stagger && !new_mm && parent != 0 && find(parent)) {
     const TaskNuma& p = task(parent);
     // mm_users before the new thread's (the caller has counted it already).
     // min_t(unsigned int) truncates both to 32 bits.

@@ -114,8 +114,9 @@ class Balancer {
   bool enabled() const { return cfg_.enabled; }
 
   // init_numa_balancing at fork/clone; `new_mm` when the child has its own
-  // mm; `parent` the cloning task (0: none). A thread's scans are staggered:
-  // its node_stamp starts past 0, so it never takes task_scan_start's period.
+  // mm; `parent` the cloning task (0: none). A thread's scans are staggered
+  // (4.19+): its node_stamp starts past 0, so it never takes
+  // task_scan_start's period.
   void task_init(uint32_t pid, mm::Mm& mm, bool new_mm, Tick now, uint32_t parent = 0);
   void task_exit(uint32_t pid);
   // set_mempolicy: whether the task's policy now has MPOL_F_MOF.

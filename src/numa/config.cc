@@ -157,6 +157,14 @@ std::span<const Switch<NumaConfig>> numa_switches() {
             {4, 14}),
        [](const C& c) -> int64_t { return c.scan_start_group_scaled; },
        [](C& c, int64_t v) { c.scan_start_group_scaled = v != 0; }},
+      {rule("thread_scan_stagger",
+            "init_numa_balancing staggers a new thread's first scan: node_stamp starts at "
+            "min(task_scan_max, period x mm_users) ns + 2 ticks, so the thread keeps "
+            "scan_delay as its period instead of taking task_scan_start's at its first tick "
+            "(kernel/sched/fair.c, 137844759843 in 4.19)",
+            {4, 19}),
+       [](const C& c) -> int64_t { return c.thread_scan_stagger; },
+       [](C& c, int64_t v) { c.thread_scan_stagger = v != 0; }},
       {{.section = "numa",
         .key = "scan_period_update",
         .kind = SwitchKind::kChoice,

@@ -72,6 +72,10 @@ struct NumaConfig {
   bool migrate_rate_limit = false;
   int64_t ratelimit_pages = 32768;
   bool scan_start_group_scaled = false;
+  // init_numa_balancing staggers a new thread's first scan: its node_stamp
+  // starts past 0 (137844759843, 4.19), so it keeps scan_delay as its
+  // period rather than taking task_scan_start's at its first tick.
+  bool thread_scan_stagger = false;
   // update_task_scan_period's back-off clears the locality counts (6.12).
   bool backoff_resets_locality = false;
   ScanPeriodUpdate scan_period_update = ScanPeriodUpdate::k313;

@@ -163,7 +163,9 @@ TEST(NumaTick, ANewThreadsFirstScanComesTwoTicksAndALittleAfterItsParents) {
   // init_numa_balancing staggers a thread: its node_stamp starts at
   // min(task_scan_max, period x mm_users in ns) + 2 ticks, and the first is
   // the smaller here (task_scan_max's milliseconds taken as nanoseconds).
-  NumaWorld n;
+  NumaConfig cfg = enabled_config();
+  cfg.thread_scan_stagger = true;
+  NumaWorld n(cfg);
   mm::Mm& mm = n.process(1);
   n.thread(2, mm, 1, 1);
   const int64_t parent = n.balancer.next_tick_runtime(1);
@@ -171,6 +173,15 @@ TEST(NumaTick, ANewThreadsFirstScanComesTwoTicksAndALittleAfterItsParents) {
   const int64_t two_ticks = 2 * enabled_config().tick_ns();
   EXPECT_GT(thread - parent, two_ticks);
   EXPECT_LT(thread - parent, two_ticks + 1000000);
+}
+
+TEST(NumaTick, BeforeTheStaggerANewThreadsFirstScanComesWithItsParents) {
+  NumaConfig cfg = enabled_config();
+  cfg.thread_scan_stagger = false;  // up to 4.18
+  NumaWorld n(cfg);
+  mm::Mm& mm = n.process(1);
+  n.thread(2, mm, 1, 1);
+  EXPECT_EQ(n.balancer.next_tick_runtime(2), n.balancer.next_tick_runtime(1));
 }
 
 TEST(NumaScan, SkipsSharedCowPteWhenRuleEnabled) {

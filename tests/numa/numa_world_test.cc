@@ -371,6 +371,8 @@ TEST(NumaVersions, KernelVersionPresetsTheRules) {
   EXPECT_TRUE(at("4.14").scan_start_group_scaled);
   EXPECT_FALSE(at("4.16").skip_dirty_file);
   EXPECT_TRUE(at("4.17").skip_dirty_file);
+  EXPECT_FALSE(at("4.18").thread_scan_stagger);
+  EXPECT_TRUE(at("4.19").thread_scan_stagger);
   EXPECT_FALSE(at("4.9").skip_target_node);
   EXPECT_TRUE(at("4.10").skip_target_node);
 }
