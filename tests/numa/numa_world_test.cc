@@ -340,10 +340,12 @@ TEST(NumaBalancing, AScanPeriodOfZeroTicksOncePerTickNotForever) {
   ASSERT_FALSE(text.empty());
   // Since threads stagger their first scans (init_numa_balancing: some 8 ms
   // of run time), the finding's threads scan only if they run longer.
-  for (size_t at; (at = text.find("\"20ms\"")) != std::string::npos;)
-    text.replace(at, 6, "\"200ms\"");
-  for (size_t at; (at = text.find("\"50ms\"")) != std::string::npos;)
-    text.replace(at, 6, "\"500ms\"");
+  auto replace_all = [&text](const std::string& from, const std::string& to) {
+    for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size())
+      text.replace(at, from.size(), to);
+  };
+  replace_all("\"20ms\"", "\"200ms\"");
+  replace_all("\"50ms\"", "\"500ms\"");
   auto ran = run_text(text);
   EXPECT_GT(ran.vm("numa_pte_updates"), 0);
 }
