@@ -64,7 +64,7 @@ void CacheModel::add_footprint(uint32_t pid, CpuId cpu, Key key, uint64_t bytes)
   auto& entry = sets_[socket][key];
   if (entry.second++ == 0) {
     entry.first = bytes;
-    socket_bytes_[socket] += bytes;
+    set_socket_bytes(socket, socket_bytes_[socket] + bytes);
   }
   mine.push_back(Footprint{socket, key, bytes});
   task_bytes_[pid] += bytes;
@@ -76,12 +76,32 @@ void CacheModel::drop_footprints(uint32_t pid) {
     auto& set = sets_[fp.socket];
     auto it = set.find(fp.key);
     if (--it->second.second == 0) {
-      socket_bytes_[fp.socket] -= it->second.first;
+      set_socket_bytes(fp.socket, socket_bytes_[fp.socket] - it->second.first);
       set.erase(it);
     }
   }
   by_task_[pid].clear();
   task_bytes_[pid] = 0;
+}
+
+double CacheModel::llc_fraction(uint16_t socket, uint64_t bytes) const {
+  return cache_hit_fraction(static_cast<double>(topo_.llc_bytes(socket)),
+                            static_cast<double>(bytes), costs_.llc_adaptive > 0);
+}
+
+void CacheModel::set_socket_bytes(uint16_t socket, uint64_t bytes) {
+  if (llc_fraction(socket, bytes) != llc_fraction(socket, socket_bytes_[socket]) &&
+      std::find(changed_sockets_.begin(), changed_sockets_.end(), socket) ==
+          changed_sockets_.end()) {
+    changed_sockets_.push_back(socket);
+  }
+  socket_bytes_[socket] = bytes;
+}
+
+std::vector<uint16_t> CacheModel::take_changed_sockets() {
+  std::vector<uint16_t> out;
+  out.swap(changed_sockets_);
+  return out;
 }
 
 uint64_t CacheModel::meta_bytes_per_page(bool file) const {
@@ -111,9 +131,7 @@ CacheModel::Levels CacheModel::levels(uint64_t task_bytes, uint64_t socket_bytes
   const auto task = static_cast<double>(task_bytes);
   l.l1 = cache_hit_fraction(costs_.l1d_bytes, task, false);
   l.l2 = std::max(l.l1, cache_hit_fraction(costs_.l2_bytes, task, false));
-  l.llc = std::max(l.l2,
-                   cache_hit_fraction(static_cast<double>(topo_.llc_bytes(socket)),
-                                      static_cast<double>(socket_bytes), costs_.llc_adaptive > 0));
+  l.llc = std::max(l.l2, llc_fraction(socket, socket_bytes));
   return l;
 }
 

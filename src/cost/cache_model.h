@@ -75,6 +75,9 @@ class CacheModel {
   // Forgets the task's footprints (it exits, or moves to another socket).
   void drop_footprints(uint32_t pid);
   uint64_t socket_bytes(uint16_t socket) const { return socket_bytes_[socket]; }
+  // The sockets whose LLC hit fraction the adds and drops since the last
+  // call changed (each once): every price of a line there changed with it.
+  std::vector<uint16_t> take_changed_sockets();
   size_t nr_nodes() const { return topo_.nr_nodes(); }
   uint64_t task_bytes(uint32_t pid) const {
     return pid < task_bytes_.size() ? task_bytes_[pid] : 0;
@@ -170,6 +173,11 @@ class CacheModel {
   // Per socket: footprint -> (bytes, tasks reusing it).
   std::vector<std::map<Key, std::pair<uint64_t, uint32_t>>> sets_;
   std::vector<uint64_t> socket_bytes_;
+  // Sets socket_bytes_[socket], noting the socket if its LLC hit fraction
+  // changes.
+  void set_socket_bytes(uint16_t socket, uint64_t bytes);
+  double llc_fraction(uint16_t socket, uint64_t bytes) const;
+  std::vector<uint16_t> changed_sockets_;
   std::vector<std::vector<Footprint>> by_task_;  // by pid
   std::vector<uint64_t> task_bytes_;             // by pid
   uint32_t page_cgroup_bytes_ = 0;

@@ -511,11 +511,17 @@ std::optional<uint64_t> machine_count(TableReader& r, const Scenario& sc, const 
   // integer, cpus or nodes ("cpus/nodes/2": half of a node's CPUs).
   size_t at = text.find_first_of("/*");
   const std::string base = text.substr(0, at);
-  if (base != "cpus" && base != "nodes")
+  // An integer base too: --set gives a key that holds "cpus" a string, so
+  // --set programs.main.3.count=200 arrives as "200".
+  uint64_t count = 0;
+  const auto [base_end, base_ec] = std::from_chars(base.data(), base.data() + base.size(), count);
+  const bool integer =
+      !base.empty() && base_ec == std::errc() && base_end == base.data() + base.size();
+  if (!integer && base != "cpus" && base != "nodes")
     return fail(
         "is not a count: give an integer, or cpus or nodes, optionally with /N or *N (e.g. "
         "\"cpus/2\", \"cpus/nodes\")");
-  uint64_t count = base == "cpus" ? cpus : nodes;
+  if (!integer) count = base == "cpus" ? cpus : nodes;
   bool too_many = false;
   while (at != std::string::npos) {
     const char op = text[at];

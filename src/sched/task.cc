@@ -162,7 +162,7 @@ Task& Scheduler::new_task(uint32_t tgid, uint32_t ppid, std::string comm, mm::Mm
 }
 
 void Scheduler::wake_up_new_task(Task& t, Tick at) {
-  rq_.add(t.cpu);
+  place(t.cpu, at);
   t.state = TaskState::kRunnable;
   t.state_since = at;
   if (rq_.current(t.cpu) == 0) {
@@ -170,6 +170,16 @@ void Scheduler::wake_up_new_task(Task& t, Tick at) {
   } else {
     rq_.enqueue(t.cpu, t.pid);
   }
+}
+
+void Scheduler::place(CpuId cpu, Tick at) {
+  rq_.add(cpu);
+  if (rq_.nr_running(cpu) == 1) executor_.occupancy_changed(cpu, true, at);
+}
+
+void Scheduler::unplace(CpuId cpu, Tick at) {
+  rq_.remove(cpu);
+  if (rq_.nr_running(cpu) == 0) executor_.occupancy_changed(cpu, false, at);
 }
 
 void Scheduler::mm_cpumask_add(Task& t) {
@@ -218,7 +228,7 @@ void Scheduler::leave_cpu(Task& t, TaskState state, Tick at) {
     rq_.enqueue(cpu, t.pid);
   } else {
     ++t.nvcsw;
-    rq_.remove(cpu);
+    unplace(cpu, at);
   }
   run_next(cpu, at);
 }
@@ -249,7 +259,7 @@ void Scheduler::wake(Task& t, Tick at) {
     ++placements_;
     executor_.moved(t);
   }
-  rq_.add(t.cpu);
+  place(t.cpu, at);
   t.state = TaskState::kRunnable;
   t.state_since = at;
   if (rq_.current(t.cpu) == 0) {
@@ -298,11 +308,11 @@ void Scheduler::pull_to_idle(CpuId cpu, Tick at) {
   size_t index = q.size() - 1;
   while (!task(q[index]).allowed(cpu)) --index;  // one is (the donor test)
   Task& t = task(rq_.dequeue_at(*donor, index));
-  rq_.remove(*donor);
+  unplace(*donor, at);
   t.cpu = cpu;
   ++placements_;
   t.node = here;
-  rq_.add(cpu);
+  place(cpu, at);
   executor_.moved(t);
   const Tick from = std::max(at, rq_.free_from(cpu));
   start_running(t, from);
@@ -319,11 +329,11 @@ bool Scheduler::move_to_idle_cpu(Task& t, CpuId cpu, Tick at) {
   mm_cpumask_remove(t);
   rq_.current(old) = 0;
   rq_.free_from(old) = at;
-  rq_.remove(old);
+  unplace(old, at);
   t.cpu = cpu;
   ++placements_;
   t.node = topo_.cpu_to_node(cpu);
-  rq_.add(cpu);
+  place(cpu, at);
   rq_.current(cpu) = t.pid;
   rq_.slice_end(cpu) = at + slices_.slice(1);
   mm_cpumask_add(t);
@@ -371,14 +381,14 @@ bool Scheduler::set_cpus_allowed(Task& t, std::vector<CpuId> cpus, Tick at) {
   mm_cpumask_remove(t);
   rq_.current(old) = 0;
   rq_.free_from(old) = at;
-  rq_.remove(old);
+  unplace(old, at);
   ++t.nivcsw;
   t.cpu = dest;
   ++placements_;
   t.node = topo_.cpu_to_node(dest);
   t.state = TaskState::kRunnable;
   t.state_since = at;
-  rq_.add(dest);
+  place(dest, at);
   if (rq_.current(dest) == 0) {
     start_on_idle(t, at);
   } else {

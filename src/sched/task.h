@@ -162,6 +162,9 @@ class Executor {
   // A runnable task was moved to another CPU by the scheduler's own
   // balancing (wakeup or newidle), before it runs there.
   virtual void moved(Task& task) = 0;
+  // The CPU went from no task to one (busy) or from one to none at `at`:
+  // what its SMT sibling's task was priced with has changed.
+  virtual void occupancy_changed(CpuId /*cpu*/, bool /*busy*/, Tick /*at*/) {}
 };
 
 // The CPUs' run queues and the tasks on them: fork placement, switching,
@@ -249,6 +252,10 @@ class Scheduler {
   void pull_to_idle(CpuId cpu, Tick at);
   // The CPU's next queued task, if any, starts at `at` paying the switch.
   void run_next(CpuId cpu, Tick at);
+  // A task is placed on / taken off `cpu` at `at` (rq_.add, rq_.remove),
+  // telling the executor when the CPU becomes busy or idle.
+  void place(CpuId cpu, Tick at);
+  void unplace(CpuId cpu, Tick at);
   void mm_cpumask_add(Task& t);
   void mm_cpumask_remove(Task& t);
 

@@ -51,6 +51,8 @@ class AccessCost {
   void add_meta_footprint(const Accessor& who, const mm::Mm& mm, Vpn start, uint64_t pages);
   // Forgets the task's footprints (it exits or changes socket).
   void drop_footprints(uint32_t pid) { cache_.drop_footprints(pid); }
+  // The sockets where those changes moved the price of a line (each once).
+  std::vector<uint16_t> take_changed_sockets() { return cache_.take_changed_sockets(); }
 
   // One page on `node`; `after_fault`: the access waits on nothing else.
   double page_cost(const AccessSpec& a, const Accessor& who, NodeId node, bool after_fault) const;

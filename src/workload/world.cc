@@ -59,6 +59,8 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
     }
     sibling_.push_back(sib);
   }
+  socket_cpus_.resize(topo.nr_sockets());
+  for (const topo::Cpu& c : topo.cpus()) socket_cpus_[c.socket].push_back(c.id);
   // The scheduler tick fires on every CPU at the same instants (the jiffy
   // grid), each CPU offset by its share of half a tick with skew_tick. Where
   // the grid lies against the run's start is noise.
@@ -251,7 +253,40 @@ void World::run_from(sched::Task& task, Tick at) {
 
 void World::moved(sched::Task& task) {
   // Its cache footprints were the old CPU's.
-  access_.drop_footprints(task.pid);
+  drop_footprints(task.pid, change_time());
+}
+
+Tick World::change_time() const {
+  return acting_ ? std::max(queue_.now(), acting_->clock) : queue_.now();
+}
+
+void World::cut_to_reprice(TaskExec& s, Tick at) {
+  if (!s.seg.active || at >= s.seg.stop) return;
+  // (Not before the queue's time: the change may come from a task that runs
+  // behind it.)
+  if (!apply_segment(s, std::max({at, s.seg.t0, queue_.now()}))) schedule_run(s, s.clock);
+}
+
+void World::occupancy_changed(CpuId cpu, bool busy, Tick at) {
+  const CpuId sib = sibling_[cpu.v];
+  if (sib == cpu) return;
+  const uint32_t pid = sched_.current(sib);
+  if (pid == 0) return;
+  TaskExec& s = exec(pid);
+  if (s.seg.sibling_busy != busy) cut_to_reprice(s, at);
+}
+
+void World::reprice_sockets(Tick at) {
+  for (const uint16_t socket : access_.take_changed_sockets()) {
+    for (const CpuId c : socket_cpus_[socket]) {
+      if (const uint32_t pid = sched_.current(c)) cut_to_reprice(exec(pid), at);
+    }
+  }
+}
+
+void World::drop_footprints(uint32_t pid, Tick at) {
+  access_.drop_footprints(pid);
+  reprice_sockets(at);
 }
 
 void World::preempt(sched::Task& current, Tick slice_end, Tick at) {
@@ -596,6 +631,7 @@ bool World::start_segment(TaskExec& t) {
   ++t.proc->mm->runahead_tasks;
   s.t0 = t.clock;
   s.id = next_segment_++;
+  s.sibling_busy = accessor(t).sibling_busy;
   t.reaches.clear();
   s.stop = t.clock + to_tick(s.unit_ns * static_cast<double>(s.units));
   if (others_waiting(t)) s.stop = std::min(s.stop, std::max(sched_.slice_end(t.task.cpu), t.clock));
@@ -672,6 +708,7 @@ void World::declare_footprint(TaskExec& t, const Op& op) {
   const bool faults =
       a.touch && t.proc->mm->pgtable().next_blocked(start, Vpn(start.v + 1), op.write) == start;
   access_.add_footprint(accessor(t), *t.proc->mm, start, op_pages(t, op), a, faults);
+  reprice_sockets(t.clock);
 }
 
 double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to) {
@@ -868,13 +905,13 @@ void World::move_task(TaskExec& t, NodeId node) {
     case numa::TaskMove::Kind::kNone:
       return;
     case numa::TaskMove::Kind::kIdleCpu:
-      if (sched_.move_to_idle_cpu(t.task, mv.cpu, t.clock)) access_.drop_footprints(t.task.pid);
+      if (sched_.move_to_idle_cpu(t.task, mv.cpu, t.clock)) drop_footprints(t.task.pid, t.clock);
       return;
     case numa::TaskMove::Kind::kSwap: {
       TaskExec& o = exec(mv.other);
       if (o.seg.active && apply_segment(o, std::max(queue_.now(), o.seg.t0))) return;
       access_.drop_footprints(t.task.pid);
-      access_.drop_footprints(o.task.pid);
+      drop_footprints(o.task.pid, t.clock);
       sched_.swap_cpus(t.task, t.clock, o.task, std::max(o.clock, queue_.now()));
       schedule_run(o, std::max(o.clock, queue_.now()));
       return;
@@ -1185,7 +1222,7 @@ World::Step World::exec_pin(TaskExec& t, const Op& op) {
   if (!sched_.set_cpus_allowed(t.task, std::move(cpus), t.clock)) return Step::kNext;
   ++t.stack.back().pc;
   t.cursor = 0;
-  access_.drop_footprints(t.task.pid);
+  drop_footprints(t.task.pid, t.clock);
   return Step::kStopped;
 }
 
@@ -1260,6 +1297,7 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
       // apply_vma_lock_flags).
       if (op_pages(t, op) > 0) {
         access_.add_meta_footprint(accessor(t), mm, op_start(t, op), op_pages(t, op));
+        reprice_sockets(t.clock);
         if (op.kind == OpKind::kMadvise && op.advice == Op::Advice::kDontneed) {
           r = mm_.madvise_dontneed(mm, op_start(t, op), op_pages(t, op), t.task.cpu);
         } else if (op.kind == OpKind::kMadvise) {
@@ -1497,7 +1535,7 @@ void World::exit_task(TaskExec& t) {
     charge_sys(t, mm_.exit_mmap(mm, t.task.cpu));
     run_checker("after exit_mmap");
   }
-  access_.drop_footprints(t.task.pid);
+  drop_footprints(t.task.pid, t.clock);
   balancer_.task_exit(t.task.pid);
   auto& list = tasks_by_mm_[mm.id()];
   list.erase(std::remove(list.begin(), list.end(), t.task.pid), list.end());

@@ -105,6 +105,9 @@ class World final : public sim::EventHandler,
   void run_from(sched::Task& task, Tick at) override;
   void preempt(sched::Task& current, Tick slice_end, Tick at) override;
   void moved(sched::Task& task) override;
+  // Cuts the stretch of the task on the CPU's SMT sibling if it was priced
+  // with the other state, so that it is priced again from `at`.
+  void occupancy_changed(CpuId cpu, bool busy, Tick at) override;
   // migrate::Executor
   void on_unmapped(migrate::Migration& m, mm::Mm& mm, Vpn vpn, uint32_t pages, double offset_ns,
                    Tick at) override;
@@ -156,7 +159,8 @@ class World final : public sim::EventHandler,
     uint64_t p0 = 0;     // kStretch: first page (op cursor at the start)
     Vpn lo, hi;          // the pages the segment relies on
     std::vector<Piece> pieces;
-    uint64_t id = 0;  // a new id for every segment
+    uint64_t id = 0;            // a new id for every segment
+    bool sibling_busy = false;  // as priced (World::accessor)
   };
   // A task's program state; its sched state is the Scheduler's.
   struct TaskExec {
@@ -281,6 +285,18 @@ class World final : public sim::EventHandler,
   Accessor accessor(const TaskExec& t) const;
   // The op's footprint, for the cache model (once per task and socket).
   void declare_footprint(TaskExec& t, const Op& op);
+  // Forgets a task's footprints (it exits or changes CPU) at `at`.
+  void drop_footprints(uint32_t pid, Tick at);
+  // A stretch is priced when it is planned, with the state of the machine
+  // then: its SMT sibling busy or idle, its socket's footprints. When either
+  // changes at `at`, the stretches priced with the old state are cut there
+  // and planned again (reprice_sockets: every running one on a socket whose
+  // LLC hit fraction the footprints' changes moved).
+  void reprice_sockets(Tick at);
+  void cut_to_reprice(TaskExec& s, Tick at);
+  // The time of a change made now: the acting task's clock (it may run
+  // ahead of the queue), else the queue's.
+  Tick change_time() const;
   double range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to);
   void run_checker(const char* when, bool always = false);
   // NUMA balancing.
@@ -322,6 +338,7 @@ class World final : public sim::EventHandler,
   Tick converged_at_;
   uint64_t convergence_placements_ = UINT64_MAX;  // sched placements() last judged
   std::vector<CpuId> sibling_;                    // by CPU: its SMT sibling (itself if none)
+  std::vector<std::vector<CpuId>> socket_cpus_;   // by socket: its CPUs
   TimelineSampler timeline_;
   sim::Noise noise_;
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires

@@ -635,6 +635,19 @@ TEST(ScenarioMachineCounts, ANativeRunTakesThemFromThisHostWhateverTheScenariosM
   EXPECT_EQ(lr.scenario->machine.name, "2s-16c") << "the scenario's machine stays as written";
 }
 
+TEST(ScenarioMachineCounts, ASetIntegerReplacesAMachineCount) {
+  // --set keeps a string key a string: "200" must still count as 200.
+  const LoadResult lr = parse(threads_count("\"cpus\""), {"programs.main.1.count=12"});
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(main_threads_count(lr), 12u);
+}
+
+TEST(ScenarioMachineCounts, AnIntegerBaseTakesFactors) {
+  const LoadResult lr = parse(threads_count("\"12/nodes\""));
+  ASSERT_TRUE(lr.ok()) << all_of(lr);
+  EXPECT_EQ(main_threads_count(lr), 6u);
+}
+
 TEST(ScenarioMachineCounts, AnUnknownNameIsReportedWithTheForms) {
   const LoadResult lr = parse(threads_count("\"cores\""));
   const Diagnostic d = only_about(lr, "programs.main[1].count");
