@@ -59,13 +59,9 @@ void CacheModel::add_footprint(uint32_t pid, CpuId cpu, Key key, uint64_t bytes)
   }
   auto& mine = by_task_[pid];
   for (const auto& fp : mine) {
-    if (fp.socket == socket && fp.key == key) return;
+    if (fp.socket == socket && fp.key == key && fp.bytes == bytes) return;
   }
-  auto& entry = sets_[socket][key];
-  if (entry.second++ == 0) {
-    entry.first = bytes;
-    set_socket_bytes(socket, socket_bytes_[socket] + bytes);
-  }
+  if (sets_[socket][{key, bytes}]++ == 0) set_socket_bytes(socket, socket_bytes_[socket] + bytes);
   mine.push_back(Footprint{socket, key, bytes});
   task_bytes_[pid] += bytes;
 }
@@ -74,9 +70,9 @@ void CacheModel::drop_footprints(uint32_t pid) {
   if (pid >= by_task_.size()) return;
   for (const auto& fp : by_task_[pid]) {
     auto& set = sets_[fp.socket];
-    auto it = set.find(fp.key);
-    if (--it->second.second == 0) {
-      set_socket_bytes(fp.socket, socket_bytes_[fp.socket] - it->second.first);
+    auto it = set.find({fp.key, fp.bytes});
+    if (--it->second == 0) {
+      set_socket_bytes(fp.socket, socket_bytes_[fp.socket] - fp.bytes);
       set.erase(it);
     }
   }

@@ -69,8 +69,10 @@ class CacheModel {
   // Memory named by what it is (a file, an anon_vma, an mm) and where in it.
   using Key = std::pair<uint64_t, uint64_t>;
   // Task `pid` on `cpu` reuses `bytes` of the memory named `key`. Counted once
-  // per socket however many of its tasks reuse it; a task's second add of the
-  // same key on the same socket changes nothing.
+  // per socket however many of its tasks reuse the same bytes from the same
+  // place; a task's second add of them on the same socket changes nothing.
+  // (The same start with another length is another footprint: main's sweep
+  // of a whole buffer is not its first thread's slice of it.)
   void add_footprint(uint32_t pid, CpuId cpu, Key key, uint64_t bytes);
   // Forgets the task's footprints (it exits, or moves to another socket).
   void drop_footprints(uint32_t pid);
@@ -170,8 +172,8 @@ class CacheModel {
   const topo::Topology& topo_;
   const CostProfile& costs_;
   std::vector<std::vector<uint8_t>> hops_;  // [from][to]
-  // Per socket: footprint -> (bytes, tasks reusing it).
-  std::vector<std::map<Key, std::pair<uint64_t, uint32_t>>> sets_;
+  // Per socket: (footprint, bytes) -> tasks reusing it.
+  std::vector<std::map<std::pair<Key, uint64_t>, uint32_t>> sets_;
   std::vector<uint64_t> socket_bytes_;
   // Sets socket_bytes_[socket], noting the socket if its LLC hit fraction
   // changes.

@@ -934,7 +934,7 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
   }
   auto vma = std::make_unique<Vma>();
   const bool hint_free =
-      args.addr && args.addr->v > 0 && args.addr->v + args.pages < kTaskSizePages &&
+      args.addr && args.addr->v > 0 && args.addr->v + args.pages <= kTaskSizePages &&
       !mm.find_vma_intersection(Vpn(args.addr->v - 1), Vpn(args.addr->v + args.pages + 1));
   vma->start = hint_free ? *args.addr : mm.get_unmapped_area(args.pages, huge_offset);
   vma->end = Vpn(vma->start.v + args.pages);

@@ -1146,6 +1146,10 @@ World::Step World::exec_op(TaskExec& t, const Op& op) {
     case OpKind::kWait:
       if (t.live_children == 0) return Step::kNext;
       t.waiting = true;
+      // Until its children end it reuses nothing: the lines it left in the
+      // LLC are the running tasks' to evict (its next op declares its own
+      // again).
+      drop_footprints(t.task.pid, t.clock);
       leave_cpu(t, sched::TaskState::kSleeping);
       return Step::kStopped;
     case OpKind::kCgroup: {

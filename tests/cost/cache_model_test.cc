@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "cost/cost_profile.h"
 #include "scenario/simulation.h"
@@ -72,6 +73,26 @@ TEST(CacheModel, TasksSharingMemoryCountItOnceInTheirSocketsLlc) {
   EXPECT_EQ(m.cache.socket_bytes(0), 12 * kMiB);
   m.cache.drop_footprints(3);
   EXPECT_EQ(m.cache.socket_bytes(0), 6 * kMiB);
+}
+
+TEST(CacheModel, ASliceFromWhereAWholeBufferStartsIsItsOwnFootprint) {
+  // main's sweep of a buffer and its first thread's slice of it start at the
+  // same page: when main drops its footprint, the slice keeps its own size.
+  Model m;
+  m.cache.add_footprint(1, CpuId(0), {1, 0}, 64 * kMiB);
+  m.cache.add_footprint(2, CpuId(0), {1, 0}, 2 * kMiB);
+  m.cache.drop_footprints(1);
+  EXPECT_EQ(m.cache.socket_bytes(0), 2 * kMiB);
+}
+
+TEST(CacheModel, AFootprintChangeThatMovesTheLlcHitFractionNamesItsSocket) {
+  Model m;
+  m.costs.llc_adaptive = 0;
+  m.cache.add_footprint(1, CpuId(0), {1, 0}, kMiB);  // fits: the fraction stays 1
+  EXPECT_TRUE(m.cache.take_changed_sockets().empty());
+  m.cache.add_footprint(2, CpuId(0), {2, 0}, 64 * kMiB);  // no longer fits
+  EXPECT_EQ(m.cache.take_changed_sockets(), std::vector<uint16_t>{0});
+  EXPECT_TRUE(m.cache.take_changed_sockets().empty());
 }
 
 TEST(CacheModel, RemoteDramCostsMoreByHopCount) {

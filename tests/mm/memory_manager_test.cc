@@ -38,6 +38,15 @@ TEST(MmapLayout, AnAddressHintIsTakenOnlyWhenItsRangeIsFree) {
   w.teardown(*mm);
 }
 
+TEST(MmapLayout, AHintEndingAtTheTopOfTheUserAddressSpaceIsTaken) {
+  // [stack] ends at TASK_SIZE: a mapping may end there.
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn at(kTaskSizePages - 33);
+  EXPECT_EQ(w.map_at(*mm, at, 33, kRW), at);
+  w.teardown(*mm);
+}
+
 TEST(MmapLayout, AMappingTakesTheHighestHoleThatFitsAfterAnUnmap) {
   // The search that starts where the last one ended must still see a hole
   // an munmap opened above it.
