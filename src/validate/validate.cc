@@ -286,6 +286,10 @@ struct Context {
   native::SignalScope& signals;
   std::string cache;
   std::string qemu;
+  // Under --accel auto: why KVM failed to bring up this run's first guest
+  // that tried it. The later guests go straight to TCG rather than waiting
+  // out the probe again.
+  std::string kvm_refused;
 };
 
 Outcome validate_one(Context& cx, const std::string& path, const std::string& series) {
@@ -481,7 +485,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   b.initrd = initrd;
   b.data_path = data;
   b.disk_image = image;
-  b.accel = cx.o.accel;
+  b.accel = cx.o.accel == "auto" && !cx.kvm_refused.empty() ? "tcg" : cx.o.accel;
   b.timeout_s = cx.o.timeout_s;
   // The scenario's THP mode from boot (mmsim native in the guest sets it
   // again); Debian's own default would be "always".
@@ -496,6 +500,9 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   std::string failure;
   for (int attempt = 1; attempt <= 2; ++attempt) {
     br = boot_guest(gm, b, cx.signals, err);
+    if (b.accel == "auto" && br.accel == "tcg" && br.accel_note.starts_with("KVM:"))
+      cx.kvm_refused = br.accel_note;
+    if (b.accel != cx.o.accel) br.accel_note = cx.kvm_refused + ", earlier in this run";
     std::ofstream(work + "/console.log") << br.qemu.out << br.qemu.err;
     if (br.qemu.interrupted) {
       oc.rc = 128 + br.qemu.interrupted;
