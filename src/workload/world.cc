@@ -492,7 +492,7 @@ void World::on_pte_revoked(mm::Mm& mm, Vpn start, Vpn end) {
   // Cut every run-ahead segment of this mm that relies on the range, when
   // the kernel changed it: at the clock of the task doing so, which may run
   // ahead of the queue, or else (kswapd) the queue's time.
-  const Tick now = acting_ ? std::max(queue_.now(), acting_->clock) : queue_.now();
+  const Tick now = change_time();
   for (uint32_t pid : tasks_by_mm_[mm.id()]) {
     TaskExec& t = exec(pid);
     if (!t.seg.active || t.seg.hi <= start || t.seg.lo >= end) continue;
@@ -911,7 +911,8 @@ void World::move_task(TaskExec& t, NodeId node) {
       TaskExec& o = exec(mv.other);
       if (o.seg.active && apply_segment(o, std::max(queue_.now(), o.seg.t0))) return;
       access_.drop_footprints(t.task.pid);
-      drop_footprints(o.task.pid, t.clock);
+      access_.drop_footprints(o.task.pid);
+      reprice_sockets(t.clock);  // once, for both
       sched_.swap_cpus(t.task, t.clock, o.task, std::max(o.clock, queue_.now()));
       schedule_run(o, std::max(o.clock, queue_.now()));
       return;

@@ -285,7 +285,8 @@ class World final : public sim::EventHandler,
   Accessor accessor(const TaskExec& t) const;
   // The op's footprint, for the cache model (once per task and socket).
   void declare_footprint(TaskExec& t, const Op& op);
-  // Forgets a task's footprints (it exits or changes CPU) at `at`.
+  // Forgets a task's footprints at `at` (it exits, changes CPU or waits for
+  // its children), re-pricing the stretches that relied on them.
   void drop_footprints(uint32_t pid, Tick at);
   // A stretch is priced when it is planned, with the state of the machine
   // then: its SMT sibling busy or idle, its socket's footprints. When either
