@@ -1699,6 +1699,16 @@ LoadResult parse_table(toml::table root, const std::string& file,
                 fmt::format("no [[cgroups]] entry has path \"{}\"", *c));
       }
     }
+    if (auto m = r.string("process_image")) {
+      if (*m == "in-use") {
+        sc.workload.image_in_use = true;
+      } else if (*m != "mapped") {
+        r.error(t->get("process_image"), "process_image",
+                fmt::format("\"{}\": expected \"mapped\" (the image's VMAs, no pages) or "
+                            "\"in-use\" (and the pages its tasks keep resident)",
+                            *m));
+      }
+    }
     // perf bench numa's convergence: the program whose tasks, in each
     // process, must come onto one node (metrics converged_s, converged).
     if (auto c = r.string("convergence")) {

@@ -143,6 +143,36 @@ Verdict judge(const std::string& counter, const Series& real, const Series& sim,
   return v;
 }
 
+std::vector<double> scan_flush_ns(const std::string& trace) {
+  // "  thread-165  [004] .....  9.800349: change_prot_numa_ret: (...) updated=3"
+  std::vector<double> out;
+  std::map<std::string, double> entered;  // by task-pid: its open call's time
+  std::istringstream in(trace);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t colon = line.find(": change_prot_numa");
+    if (colon == std::string::npos) continue;
+    const size_t cpu = line.find(" [");
+    const size_t ts = line.rfind(' ', colon);
+    if (cpu == std::string::npos || ts == std::string::npos || ts < cpu) continue;
+    std::string task = line.substr(0, cpu);
+    task.erase(0, task.find_first_not_of(' '));
+    const double at = std::strtod(line.c_str() + ts + 1, nullptr) * 1e9;
+    const std::string_view ev(line.c_str() + colon + 2);
+    if (ev.starts_with("change_prot_numa_ret:")) {
+      const auto it = entered.find(task);
+      const size_t u = line.find("updated=");
+      if (it == entered.end() || u == std::string::npos) continue;
+      const long updated = std::strtol(line.c_str() + u + 8, nullptr, 10);
+      if (updated >= 1 && updated <= 16 && at >= it->second) out.push_back(at - it->second);
+      entered.erase(it);
+    } else if (ev.starts_with("change_prot_numa:")) {
+      entered[task] = at;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 constexpr int kExitHost = native::kExitHostSetup;
@@ -178,11 +208,13 @@ std::string today() {
 struct GuestRun {
   int rc = -1;
   std::string json;
+  std::string trace;  // the kernel's trace (--scan-trace), if any
 };
 std::vector<GuestRun> parse_data(const std::string& text, bool* done) {
   std::vector<GuestRun> runs;
   std::istringstream in(text);
   GuestRun* cur = nullptr;
+  bool in_trace = false;
   *done = false;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -194,6 +226,12 @@ std::vector<GuestRun> parse_data(const std::string& text, bool* done) {
       w >> i >> cur->rc;
     } else if (line.rfind("MMSIM-END ", 0) == 0) {
       cur = nullptr;
+    } else if (line.rfind("MMSIM-TRACE ", 0) == 0) {
+      in_trace = !runs.empty();
+    } else if (line.rfind("MMSIM-TRACE-END ", 0) == 0) {
+      in_trace = false;
+    } else if (in_trace) {
+      runs.back().trace += line + "\n";
     } else if (line == "MMSIM-DONE") {
       *done = true;
     } else if (cur) {
@@ -217,7 +255,8 @@ std::string tail_lines(const std::string& text, size_t n) {
 // files, then `mmsim native` once per run, each run's JSON on ttyS1.
 std::string init_script(const std::string& hierarchy, uint64_t disk_kib, bool virtio,
                         const std::vector<std::string>& modules,
-                        const std::vector<std::string>& native_args, int repeat) {
+                        const std::vector<std::string>& native_args, int repeat,
+                        const std::string& scan_trace_series) {
   std::string s = R"(#!/bin/busybox sh
 /bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s
@@ -253,22 +292,53 @@ mount -t debugfs debugfs /sys/kernel/debug
   }
   s += "stty -F /dev/ttyS1 raw -echo 2>/dev/null\n";
   s += "echo \"MMSIM-GUEST-UP $(uname -r)\"\n";
+  std::string clear_trace, dump_trace;
+  if (!scan_trace_series.empty()) {
+    // Probes on the scan's functions (neither is inline: task_numa_work is
+    // a task_work callback; change_prot_numa is called from another file). x86-64 passes arguments
+    // in di, si, dx, cx; a VMA begins with vm_start and vm_end in 6.1 and 6.12. task_numa_work's
+    // argument is &current->numa_work, which task_struct (CONFIG_NUMA and
+    // CONFIG_NUMA_BALANCING, include/linux/sched.h) places after
+    // numa_scan_seq, numa_scan_period, numa_scan_period_max,
+    // numa_preferred_nid, numa_migrate_retry, node_stamp,
+    // last_task_numa_placement and last_sum_exec_runtime; 6.12's il_weight
+    // before them moves the four ints 4 bytes up.
+    const int seq = scan_trace_series == "6.1" ? -52 : -48;
+    s += fmt::format(
+        "T=/sys/kernel/debug/tracing\ntrace_ok=1\nfor p in 'p:mmsim/task_numa_work task_numa_work "
+        "numa_scan_seq={}(%di):s32 numa_scan_period={}(%di):u32 numa_scan_period_max={}(%di):u32 "
+        "numa_preferred_nid={}(%di):s32 node_stamp=-24(%di):u64' \\\n",
+        seq, seq + 4, seq + 8, seq + 12);
+    s += R"(    'r:mmsim/task_numa_work_ret task_numa_work' \
+    'p:mmsim/change_prot_numa change_prot_numa vm_start=+0(%di):x64 vm_end=+8(%di):x64 start=%si:x64 end=%dx:x64' \
+    'r:mmsim/change_prot_numa_ret change_prot_numa updated=$retval:s64'; do
+  echo "$p" >> $T/kprobe_events || trace_ok=0
+done
+echo 1 > $T/events/mmsim/enable || trace_ok=0
+[ -d $T/events/sched/sched_skip_vma_numa ] && echo 1 > $T/events/sched/sched_skip_vma_numa/enable
+echo 8192 > $T/buffer_size_kb
+)";
+    clear_trace = "  echo > $T/trace\n";
+    dump_trace =
+        "  { echo \"MMSIM-TRACE $i\"; [ $trace_ok = 1 ] || echo '# error: the kprobes could not "
+        "be set'; cat $T/trace; echo \"MMSIM-TRACE-END $i\"; } > /dev/ttyS1\n";
+  }
   std::string args;
   for (const auto& a : native_args) args += fmt::format(" {}", shell_quote(a));
   s += fmt::format(R"(i=1
 while [ $i -le {} ]; do
   rm -f /tmp/run.json
-  /bin/mmsim native /scenario.toml --exec /bin/mmsim-exec --json /tmp/run.json{}
+{}  /bin/mmsim native /scenario.toml --exec /bin/mmsim-exec --json /tmp/run.json{}
   rc=$?
   {{ echo "MMSIM-RUN $i $rc"; [ -f /tmp/run.json ] && cat /tmp/run.json; echo "MMSIM-END $i"; }} > /dev/ttyS1
-  [ $rc = 0 ] || break
+{}  [ $rc = 0 ] || break
   i=$((i+1))
 done
 echo MMSIM-DONE > /dev/ttyS1
 sync
 poweroff -f
 )",
-                   repeat, args);
+                   repeat, clear_trace, args, dump_trace);
   return s;
 }
 
@@ -455,9 +525,16 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
       modules.push_back(name);
     }
   }
+  // The scan is traced whenever NUMA balancing is on: the simulation takes
+  // the guest's TLB flush cost from it (below).
+  const bool trace_scan =
+      !cx.o.scan_trace.empty() || sc.kernel.numa_config(pr.run->topology.nr_nodes()).enabled;
   std::vector<std::string> native_args;
   for (const auto& s : sets) native_args.insert(native_args.end(), {"--set", s});
-  ir.add_file("init", init_script(hierarchy, disk_kib, virtio, modules, native_args, repeat), 0755);
+  ir.add_file("init",
+              init_script(hierarchy, disk_kib, virtio, modules, native_args, repeat,
+                          trace_scan ? series : std::string()),
+              0755);
   // A virtio disk: a sparse image of the disk's size in the work directory.
   std::string image;
   if (virtio) {
@@ -497,6 +574,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   // refuses is not.
   BootResult br;
   std::vector<ordered_json> real;
+  std::vector<std::string> traces;
   std::string failure;
   for (int attempt = 1; attempt <= 2; ++attempt) {
     br = boot_guest(gm, b, cx.signals, err);
@@ -518,6 +596,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
       data_text = t.str();
     }
     real.clear();
+    traces.clear();
     failure.clear();
     bool retry = true;
     if (!br.came_up) failure = fmt::format("the guest never came up (QEMU {})", br.qemu.what());
@@ -530,6 +609,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
       }
       try {
         real.push_back(ordered_json::parse(r.json));
+        traces.push_back(r.trace);
       } catch (const std::exception& e) {
         failure = fmt::format("the guest's report is not JSON: {}", e.what());
       }
@@ -550,6 +630,68 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     err << "mmsim: " << failure << "; booting the guest again\n";
     notes.push_back(
         fmt::format("the first guest failed ({}); these are the second's runs", failure));
+  }
+
+  if (!cx.o.scan_trace.empty()) {
+    fs::create_directories(cx.o.scan_trace, ec);
+    for (size_t i = 0; i < traces.size(); ++i) {
+      const std::string file =
+          fmt::format("{}/{}-{}-run{}.trace", cx.o.scan_trace, sc.name, series, i + 1);
+      std::string werr;
+      if (traces[i].empty()) {
+        err << "mmsim: warning: run " << i + 1 << " of " << sc.name
+            << " wrote no scan trace in the guest\n";
+      } else if (!util::write_file_atomically(file, traces[i], &werr)) {
+        err << "mmsim: error: " << werr << "\n";
+        oc.rc = kExitHost;
+        return oc;
+      } else {
+        err << "mmsim: the guest's scan trace: " << file << "\n";
+      }
+    }
+  }
+
+  // The guest's TLB shootdowns. Under TCG a flush waits for vCPUs the host
+  // has descheduled (8 vCPUs on a few host CPUs): tens of ms where hardware
+  // takes a few us. task_numa_work charges its own run time 32 times over
+  // against the scanning task's next scan, so the guest's scans are spaced
+  // by its flushes; the simulation must pay what the guest pays. The flush
+  // cost is the median time of the guest's scan calls that changed 1 to 16
+  // PTEs; the simulation's tlb_flush_ipi_ns is that (less a local flush)
+  // over the remote CPUs a flush has in the simulation (its
+  // nr_tlb_remote_flush_received / nr_tlb_remote_flush, seed S), unless the
+  // command line sets it.
+  std::vector<double> flushes;
+  for (const auto& t : traces) {
+    const std::vector<double> f = scan_flush_ns(t);
+    flushes.insert(flushes.end(), f.begin(), f.end());
+  }
+  const bool ipi_set = std::any_of(cx.o.sets.begin(), cx.o.sets.end(), [](const std::string& s) {
+    return s.starts_with("costs.tlb_flush_ipi_ns=");
+  });
+  if (flushes.size() >= 5 && !ipi_set) {
+    std::sort(flushes.begin(), flushes.end());
+    const double median = flushes[flushes.size() / 2];
+    scenario::PrepareResult sp = scenario::prepare({path, std::nullopt, sets, sc.seed, ""});
+    if (sp.run) {
+      const workload::RunResult r = scenario::simulate(*sp.run);
+      double flushes_sim = 0, received = 0;
+      for (const auto& [name, v] : r.vmstat) {
+        if (name == "nr_tlb_remote_flush") flushes_sim = static_cast<double>(v);
+        if (name == "nr_tlb_remote_flush_received") received = static_cast<double>(v);
+      }
+      if (flushes_sim > 0 && received > 0) {
+        const double remote = received / flushes_sim;
+        const double ipi = std::max(0.0, median - sc.costs.tlb_flush_local_ns) / remote;
+        sets.push_back(fmt::format("costs.tlb_flush_ipi_ns={:.0f}", ipi));
+        notes.push_back(fmt::format(
+            "tlb_flush_ipi_ns = {:.0f} ns in the simulation, measured in the guest: a scan's "
+            "TLB flush took {:.2f} ms (median of {}, {:.2f}-{:.2f} ms), {:.2f} remote CPUs a "
+            "flush in the simulation",
+            ipi, median * 1e-6, flushes.size(), flushes.front() * 1e-6, flushes.back() * 1e-6,
+            remote));
+      }
+    }
   }
 
   // The simulation: the same scenario, the kernel's version, seeds S..S+N-1.

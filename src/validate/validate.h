@@ -31,6 +31,13 @@ struct ValidateOptions {
   std::string work_root;             // where the guest's files are made ("": /var/tmp)
   double timeout_s = 1800;           // per guest, boot included
   bool keep = false;                 // keep the work directory (initramfs, console log)
+  // A directory for the guest's NUMA balancing scan, traced by kprobes: every
+  // task_numa_work call (with the task's scan period and node_stamp), each
+  // change_prot_numa it makes (the VMA, the range, the PTEs changed), and
+  // 6.12's skipped VMAs; one file per run, NAME-KERNEL-runI.trace. "": no
+  // files (the guest traces its scan whenever NUMA balancing is on: the
+  // simulation takes the guest's TLB flush cost from it).
+  std::string scan_trace;
 };
 
 // A counter's values over runs.
@@ -70,6 +77,11 @@ struct Verdict {
 };
 Verdict judge(const std::string& counter, const Series& real, const Series& sim, bool modelled,
               const std::optional<Tolerance>& tol);
+
+// The guest's TLB flushes as its scan trace (--scan-trace) shows them: the
+// time, in ns, of each change_prot_numa call that changed 1 to 16 PTEs, a
+// call whose time is its flush of the mm's CPUs. In trace order.
+std::vector<double> scan_flush_ns(const std::string& trace);
 
 // Runs every scenario on every kernel; the tables on `out`, progress and
 // problems on `err`. Returns the exit code.

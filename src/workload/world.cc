@@ -150,7 +150,7 @@ RunResult World::run() {
   proc->mm = mm_.mm_alloc();
   proc->mm->observer = this;
   proc->mm->memcg = memcg_.enabled() ? workload_.init_cgroup : 0;
-  map_process_image(*proc->mm);
+  map_process_image(*proc);
   proc->regions.resize(workload_.regions.size());
   const uint32_t init = spawn(0, proc, workload_.init_program, Tick(0));
   tasks_[init]->task.comm = workload_.init_comm;
@@ -757,6 +757,11 @@ bool World::numa_tick(TaskExec& t) {
   if (!balancer_.task_tick(t.task.pid, mm, t.clock)) return false;
   const int64_t updates_before = mm_.vmstat()[mm::Vm::numa_pte_updates];
   const double cost = balancer_.task_numa_work(t.task.pid, mm, t.task.cpu, t.clock);
+  if (mm_.vmstat()[mm::Vm::numa_pte_updates] != updates_before) {
+    // Marked pages of the image, perhaps: each task touches its own again
+    // (a stack, a heap in use) before its next op.
+    for (const uint32_t pid : tasks_by_mm_[mm.id()]) exec(pid).touch_image = true;
+  }
   if (config_.trace) {
     // One event a pass, with the hinting faults since the last: millions of
     // faults stay a few events a second per task.
@@ -1040,26 +1045,33 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
 // (docs/research/numa-scan-rate.md). The executable's read-only mappings,
 // [vvar] (VM_PFNMAP) and the PROT_NONE guards and reservations are left
 // out: task_numa_work skips them before any other test.
-// SIMPLIFICATION: none of their pages is faulted in (a stack's few, the
-// heap's): their faults and their marking are not counted, and placing them
-// costs nothing.
-void World::map_process_image(mm::Mm& mm) {
+// By default none of their pages is faulted in. `[run] process_image =
+// "in-use"` adds the pages mmsim-exec keeps resident (smaps): each task
+// faults them in before its first op, and touches them again after a NUMA
+// scan pass changed PTEs in its mm, as a thread running on its stack and
+// using the heap would. A marked thread stack then charges its whole VMA
+// to the scan's budget, as in the kernel.
+void World::map_process_image(Process& proc) {
   struct Image {
     uint64_t addr;
     uint64_t pages;
     uint32_t flags;
     const char* name;
+    // Its pages in use, counted from its start (or, for [stack], from its
+    // top), as /proc/PID/smaps showed them resident while mmsim-exec's
+    // threads swept (numa02, Debian 12 host, 2026-12-03).
+    uint64_t in_use;
   };
   constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
   // Addresses as a non-PIE static binary has them, with the heap, [vdso]
   // and [stack] at fixed stand-ins for their randomised places: the heap
   // low, [vdso] above the mmap base, [stack] at the top.
   static constexpr Image kImage[] = {
-      {0x55b000, 3, kRw, "mmsim-exec data"},
-      {0x55f000, 6, kRw, "mmsim-exec bss"},
-      {0x1000000, 34, kRw, "[heap]"},
-      {0x7f0000010000, 2, mm::Vma::kRead | mm::Vma::kExec, "[vdso]"},
-      {0x7ffffffde000, 33, kRw, "[stack]"},
+      {0x55b000, 3, kRw, "mmsim-exec data", 3},
+      {0x55f000, 6, kRw, "mmsim-exec bss", 3},
+      {0x1000000, 34, kRw, "[heap]", 10},
+      {0x7f0000010000, 2, mm::Vma::kRead | mm::Vma::kExec, "[vdso]", 0},
+      {0x7ffffffde000, 33, kRw, "[stack]", 7},
   };
   for (const Image& i : kImage) {
     mm::MmapArgs a;
@@ -1067,11 +1079,31 @@ void World::map_process_image(mm::Mm& mm) {
     a.pages = i.pages;
     a.vm_flags = i.flags;
     a.name = i.name;
-    mm_.mmap(mm, a, CpuId(0));
+    const Vpn at = mm_.mmap(*proc.mm, a, CpuId(0)).addr;
+    const bool stack = std::string_view(i.name) == "[stack]";
+    for (uint64_t k = 0; k < i.in_use; ++k)
+      proc.image_pages.push_back(Vpn(at.v + (stack ? i.pages - 1 - k : k)));
   }
 }
 
-bool World::map_thread_image(mm::Mm& mm, CpuId cpu) {
+World::Step World::touch_image(TaskExec& t) {
+  mm::Mm& mm = *t.proc->mm;
+  auto touch = [&](const std::vector<Vpn>& pages) {
+    for (const Vpn v : pages) {
+      if (mm.pgtable().get(v).writable()) continue;
+      // The kernel's work: only in time order.
+      if (t.clock > horizon()) return Step::kYield;
+      if (!fault(t, v, true)) return Step::kStopped;
+    }
+    return Step::kNext;
+  };
+  Step s = touch(t.proc->image_pages);
+  if (s == Step::kNext) s = touch(t.own_image_pages);
+  if (s == Step::kNext) t.touch_image = false;
+  return s;
+}
+
+bool World::map_thread_image(mm::Mm& mm, CpuId cpu, std::vector<Vpn>* pages) {
   // glibc maps a stack with its guard page (8 MiB and 4 KiB), then makes
   // the guard PROT_NONE (SIMPLIFICATION: one VMA here).
   mm::MmapArgs stack;
@@ -1088,7 +1120,12 @@ bool World::map_thread_image(mm::Mm& mm, CpuId cpu) {
   arena.pages = (132u << 10) >> kPageShift;
   arena.name = "thread arena";
   if (s.addr.v > arena.pages + 1) arena.addr = Vpn(s.addr.v - arena.pages - 1);
-  return mm_.mmap(mm, arena, cpu).error == mm::MmError::kOk;
+  const mm::MmResult a = mm_.mmap(mm, arena, cpu);
+  if (a.error != mm::MmError::kOk) return false;
+  // In use (smaps, as for the process image): the stack's top 2 pages and
+  // the arena's first (its heap_info and malloc_state).
+  pages->assign({Vpn(s.addr.v + stack.pages - 1), Vpn(s.addr.v + stack.pages - 2), a.addr});
+  return true;
 }
 
 World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
@@ -1112,7 +1149,9 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     child_proc->regions = t.proc->regions;
     cost += mm_.dup_mmap(*t.proc->mm, *child_proc->mm, t.task.cpu);
   }
-  if (thread && !map_thread_image(*t.proc->mm, t.task.cpu)) {
+  std::vector<Vpn> own_pages = t.own_image_pages;  // fork: the child runs on the same stack
+  if (!thread) child_proc->image_pages = t.proc->image_pages;
+  if (thread && !map_thread_image(*t.proc->mm, t.task.cpu, &own_pages)) {
     // pthread_create fails (EAGAIN): a scenario cannot go on without its
     // thread, so the run stops, as at a limit.
     stop_at_limit(fmt::format(
@@ -1122,7 +1161,8 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     return Step::kStopped;
   }
   charge_sys(t, cost);
-  spawn(t.task.pid, child_proc, op.program, t.clock, t.cursor, op.count);
+  const uint32_t child = spawn(t.task.pid, child_proc, op.program, t.clock, t.cursor, op.count);
+  exec(child).own_image_pages = std::move(own_pages);
   ++t.live_children;
   ++t.cursor;
   return Step::kContinue;
@@ -1473,6 +1513,12 @@ void World::run_task(TaskExec& t) {
         return;
       }
       sched_.renew_slice(cpu, t.clock);
+    }
+    if (t.touch_image && t.cursor == 0 && workload_.image_in_use) {
+      const Step s = touch_image(t);
+      if (s == Step::kYield) schedule_run(t, t.clock);
+      if (s != Step::kNext) return;
+      continue;
     }
     if (f.loop && f.pc == 0 && t.cursor == 0 && try_fast_forward(t)) {
       if (!start_segment(t)) return;

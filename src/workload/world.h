@@ -130,6 +130,9 @@ class World final : public sim::EventHandler,
     uint32_t tgid = 0;
     std::shared_ptr<mm::Mm> mm;
     std::vector<Region> regions;
+    // The pages of its image every task of it keeps in use (data, bss,
+    // heap, the top of [stack]: see map_process_image).
+    std::vector<Vpn> image_pages;
   };
   struct Frame {
     const std::vector<Op>* ops = nullptr;
@@ -198,6 +201,12 @@ class World final : public sim::EventHandler,
     // Hinting faults since its last NUMA scan pass (for the trace): all,
     // on its own node, and refused a migration.
     uint64_t hint_faults = 0, hint_local = 0, hint_refused = 0;
+    // The pages of its own it keeps in use (a thread's stack top and arena
+    // header), and whether it must touch those and its process's image
+    // pages before its next op: at its start, and after a NUMA scan pass
+    // changed PTEs in its mm.
+    std::vector<Vpn> own_image_pages;
+    bool touch_image = true;
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
   enum EventKind : uint32_t {
@@ -223,9 +232,13 @@ class World final : public sim::EventHandler,
   Step exec_fork(TaskExec& t, const Op& op, bool thread);
   // The mappings every process of the run has besides the scenario's
   // regions, and those each thread adds (see world.cc).
-  void map_process_image(mm::Mm& mm);
-  // False if the mm has no room for them (vm.max_map_count).
-  bool map_thread_image(mm::Mm& mm, CpuId cpu);
+  void map_process_image(Process& proc);
+  // False if the mm has no room for them (vm.max_map_count); else the
+  // thread's pages in use in *pages.
+  bool map_thread_image(mm::Mm& mm, CpuId cpu, std::vector<Vpn>* pages);
+  // Touches what of the task's image pages it cannot write (first use, a
+  // NUMA mark, a COW after fork): kNext when all are writable.
+  Step touch_image(TaskExec& t);
   Step exec_syscall(TaskExec& t, const Op& op);
   // The pin op: sched_setaffinity of the task itself.
   Step exec_pin(TaskExec& t, const Op& op);

@@ -48,6 +48,31 @@ std::vector<CpioEntry> read_newc(const std::string& a) {
   return out;
 }
 
+TEST(ScanTrace, AFlushIsTheTimeOfAScanCallThatChangedOneToSixteenPtes) {
+  // As the guest's ftrace prints the kprobes, two tasks interleaved.
+  const std::string trace =
+      "# tracer: nop\n"
+      "  thread-165  [004] .....  9.788602: task_numa_work: (task_numa_work+0x0/0x3a0) "
+      "numa_scan_seq=0 numa_scan_period=1000\n"
+      "  thread-165  [004] .....  9.788700: change_prot_numa: (change_prot_numa+0x0/0xb0) "
+      "vm_start=0x55e000 vm_end=0x564000 start=0x55e000 end=0x564000\n"
+      "  thread-166  [005] .....  9.789000: change_prot_numa: (change_prot_numa+0x0/0xb0) "
+      "vm_start=0x55e000 vm_end=0x564000 start=0x55e000 end=0x564000\n"
+      "  thread-165  [004] .....  9.800700: change_prot_numa_ret: (task_numa_work+0x227/0x3a0 <- "
+      "change_prot_numa) updated=3\n"
+      "  thread-166  [005] .....  9.789010: change_prot_numa_ret: (task_numa_work+0x227/0x3a0 <- "
+      "change_prot_numa) updated=0\n"
+      "  thread-165  [004] .....  9.800800: change_prot_numa: (change_prot_numa+0x0/0xb0) "
+      "vm_start=0x7f0000000000 vm_end=0x7f0010000000 start=0x7f0000000000 end=0x7f000d000000\n"
+      "  thread-165  [004] .....  9.900800: change_prot_numa_ret: (task_numa_work+0x227/0x3a0 <- "
+      "change_prot_numa) updated=51383\n";
+  // Only thread-165's first call: the other changed nothing (no flush), the
+  // last too much to be a flush alone.
+  const std::vector<double> f = scan_flush_ns(trace);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(f[0], 12e6, 1);
+}
+
 TEST(Initramfs, IsANewcArchiveWithParentsFirstAndATrailer) {
   Initramfs ir;
   ir.add_file("bin/tool", "#!/bin/sh\n", 0755);

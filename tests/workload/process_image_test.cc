@@ -1,0 +1,119 @@
+// `[run] process_image = "in-use"`: besides the VMAs of the executor's image,
+// the pages it keeps resident in them (data 3, bss 3, heap 10, the top 7 of
+// [stack] for a process; the top 2 of its stack and its arena's first for a
+// thread) are faulted in before a task's first op, and touched again after a
+// NUMA scan pass marks them.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/run.h"
+
+namespace mmsim::workload {
+namespace {
+
+// Two threads zero their own halves of 8 MiB for `duration`, with NUMA
+// balancing as `balancing` says; base pages only.
+std::string scenario(const std::string& image, int balancing, const std::string& duration) {
+  return R"([scenario]
+name = "image"
+seed = 1
+
+[machine]
+sockets = 2
+cores_per_socket = 2
+mem_per_node = "1GiB"
+llc_per_socket = "8MiB"
+
+[kernel]
+version = "6.1"
+transparent_hugepage = "never"
+numa_balancing = )" +
+         std::to_string(balancing) + R"(
+
+[noise]
+enabled = false
+
+[run]
+program = "main"
+process_image = ")" +
+         image + R"("
+
+[[programs.main]]
+op = "map"
+region = "buf"
+size = "8MiB"
+
+[[programs.main]]
+op = "threads"
+count = 2
+program = "thread"
+
+[[programs.main]]
+op = "wait"
+
+[[programs.thread]]
+op = "loop"
+duration = ")" +
+         duration +
+         R"("
+body = [{ op = "sweep", region = "buf", mode = "write", slice = "own" }]
+)";
+}
+
+TEST(ProcessImage, InUsePagesAreFaultedInOnceAtEachTasksStart) {
+  const testing::Ran mapped = testing::run_text(scenario("mapped", 0, "10ms"));
+  const testing::Ran in_use = testing::run_text(scenario("in-use", 0, "10ms"));
+  // The process's 3 + 3 + 10 + 7 pages, and 3 for each of two threads.
+  EXPECT_EQ(in_use.vm("pgfault") - mapped.vm("pgfault"), 23 + 2 * 3);
+}
+
+TEST(ProcessImage, MarkedImagePagesAreTouchedAgainAndTakeHintingFaults) {
+  const testing::Ran mapped = testing::run_text(scenario("mapped", 1, "4s"));
+  const testing::Ran in_use = testing::run_text(scenario("in-use", 1, "4s"));
+  ASSERT_GT(mapped.vm("numa_pte_updates"), 0);
+  // Every pass marks the image pages in use as well as the buffer, and the
+  // tasks fault them back.
+  EXPECT_GT(in_use.vm("numa_pte_updates"), mapped.vm("numa_pte_updates"));
+  EXPECT_GT(in_use.vm("numa_hint_faults"), mapped.vm("numa_hint_faults"));
+}
+
+TEST(ProcessImage, AMarkedThreadStackChargesItsWholeVmaToTheScanBudget) {
+  // 256 MiB is the whole budget of a pass (numa_balancing_scan_size_mb).
+  // With the image in use, a pass that marks the threads' stacks (8 MiB and
+  // a guard page each) runs out of budget that many pages into the buffer,
+  // so the first pass marks 2 x 2049 pages fewer of it.
+  auto big = [](const std::string& image) {
+    std::string s = scenario(image, 1, "1100ms");
+    const std::string from = "size = \"8MiB\"";
+    s.replace(s.find(from), from.size(), "size = \"256MiB\"");
+    return s;
+  };
+  const testing::Ran mapped = testing::run_text(big("mapped"));
+  const testing::Ran in_use = testing::run_text(big("in-use"));
+  EXPECT_EQ(mapped.vm("numa_pte_updates"), 65536);
+  // Below the buffer, in the order of the walk: data (3 pages, 3 in use),
+  // bss (6, 3), heap (34, 10), then each thread's arena (33, 1) and stack
+  // (2049, 2); each charges its whole span. [stack] is above the buffer.
+  const int64_t charged = 3 + 6 + 34 + 2 * (33 + 2049);
+  const int64_t marked = 3 + 3 + 10 + 2 * (1 + 2);
+  // The last chunk ends at a 2 MiB boundary: up to 511 pages past the
+  // budget.
+  EXPECT_GE(in_use.vm("numa_pte_updates"), 65536 - charged + marked);
+  EXPECT_LT(in_use.vm("numa_pte_updates"), 65536 - charged + marked + 512);
+}
+
+TEST(ProcessImage, AnUnknownModeIsAnErrorAtItsKey) {
+  scenario::Source source;
+  source.path = "test.toml";
+  source.text = scenario("resident", 0, "10ms");
+  const auto prepared = scenario::prepare(source);
+  ASSERT_FALSE(prepared.run);
+  ASSERT_EQ(prepared.diagnostics.size(), 1u);
+  EXPECT_NE(prepared.diagnostics[0].str().find("test.toml:21:17: error: run.process_image:"),
+            std::string::npos)
+      << prepared.diagnostics[0].str();
+}
+
+}  // namespace
+}  // namespace mmsim::workload
