@@ -1700,9 +1700,9 @@ LoadResult parse_table(toml::table root, const std::string& file,
       }
     }
     if (auto m = r.string("process_image")) {
-      if (*m == "in-use") {
-        sc.workload.image_in_use = true;
-      } else if (*m != "mapped") {
+      if (*m == "mapped") {
+        sc.workload.image_in_use = false;
+      } else if (*m != "in-use") {
         r.error(t->get("process_image"), "process_image",
                 fmt::format("\"{}\": expected \"mapped\" (the image's VMAs, no pages) or "
                             "\"in-use\" (and the pages its tasks keep resident)",

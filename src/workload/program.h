@@ -136,11 +136,11 @@ struct Workload {
   // How many tasks run it over the run (fork and threads ops outside loops).
   uint64_t convergence_tasks = 0;
   std::string init_comm = "init";
-  // [run] process_image: "mapped" (false), the VMAs of the process image
-  // without their pages; "in-use" (true), also the pages mmsim-exec keeps
-  // resident in them, faulted in at a task's start and touched again after
-  // a NUMA scan pass marks them.
-  bool image_in_use = false;
+  // [run] process_image: "in-use" (true, the default), the VMAs of the
+  // process image and the pages mmsim-exec keeps resident in them, faulted
+  // in at a task's start and touched again after a NUMA scan pass marks
+  // them; "mapped" (false), the VMAs without pages.
+  bool image_in_use = true;
 };
 
 }  // namespace mmsim::workload

@@ -47,6 +47,7 @@ numa_balancing = 1
 path = "/t"
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "cgroup"
 path = "/t"
@@ -125,6 +126,7 @@ name = "f"
 size = "4MiB"
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "cgroup"
 path = "/small"

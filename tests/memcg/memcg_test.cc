@@ -139,6 +139,7 @@ path = "/g"
          R"(
 [run]
 program = "main"
+process_image = "mapped"
 cgroup = "/g"
 )" + ops;
 }
@@ -259,6 +260,7 @@ name = "g"
 size = "1MiB"
 [run]
 program = "main"
+process_image = "mapped"
 cgroup = "/g"
 [[programs.main]]
 op = "map"
@@ -312,6 +314,7 @@ name = "data"
 size = "16MiB"
 [run]
 program = "parent"
+process_image = "mapped"
 cgroup = "/a"
 [[programs.parent]]
 op = "map"
@@ -392,6 +395,7 @@ name = "f"
 size = "64KiB"
 [run]
 program = "main"
+process_image = "mapped"
 cgroup = "/g"
 [[programs.main]]
 op = "map"
@@ -567,6 +571,7 @@ path = "/b"
 move_charge_at_immigrate = 3
 [run]
 program = "m"
+process_image = "mapped"
 [[programs.m]]
 op = "sleep"
 duration = "1ms"

@@ -37,6 +37,7 @@ fs = ")" +
          fs + "\"\ncached = " + (cached ? "true" : "false") + R"(
 [run]
 program = "main"
+process_image = "mapped"
 cgroup = "/a"
 [[programs.main]]
 op = "map"
@@ -138,6 +139,7 @@ size = "256KiB"
 fs = "tmpfs"
 [run]
 program = "main"
+process_image = "mapped"
 cgroup = "/a"
 [[programs.main]]
 op = "map"

@@ -29,6 +29,7 @@ size = 1052672
 cached = true
 [run]
 program = "parent"
+process_image = "mapped"
 [[programs.parent]]
 op = "map"
 region = "rw"
@@ -124,6 +125,7 @@ numa_balancing = 1
          R"(
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "map"
 region = "data"
@@ -180,6 +182,7 @@ version = "6.6"
 numa_balancing = 1
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "map"
 region = "shared"
@@ -222,6 +225,7 @@ numa_balancing_scan_delay_ms = 1
 skip_shmem_default_policy = false  # shmem scanned, as 6.12 and the fixed kernels do
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "map"
 region = "shm"
@@ -270,6 +274,7 @@ size = "2048KiB"
 cached = true
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "map"
 region = "r0"
@@ -305,6 +310,7 @@ numa_balancing_scan_delay_ms = 2
 skip_shmem_default_policy = false  # shmem scanned, as 6.12 and the fixed kernels do
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "map"
 region = "r0"
@@ -410,6 +416,7 @@ numa_balancing_scan_delay_ms = 1
 numa_balancing_scan_period_min_ms = 1
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "map"
 region = "shm"

@@ -39,6 +39,7 @@ thp_anon_align = "pmd-multiple"  # 8 whole THPs whatever the version
 
 [run]
 program = "main"
+process_image = "mapped"
 
 [[programs.main]]
 op = "pin"

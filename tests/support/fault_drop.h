@@ -19,6 +19,7 @@ size = ")" +
          file_size + "\"\ncached = " + (cached ? "true" : "false") + R"(
 [run]
 program = "main"
+process_image = "mapped"
 cgroup = "/bench"
 [[programs.main]]
 op = "map"

@@ -21,6 +21,7 @@ mem_per_node = "64MiB"
 llc_per_socket = "1MiB"
 [run]
 program = "main"
+process_image = "mapped"
 )";
 
 // A child maps region a at half the size its parent did, so that ranges the

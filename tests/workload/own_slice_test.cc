@@ -24,6 +24,7 @@ numa_balancing = 0
 transparent_hugepage = "never"
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "map"
 region = "data"

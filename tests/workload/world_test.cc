@@ -11,7 +11,8 @@ using testing::kSmallMachine;
 using testing::run_text;
 
 std::string scenario(const std::string& programs, const std::string& extra = "") {
-  return std::string(kSmallMachine) + extra + "\n[run]\nprogram = \"main\"\n" + programs;
+  return std::string(kSmallMachine) + extra +
+         "\n[run]\nprogram = \"main\"\nprocess_image = \"mapped\"\n" + programs;
 }
 
 TEST(World, SweepLoopCountsIterationsThatFitTheDuration) {
@@ -106,6 +107,7 @@ cores_per_socket = 2
 mem_per_node = "64MiB"
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "map"
 region = "a"
@@ -345,6 +347,7 @@ mem_per_node = "64MiB"
 llc_per_socket = "4MiB"
 [run]
 program = "main"
+process_image = "mapped"
 [[programs.main]]
 op = "map"
 region = "a"
