@@ -633,7 +633,6 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   }
 
   if (!cx.o.scan_trace.empty()) {
-    fs::create_directories(cx.o.scan_trace, ec);
     for (size_t i = 0; i < traces.size(); ++i) {
       const std::string file =
           fmt::format("{}/{}-{}-run{}.trace", cx.o.scan_trace, sc.name, series, i + 1);
@@ -940,6 +939,16 @@ int run_validate(const ValidateOptions& o, std::ostream& out, std::ostream& err)
   if (!(o.timeout_s > 0)) {
     err << "mmsim: error: --timeout: expected a positive number of seconds\n";
     return 2;
+  }
+  if (!o.scan_trace.empty()) {
+    // Made now: a directory that cannot be is refused before any guest runs.
+    std::error_code ec;
+    fs::create_directories(o.scan_trace, ec);
+    if (ec || !fs::is_directory(o.scan_trace) || ::access(o.scan_trace.c_str(), W_OK) != 0) {
+      err << fmt::format("mmsim: error: --scan-trace: cannot write to the directory {}{}\n",
+                         o.scan_trace, ec ? ": " + ec.message() : std::string());
+      return 2;
+    }
   }
   native::SignalScope signals;
   Context cx{o, out, err, signals, o.cache_dir.empty() ? kernel_cache_dir() : o.cache_dir, ""};

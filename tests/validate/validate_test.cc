@@ -372,5 +372,15 @@ TEST(Validate, BadOptionsAreRejectedBeforeAnythingRuns) {
   EXPECT_NE(err.str().find("--accel: expected auto, kvm or tcg"), std::string::npos);
 }
 
+TEST(Validate, AScanTraceDirectoryThatCannotBeWrittenIsRejectedBeforeAnyGuest) {
+  std::ostringstream out, err;
+  ValidateOptions o;
+  o.scenarios = {"x.toml"};
+  o.scan_trace = "/proc/self/mmsim-scan-trace";
+  EXPECT_EQ(run_validate(o, out, err), 2);
+  EXPECT_NE(err.str().find("--scan-trace: cannot write to the directory"), std::string::npos)
+      << err.str();
+}
+
 }  // namespace
 }  // namespace mmsim::validate
