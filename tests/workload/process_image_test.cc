@@ -1,8 +1,8 @@
 // `[run] process_image = "in-use"`: besides the VMAs of the executor's image,
 // the pages it keeps resident in them (data 3, bss 3, heap 10, the top 7 of
-// [stack] for a process; the top 2 of its stack and its arena's first for a
-// thread) are faulted in before a task's first op, and touched again after a
-// NUMA scan pass marks them.
+// [stack] for a process, faulted in before its first op; the top 2 of a
+// thread's stack, the first written by its creator in pthread_create) are
+// touched again after a NUMA scan pass marks them.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -64,8 +64,8 @@ body = [{ op = "sweep", region = "buf", mode = "write", slice = "own" }]
 TEST(ProcessImage, InUsePagesAreFaultedInOnceAtEachTasksStart) {
   const testing::Ran mapped = testing::run_text(scenario("mapped", 0, "10ms"));
   const testing::Ran in_use = testing::run_text(scenario("in-use", 0, "10ms"));
-  // The process's 3 + 3 + 10 + 7 pages, and 3 for each of two threads.
-  EXPECT_EQ(in_use.vm("pgfault") - mapped.vm("pgfault"), 23 + 2 * 3);
+  // The process's 3 + 3 + 10 + 7 pages, and 2 for each of two threads.
+  EXPECT_EQ(in_use.vm("pgfault") - mapped.vm("pgfault"), 23 + 2 * 2);
 }
 
 TEST(ProcessImage, MarkedImagePagesAreTouchedAgainAndTakeHintingFaults) {
@@ -93,14 +93,30 @@ TEST(ProcessImage, AMarkedThreadStackChargesItsWholeVmaToTheScanBudget) {
   const testing::Ran in_use = testing::run_text(big("in-use"));
   EXPECT_EQ(mapped.vm("numa_pte_updates"), 65536);
   // Below the buffer, in the order of the walk: data (3 pages, 3 in use),
-  // bss (6, 3), heap (34, 10), then each thread's arena (33, 1) and stack
-  // (2049, 2); each charges its whole span. [stack] is above the buffer.
-  const int64_t charged = 3 + 6 + 34 + 2 * (33 + 2049);
-  const int64_t marked = 3 + 3 + 10 + 2 * (1 + 2);
+  // bss (6, 3), heap (34, 10), then each thread's stack (2049, 2); each
+  // charges its whole span. The arenas hold no page; [stack] is above the
+  // buffer.
+  const int64_t charged = 3 + 6 + 34 + 2 * 2049;
+  const int64_t marked = 3 + 3 + 10 + 2 * 2;
   // The last chunk ends at a 2 MiB boundary: up to 511 pages past the
   // budget.
   EXPECT_GE(in_use.vm("numa_pte_updates"), 65536 - charged + marked);
   EXPECT_LT(in_use.vm("numa_pte_updates"), 65536 - charged + marked + 512);
+}
+
+TEST(ProcessImage, AThreadsStackTopIsFirstTouchedByItsCreator) {
+  // pthread_create writes the struct pthread and TLS in the top page: that
+  // fault is main's; the thread's frames, in the next page, are its own.
+  const testing::Ran mapped = testing::run_text(scenario("mapped", 0, "10ms"));
+  const testing::Ran in_use = testing::run_text(scenario("in-use", 0, "10ms"));
+  auto minflt = [](const testing::Ran& r, const std::string& comm) {
+    uint64_t n = 0;
+    for (const auto& t : r.result.tasks)
+      if (t.comm == comm) n += t.min_flt;
+    return n;
+  };
+  EXPECT_EQ(minflt(in_use, "main") - minflt(mapped, "main"), 23u + 2);
+  EXPECT_EQ(minflt(in_use, "thread") - minflt(mapped, "thread"), 2u);
 }
 
 TEST(ProcessImage, AnUnknownModeIsAnErrorAtItsKey) {
