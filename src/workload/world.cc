@@ -1047,11 +1047,11 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
 // out: task_numa_work skips them before any other test.
 // With `[run] process_image = "in-use"` (the default) they hold the pages
 // mmsim-exec keeps resident (smaps): each task faults them in before its
-// first op, and touches them again after a NUMA scan pass changed PTEs in
-// its mm, as a thread running on its stack and using the heap would. A
-// marked thread stack then charges its whole VMA to the scan's budget, as
-// in the kernel (a guest's trace shows it: validate --scan-trace).
-// "mapped" leaves the VMAs empty.
+// first op (a thread's top stack page is its creator's, in exec_fork), and
+// touches them again after a NUMA scan pass changed PTEs in its mm, as a thread running on its
+// stack and using the heap would. A marked thread stack then charges its whole VMA to the scan's
+// budget, as in the kernel (a guest's trace shows it: validate --scan-trace). "mapped" leaves the
+// VMAs empty.
 void World::map_process_image(Process& proc) {
   struct Image {
     uint64_t addr;

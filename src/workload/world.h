@@ -201,10 +201,10 @@ class World final : public sim::EventHandler,
     // Hinting faults since its last NUMA scan pass (for the trace): all,
     // on its own node, and refused a migration.
     uint64_t hint_faults = 0, hint_local = 0, hint_refused = 0;
-    // The pages of its own it keeps in use (a thread's stack top and arena
-    // header), and whether it must touch those and its process's image
-    // pages before its next op: at its start, and after a NUMA scan pass
-    // changed PTEs in its mm.
+    // The pages of its own it keeps in use (a thread's top 2 stack pages),
+    // and whether it must touch those and its process's image pages before
+    // its next op: at its start, and after a NUMA scan pass changed PTEs in
+    // its mm.
     std::vector<Vpn> own_image_pages;
     bool touch_image = true;
   };
