@@ -452,6 +452,7 @@ const std::vector<std::pair<std::string, std::string>> kNotPredicted = {
     {"llc_ns", "hardware: the profile takes it as measured"},
     {"lfb_entries", "hardware: the profile takes it as measured"},
     {"stream_read_gbps", "hardware: the profile takes it as measured"},
+    {"stream_all_read_gbps", "hardware: the profile takes it as measured"},
 };
 
 }  // namespace

@@ -131,23 +131,32 @@ CacheModel::Levels CacheModel::levels(uint64_t task_bytes, uint64_t socket_bytes
   return l;
 }
 
-double CacheModel::line_ns(uint64_t task_bytes, CpuId cpu, NodeId node, Pattern p) const {
+double CacheModel::line_ns(uint64_t task_bytes, CpuId cpu, NodeId node, Pattern p,
+                           double mem_factor) const {
   const uint16_t socket = topo_.cpu(cpu).socket;
   const uint64_t socket_bytes = socket_bytes_[socket];
   LineMemo& m = line_memo_[static_cast<size_t>(p)];
   if (m.task_bytes != task_bytes || m.socket_bytes != socket_bytes || m.cpu != cpu ||
-      m.node != node) {
-    m = LineMemo{task_bytes, socket_bytes, cpu, node,
-                 compute_line_ns(task_bytes, socket_bytes, cpu, socket, node, p)};
+      m.node != node || m.mem_factor != mem_factor) {
+    m = LineMemo{
+        task_bytes, socket_bytes,
+        cpu,        node,
+        mem_factor, compute_line_ns(task_bytes, socket_bytes, cpu, socket, node, p, mem_factor)};
   }
   return m.ns;
 }
 
+double CacheModel::task_mem_fraction(uint32_t pid, CpuId cpu) const {
+  const uint16_t socket = topo_.cpu(cpu).socket;
+  return 1.0 - levels(task_bytes(pid), socket_bytes_[socket], socket).llc;
+}
+
 double CacheModel::compute_line_ns(uint64_t task_bytes, uint64_t socket_bytes, CpuId cpu,
-                                   uint16_t socket, NodeId node, Pattern p) const {
+                                   uint16_t socket, NodeId node, Pattern p,
+                                   double mem_factor) const {
   const Levels l = levels(task_bytes, socket_bytes, socket);
   const NodeId here = topo_.cpu_to_node(cpu);
-  const double mem = dram_ns(here, node);
+  const double mem = dram_ns(here, node) * mem_factor;
   const double in_l2 = l.l2 - l.l1, in_llc = l.llc - l.l2, in_mem = 1.0 - l.llc;
   switch (p) {
     case Pattern::kDependent:

@@ -110,12 +110,18 @@ class CacheModel {
   // Expected time to bring one line (not in a register or the store buffer)
   // to a task on `cpu` whose footprint is `task_bytes`, memory on `node`.
   // The last answer for each pattern is kept: the kernel's walks (an rmap,
-  // a page table) ask the same question many times in a row.
-  double line_ns(uint64_t task_bytes, CpuId cpu, NodeId node, Pattern p) const;
+  // a page table) ask the same question many times in a row. `mem_factor`
+  // slows the DRAM part down (a saturated memory or interconnect:
+  // cost::Bandwidth).
+  double line_ns(uint64_t task_bytes, CpuId cpu, NodeId node, Pattern p,
+                 double mem_factor = 1.0) const;
   // Same, the task being `pid` (its footprint and its socket's).
-  double task_line_ns(uint32_t pid, CpuId cpu, NodeId node, Pattern p) const {
-    return line_ns(task_bytes(pid), cpu, node, p);
+  double task_line_ns(uint32_t pid, CpuId cpu, NodeId node, Pattern p,
+                      double mem_factor = 1.0) const {
+    return line_ns(task_bytes(pid), cpu, node, p, mem_factor);
   }
+  // The share of task pid's lines on `cpu` that come from DRAM (miss the LLC).
+  double task_mem_fraction(uint32_t pid, CpuId cpu) const;
 
   // --- Kernel metadata.
   // The kernel runs on behalf of `pid` on `cpu` until the next call.
@@ -195,11 +201,12 @@ class CacheModel {
     uint64_t task_bytes = UINT64_MAX, socket_bytes = 0;
     CpuId cpu{0};
     NodeId node{0};
+    double mem_factor = 1.0;
     double ns = 0;
   };
   mutable std::array<LineMemo, 3> line_memo_{};
   double compute_line_ns(uint64_t task_bytes, uint64_t socket_bytes, CpuId cpu, uint16_t socket,
-                         NodeId node, Pattern p) const;
+                         NodeId node, Pattern p, double mem_factor) const;
 };
 
 }  // namespace mmsim::cost

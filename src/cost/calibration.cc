@@ -133,6 +133,9 @@ HostProfile derive_host_profile(const Measurements& m, double max_spread) {
           "Little's law: single-thread sequential read bandwidth (stream_read_gbps, B/ns) x "
           "mem_latency_ns / 64 B");
   }
+  d.copy("mem_bandwidth_gbps", "stream_all_read_gbps",
+         "one thread per online CPU reading its own slice of 512 MiB at once: bytes / time until "
+         "the last ends (its memory is one node's)");
 
   // User-mode work: the benchmark's own summing loop, both builds, one
   // process alone (the [measured] ratios give every CPU busy).

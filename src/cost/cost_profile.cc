@@ -29,6 +29,8 @@ constexpr std::array kParams = {
     MMSIM_COST_PARAM(mem_latency_2hop_ns, "ns"),
     MMSIM_COST_PARAM(lfb_entries, ""),
     MMSIM_COST_PARAM(l2_outstanding, ""),
+    MMSIM_COST_PARAM(mem_bandwidth_gbps, "GB/s"),
+    MMSIM_COST_PARAM(interconnect_gbps, "GB/s"),
     MMSIM_COST_PARAM(llc_adaptive, ""),
     MMSIM_COST_PARAM(smt_latency_factor, ""),
     MMSIM_COST_PARAM(smt_throughput_factor, ""),
@@ -100,6 +102,16 @@ constexpr std::array kXeon8s = {
     CostValue{"lfb_entries", 10,
               "10 L1D line fill buffers per core (Intel ORM; 7-cpu.com lists 10 for Westmere)"},
     CostValue{"l2_outstanding", 16, "the L2's 16-entry superqueue (Intel ORM, Haswell)"},
+    CostValue{"mem_bandwidth_gbps", 62.5,
+              "the same Haswell die's sustained read bandwidth per socket on Haswell-EP, 62-63 "
+              "GB/s (J. McCalpin, Intel community 'How to saturate the QPI link', Intel MLC); "
+              "E7 v3's buffered channels offer more raw (8 x DDR4-1600 = 102.4 GB/s in "
+              "performance mode: AnandTech, 'The Intel Xeon E7-8800 v3 Review', 2015, p.3), but "
+              "no E7 v3 measurement was found"},
+    CostValue{"interconnect_gbps", 46.1,
+              "derived: 3 QPI links a socket at 9.6 GT/s x 2 B = 19.2 GB/s each way, at the 80% "
+              "of raw two such links sustained in McCalpin's MLC measurement (30.6 of 38.4 GB/s, "
+              "same thread as mem_bandwidth_gbps)"},
     CostValue{"llc_adaptive", 1,
               "H. Wong, 'Intel Ivy Bridge cache replacement policy' (blog.stuffedcow.net, 2013): "
               "from Ivy Bridge on, the L3 adapts its insertion so a thrashing working set keeps "
@@ -218,6 +230,15 @@ constexpr std::array kSnb2s = {
               "the L2's 16-entry superqueue (Intel ORM); with mem_latency_ns it gives 12.8 GB/s "
               "a core, against 11.8 GB/s of traffic in a measured single-thread copy of 5.9 GB/s "
               "(Intel community, 'Single-threaded memory performance for dual socket Xeon E5-*')"},
+    CostValue{"mem_bandwidth_gbps", 37.5,
+              "STREAM Triad 75 GB/s on 2 x E5-2695 v2 with the same 4 channels of DDR3-1600 a "
+              "socket (D. Kinghorn, Puget Systems, 'Memory Performance for Intel Xeon Haswell-EP "
+              "DDR4', 2014), halved; peak is 51.2 GB/s (AnandTech, 'The Xeon E5-2600', 2012, p.2)"},
+    CostValue{"interconnect_gbps", 25.6,
+              "derived: 2 QPI links at 8 GT/s, 16 GB/s each way each (Dell, Dandapanthula and "
+              "Kochhar 2012, p.9: 32 GB/s a link both ways), at the 80% of raw that two QPI links "
+              "sustained in J. McCalpin's MLC measurement (Intel community, 'How to saturate the "
+              "QPI link': 30.6 of 38.4 GB/s)"},
     CostValue{"llc_adaptive", 0,
               "H. Wong, 'Intel Ivy Bridge cache replacement policy' (2013): Sandy Bridge's L3 "
               "is LRU-like, a cyclic working set larger than it misses every time"},

@@ -30,6 +30,11 @@ struct CostProfile {
   // fill buffers), and requests its L2 streamer keeps in flight to memory.
   double lfb_entries = 1;
   double l2_outstanding = 1;
+  // Sustained bandwidth of one node's memory (all its channels), and of one
+  // socket's interconnect links in one direction, in GB/s (bytes per ns),
+  // for many cores streaming at once (cost::Bandwidth). 0: not limited.
+  double mem_bandwidth_gbps = 0;
+  double interconnect_gbps = 0;
   // 1: the LLC's replacement keeps part of a working set larger than itself
   // (adaptive insertion); 0: LRU-like, a cyclic overflow misses every time.
   double llc_adaptive = 0;

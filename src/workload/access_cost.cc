@@ -17,8 +17,8 @@ uint64_t lines_per_page(const AccessSpec& a) {
 }  // namespace
 
 AccessCost::AccessCost(const cost::CostProfile& costs, const mm::FolioAllocator& folios,
-                       cost::CacheModel& cache)
-    : costs_(costs), folios_(folios), cache_(cache) {}
+                       cost::CacheModel& cache, const cost::Bandwidth& bandwidth)
+    : costs_(costs), folios_(folios), cache_(cache), bandwidth_(bandwidth) {}
 
 std::optional<AccessCost::Memory> AccessCost::memory_at(const mm::Mm& mm, Vpn start) {
   const mm::Vma* vma = mm.find_vma(start);
@@ -52,9 +52,14 @@ void AccessCost::add_meta_footprint(const Accessor& who, const mm::Mm& mm, Vpn s
 
 double AccessCost::page_cost(const AccessSpec& a, const Accessor& who, NodeId node,
                              bool after_fault) const {
+  return page_cost_at(a, who, node, after_fault, bandwidth_.factor(who.node, node));
+}
+
+double AccessCost::page_cost_at(const AccessSpec& a, const Accessor& who, NodeId node,
+                                bool after_fault, double mem_factor) const {
   if (a.touch) {
     const auto p = after_fault ? cost::Pattern::kDependent : cost::Pattern::kIndependent;
-    return cache_.task_line_ns(who.pid, who.cpu, node, p);
+    return cache_.task_line_ns(who.pid, who.cpu, node, p, mem_factor);
   }
   const double elem = a.compute_ns >= 0 ? a.compute_ns
                       : a.unoptimised   ? costs_.sweep_elem_O0_ns
@@ -70,7 +75,7 @@ double AccessCost::page_cost(const AccessSpec& a, const Accessor& who, NodeId no
   // Elements a page apart are not prefetched (the streamer stops at the page
   // boundary) but overlap.
   const auto p = a.elem_size >= kPageSize ? cost::Pattern::kIndependent : cost::Pattern::kStream;
-  const double memory = cache_.task_line_ns(who.pid, who.cpu, node, p);
+  const double memory = cache_.task_line_ns(who.pid, who.cpu, node, p, mem_factor);
   return static_cast<double>(lines) * std::max(compute, memory);
 }
 
@@ -124,15 +129,28 @@ uint64_t AccessCost::pages_by_node(const mm::PageTable& pt, Vpn from, Vpn to,
 }
 
 double AccessCost::range_cost(const AccessSpec& a, const Accessor& who, const mm::PageTable& pt,
-                              Vpn from, Vpn to) {
+                              Vpn from, Vpn to, Traffic* traffic) {
   // Pages not yet mapped will be faulted in locally.
   const uint64_t local = pages_by_node(pt, from, to, node_pages_);
   node_pages_[who.node.v] += local;
+  // The bytes a page brings from DRAM: its lines read, less the LLC's hits.
+  const double page_bytes = traffic
+                                ? static_cast<double>((a.touch ? 1 : lines_per_page(a)) * kLine) *
+                                      cache_.task_mem_fraction(who.pid, who.cpu)
+                                : 0.0;
+  if (traffic) traffic->bytes.resize(node_pages_.size(), 0.0);
   double sum = 0;
   for (size_t n = 0; n < node_pages_.size(); ++n) {
     if (!node_pages_[n]) continue;
-    sum += static_cast<double>(node_pages_[n]) *
-           page_cost(a, who, NodeId(static_cast<uint16_t>(n)), false);
+    const NodeId node(static_cast<uint16_t>(n));
+    const auto pages = static_cast<double>(node_pages_[n]);
+    const double f = bandwidth_.factor(who.node, node);
+    const double cost = page_cost_at(a, who, node, false, f);
+    sum += pages * cost;
+    if (traffic) {
+      traffic->ns += pages * (f == 1.0 ? cost : page_cost_at(a, who, node, false, 1.0));
+      traffic->bytes[n] += pages * page_bytes;
+    }
   }
   return sum;
 }

@@ -4,13 +4,17 @@
 // compute for the line's elements and the line's delivery as a prefetched
 // stream (out-of-order execution overlaps the two); a touch costs one line,
 // its misses overlapping (or, right after a fault, one dependent miss).
-// Compute slows down when the core's SMT sibling is busy.
+// Compute slows down when the core's SMT sibling is busy; DRAM lines slow
+// down when the memory or interconnect they cross is saturated
+// (cost::Bandwidth).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "cost/bandwidth.h"
 #include "cost/cache_model.h"
 #include "cost/cost_profile.h"
 #include "mm/folio.h"
@@ -36,10 +40,21 @@ struct Accessor {
   bool sibling_busy = false;
 };
 
+// What a priced range asks of memory: the bytes it brings from each node's
+// DRAM, and the time it takes when nothing is saturated.
+struct Traffic {
+  std::vector<double> bytes;  // by node
+  double ns = 0;
+  void clear() {
+    std::fill(bytes.begin(), bytes.end(), 0.0);
+    ns = 0;
+  }
+};
+
 class AccessCost {
  public:
   AccessCost(const cost::CostProfile& costs, const mm::FolioAllocator& folios,
-             cost::CacheModel& cache);
+             cost::CacheModel& cache, const cost::Bandwidth& bandwidth);
 
   // Declares the footprint of a user access op over `pages` pages of `mm`
   // from `start`: a sweep the lines it reads, a touch one line a page and,
@@ -55,14 +70,16 @@ class AccessCost {
   std::vector<uint16_t> take_changed_sockets() { return cache_.take_changed_sockets(); }
 
   // One page on `node`; `after_fault`: the access waits on nothing else.
+  // At the bandwidth factors in force.
   double page_cost(const AccessSpec& a, const Accessor& who, NodeId node, bool after_fault) const;
   // The page as the task's page table maps it, right after its fault.
   double faulted_page_cost(const AccessSpec& a, const Accessor& who, const mm::PageTable& pt,
                            Vpn vpn) const;
   // Every page of [from, to): pages per node from the page table, then one
-  // cost per node (untouched pages count as local).
+  // cost per node (untouched pages count as local). Adds the range's
+  // traffic to `traffic`, if given.
   double range_cost(const AccessSpec& a, const Accessor& who, const mm::PageTable& pt, Vpn from,
-                    Vpn to);
+                    Vpn to, Traffic* traffic = nullptr);
   // The pages of [from, to) mapped on each node (from the page tables'
   // per-node caches; `by_node` is resized to the node count) and the rest,
   // not mapped to a folio.
@@ -77,9 +94,12 @@ class AccessCost {
     bool file = false;
   };
   static std::optional<Memory> memory_at(const mm::Mm& mm, Vpn start);
+  double page_cost_at(const AccessSpec& a, const Accessor& who, NodeId node, bool after_fault,
+                      double mem_factor) const;
   const cost::CostProfile& costs_;
   const mm::FolioAllocator& folios_;
   cost::CacheModel& cache_;
+  const cost::Bandwidth& bandwidth_;
   std::vector<uint64_t> node_pages_;  // scratch of range_cost
 };
 

@@ -40,7 +40,8 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
                 migrate::MigrateConfig{config_.numa.migrate_passes, config_.numa.waiter_pins_page,
                                        config_.numa.thp_migrate_legacy},
                 *this),
-      access_(costs, mm_.folios(), mm_.cache()),
+      bandwidth_(topo, costs),
+      access_(costs, mm_.folios(), mm_.cache(), bandwidth_),
       timeline_(queue_, config_.sample_interval, config_.limits.timeline_rows, mm_.vmstat(), memcg_,
                 workload.init_cgroup, *this),
       noise_(config_.noise),
@@ -302,6 +303,7 @@ void World::preempt(sched::Task& current, Tick slice_end, Tick at) {
 
 void World::leave_cpu(TaskExec& t, sched::TaskState state) {
   ++t.gen;  // drop any pending run event
+  bandwidth_.clear_demand(t.task.pid);
   sched_.leave_cpu(t.task, state, t.clock);
 }
 
@@ -448,6 +450,7 @@ void World::check_convergence(Tick now) {
 
 void World::on_event(sim::EventQueue& q, const sim::Event& e) {
   dispatch(q, e);
+  settle_bandwidth(e.time);
   if (workload_.convergence_program != UINT32_MAX) check_convergence(e.time);
 }
 
@@ -711,9 +714,28 @@ void World::declare_footprint(TaskExec& t, const Op& op) {
   reprice_sockets(t.clock);
 }
 
-double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to) {
+double World::range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to, Traffic* traffic) {
   declare_footprint(t, op);  // a no-op unless the task moved since its op began
-  return access_.range_cost(access_of(op), accessor(t), t.proc->mm->pgtable(), from, to);
+  return access_.range_cost(access_of(op), accessor(t), t.proc->mm->pgtable(), from, to,
+                            bandwidth_.enabled() ? traffic : nullptr);
+}
+
+void World::set_stream_demand(const TaskExec& t) {
+  if (!bandwidth_.enabled()) return;
+  if (!(traffic_.ns > 0)) {
+    bandwidth_.clear_demand(t.task.pid);
+    return;
+  }
+  for (double& b : traffic_.bytes) b /= traffic_.ns;  // bytes per ns
+  bandwidth_.set_demand(t.task.pid, t.task.node, traffic_.bytes);
+}
+
+void World::settle_bandwidth(Tick at) {
+  if (!bandwidth_.settle()) return;
+  for (size_t c = 0; c < sibling_.size(); ++c) {
+    const uint32_t pid = sched_.current(CpuId(static_cast<uint16_t>(c)));
+    if (pid && bandwidth_.affected(pid)) cut_to_reprice(exec(pid), at);
+  }
 }
 
 void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
@@ -994,7 +1016,9 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
       // Pages the task can access without the kernel: pure user time,
       // stretched by its noise (a loop's is drawn when its passes are
       // counted: try_fast_forward).
-      const double cost = user_noise(t, range_cost_ns(t, op, cur, blocked));
+      traffic_.clear();
+      const double cost = user_noise(t, range_cost_ns(t, op, cur, blocked, &traffic_));
+      set_stream_demand(t);
       const Tick done = t.clock + to_tick(cost);
       if (done <= h && done <= deadline && !(preemptible && done > sched_.slice_end(t.task.cpu))) {
         t.clock = done;
@@ -1183,6 +1207,10 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
 }
 
 World::Step World::exec_op(TaskExec& t, const Op& op) {
+  // Only an access op streams from memory.
+  if (op.kind != OpKind::kSweep && op.kind != OpKind::kTouch && op.kind != OpKind::kCount &&
+      op.kind != OpKind::kLoop)
+    bandwidth_.clear_demand(t.task.pid);
   switch (op.kind) {
     case OpKind::kCount:
       count(t, op.counter, op.count);
@@ -1413,6 +1441,7 @@ bool World::try_fast_forward(TaskExec& t) {
   uint64_t lo = UINT64_MAX, hi = 0;
   const mm::PageTable& pt = t.proc->mm->pgtable();
   std::vector<Piece> pieces;
+  traffic_.clear();
   for (size_t j = 0; j < body.size(); ++j) {
     const Op& op = body[j];
     // A wait with no children returns at once (ECHILD), and the body makes none.
@@ -1426,7 +1455,7 @@ bool World::try_fast_forward(TaskExec& t) {
     if (to.v - from.v > kMaxStretchPages) return false;
     if (to == from) continue;
     if (pt.next_blocked(from, to, op.write) != to) return false;
-    const double cost = range_cost_ns(t, op, from, to);
+    const double cost = range_cost_ns(t, op, from, to, &traffic_);
     pieces.push_back(Piece{j, from, to.v - from.v, c, cost});
     c += cost;
     lo = std::min(lo, from.v);
@@ -1446,6 +1475,7 @@ bool World::try_fast_forward(TaskExec& t) {
     k = static_cast<uint64_t>(std::ceil(left / c));
   }
   if (k < 2) return false;
+  set_stream_demand(t);
   Segment& s = t.seg;
   s.kind = Segment::Kind::kLoop;
   s.unit_ns = c;

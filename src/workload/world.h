@@ -311,7 +311,14 @@ class World final : public sim::EventHandler,
   // The time of a change made now: the acting task's clock (it may run
   // ahead of the queue), else the queue's.
   Tick change_time() const;
-  double range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to);
+  // Prices [from, to) for op; with `traffic`, adds what it asks of memory.
+  double range_cost_ns(TaskExec& t, const Op& op, Vpn from, Vpn to, Traffic* traffic = nullptr);
+  // The task streams as traffic_ says from now (its uncontended rates), until
+  // it prices another range, leaves its CPU or runs another kind of op.
+  void set_stream_demand(const TaskExec& t);
+  // After an event: the bandwidth factors that moved come into force, and
+  // the running segments priced with the old ones are cut and priced again.
+  void settle_bandwidth(Tick at);
   void run_checker(const char* when, bool always = false);
   // NUMA balancing.
   Tick numa_deadline(const TaskExec& t) const;
@@ -347,7 +354,9 @@ class World final : public sim::EventHandler,
   sched::Scheduler sched_;
   numa::Balancer balancer_;
   migrate::Migrator migrator_;
+  cost::Bandwidth bandwidth_;
   AccessCost access_;
+  Traffic traffic_;         // scratch: what the range or loop being priced asks of memory
   bool converged_ = false;  // check_convergence's state
   Tick converged_at_;
   uint64_t convergence_placements_ = UINT64_MAX;  // sched placements() last judged

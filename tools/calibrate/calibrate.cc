@@ -870,6 +870,7 @@ void measure_sweeps(const Host& h, Mapping& big) {
   if (!big.p) {
     skip("sweep_elem_dram_ns", "no 512 MiB buffer");
     skip("stream_read_gbps", "no 512 MiB buffer");
+    skip("stream_all_read_gbps", "no 512 MiB buffer");
     return;
   }
   const int* a = reinterpret_cast<const int*>(big.p);
@@ -895,6 +896,41 @@ void measure_sweeps(const Host& h, Mapping& big) {
          }),
          "single thread, sequential sum of 64-bit words (8 accumulators) over 512 MiB, "
          "GB/s (1e9 B/s)");
+
+  // Every online CPU at once, each its own slice: what the memory delivers
+  // when it is the bottleneck (mem_bandwidth_gbps). The buffer was first
+  // touched by this thread, so on a host of several nodes it is one node's
+  // memory, partly read over the interconnect.
+  const std::size_t nthreads = static_cast<std::size_t>(std::max(1L, h.ncpus));
+  const std::size_t slice = big.len / 8 / nthreads;  // words
+  record("stream_all_read_gbps", repeat([&] {
+           escape(w);
+           std::atomic<std::size_t> ready{0};
+           std::atomic<bool> go{false};
+           double t0 = 0;
+           std::vector<double> end(nthreads, 0);
+           std::vector<std::uint64_t> sums(nthreads, 0);
+           std::vector<std::thread> threads;
+           for (std::size_t i = 0; i < nthreads; ++i) {
+             threads.emplace_back([&, i] {
+               pin_self(static_cast<int>(i));
+               // The last one ready starts the clock for all.
+               if (ready.fetch_add(1) + 1 == nthreads) {
+                 t0 = now_ns();
+                 go.store(true, std::memory_order_release);
+               }
+               while (!go.load(std::memory_order_acquire)) sched_yield();
+               sums[i] = sum_words(w + i * slice, slice);
+               end[i] = now_ns();
+             });
+           }
+           for (auto& t : threads) t.join();
+           g_sink = std::accumulate(sums.begin(), sums.end(), std::uint64_t{0});
+           const double last = *std::max_element(end.begin(), end.end());
+           return static_cast<double>(slice * nthreads * 8) / (last - t0);
+         }),
+         "one thread per online CPU, each pinned, each the sequential sum of its own slice of the "
+         "512 MiB, started together; bytes / time until the last ends, GB/s");
 }
 
 // ---------------------------------------------------------------- 9: pointer-chase latency
