@@ -14,6 +14,9 @@ Bandwidth::Bandwidth(const topo::Topology& topo, const CostProfile& costs)
   demand_.assign(resources, 0.0);
   factor_.assign(resources, 1.0);
   changed_.assign(resources, 0);
+  peak_.assign(resources, 1.0);
+  saturated_ns_.assign(resources, 0);
+  since_ns_.assign(resources, -1);
   socket_of_.resize(nr_nodes_);
   for (uint32_t n = 0; n < nr_nodes_; ++n) {
     const topo::Node& node = topo.node(NodeId(static_cast<uint16_t>(n)));
@@ -81,7 +84,7 @@ double Bandwidth::factor(NodeId cpu_node, NodeId node) const {
   return f;
 }
 
-bool Bandwidth::settle() {
+bool Bandwidth::settle(int64_t now_ns) {
   std::fill(changed_.begin(), changed_.end(), 0);
   if (!dirty_) return false;
   dirty_ = false;
@@ -90,12 +93,37 @@ bool Bandwidth::settle() {
     if (capacity_[r] <= 0) continue;
     const double f = std::max(1.0, demand_[r] / capacity_[r]);
     if (std::abs(f - factor_[r]) > kTolerance * factor_[r]) {
+      if (factor_[r] > 1 && f == 1) {
+        saturated_ns_[r] += now_ns - since_ns_[r];
+        since_ns_[r] = -1;
+      } else if (factor_[r] == 1 && f > 1) {
+        since_ns_[r] = now_ns;
+      }
       factor_[r] = f;
+      peak_[r] = std::max(peak_[r], f);
       changed_[r] = 1;
       any = true;
     }
   }
   return any;
+}
+
+std::vector<Bandwidth::Saturation> Bandwidth::saturations(int64_t now_ns) const {
+  std::vector<Saturation> out;
+  for (uint32_t r = 0; r < capacity_.size(); ++r) {
+    if (peak_[r] <= 1) continue;
+    std::string name;
+    if (r < nr_nodes_) {
+      name = "node " + std::to_string(r) + " memory";
+    } else if (r < nr_nodes_ + nr_sockets_) {
+      name = "socket " + std::to_string(r - nr_nodes_) + " links out";
+    } else {
+      name = "socket " + std::to_string(r - nr_nodes_ - nr_sockets_) + " links in";
+    }
+    const int64_t ns = saturated_ns_[r] + (since_ns_[r] >= 0 ? now_ns - since_ns_[r] : 0);
+    out.push_back(Saturation{std::move(name), peak_[r], static_cast<double>(ns) * 1e-9});
+  }
+  return out;
 }
 
 bool Bandwidth::affected(uint32_t pid) const {

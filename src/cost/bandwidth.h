@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cost/cost_profile.h"
@@ -50,9 +51,10 @@ class Bandwidth {
   // largest factor of the resources it crosses (1: none saturated).
   double factor(NodeId cpu_node, NodeId node) const;
 
-  // Recomputes the factors from the demands. A factor that moved by more
-  // than the tolerance comes into force; returns whether any did.
-  bool settle();
+  // Recomputes the factors from the demands, at `now_ns` of the run. A
+  // factor that moved by more than the tolerance comes into force; returns
+  // whether any did.
+  bool settle(int64_t now_ns = 0);
   // Whether task pid's demand crosses a resource whose factor the last
   // settle() changed.
   bool affected(uint32_t pid) const;
@@ -64,6 +66,16 @@ class Bandwidth {
   // the factor in force there.
   double node_demand(NodeId n) const { return demand_[n.v]; }
   double node_factor(NodeId n) const { return factor_[n.v]; }
+
+  // A resource that was saturated during the run: its name ("node 0
+  // memory", "socket 1 links out"), the largest factor in force, and for how
+  // long a factor above 1 was, up to `now_ns`.
+  struct Saturation {
+    std::string resource;
+    double peak = 1;
+    double saturated_s = 0;
+  };
+  std::vector<Saturation> saturations(int64_t now_ns) const;
 
  private:
   struct Use {
@@ -77,12 +89,15 @@ class Bandwidth {
   const topo::Topology& topo_;
   uint32_t nr_nodes_ = 0, nr_sockets_ = 0;
   bool enabled_ = false;
-  bool dirty_ = false;               // a demand changed since the last settle()
-  std::vector<double> capacity_;     // by resource, B/ns; 0: not limited
-  std::vector<double> demand_;       // by resource, B/ns
-  std::vector<double> factor_;       // by resource, in force
-  std::vector<uint8_t> changed_;     // by resource: changed by the last settle()
-  std::vector<uint16_t> socket_of_;  // by node: its home node's socket
+  bool dirty_ = false;                 // a demand changed since the last settle()
+  std::vector<double> capacity_;       // by resource, B/ns; 0: not limited
+  std::vector<double> demand_;         // by resource, B/ns
+  std::vector<double> factor_;         // by resource, in force
+  std::vector<uint8_t> changed_;       // by resource: changed by the last settle()
+  std::vector<double> peak_;           // by resource: the largest factor in force
+  std::vector<int64_t> saturated_ns_;  // by resource: time with a factor above 1 ...
+  std::vector<int64_t> since_ns_;      // ... and since when it is (-1: it is not)
+  std::vector<uint16_t> socket_of_;    // by node: its home node's socket
   std::vector<std::vector<Use>> by_task_;
 };
 

@@ -167,6 +167,11 @@ ordered_json metrics_json(const RunInfo& info) {
     const auto& k = info.result->kswapd_s;
     m["kswapd_s"] = std::accumulate(k.begin(), k.end(), 0.0);
     m["khugepaged_s"] = info.result->khugepaged_s;
+    // The longest any memory or interconnect was asked for more than it
+    // delivers.
+    double saturated = 0;
+    for (const auto& b : info.result->bandwidth) saturated = std::max(saturated, b.saturated_s);
+    m["bandwidth_saturated_s"] = saturated;
   }
   return m;
 }
@@ -236,6 +241,10 @@ ordered_json run_json(const RunInfo& info) {
         {"hits", m.hits}, {"misses", m.misses}, {"streamed", m.streamed}, {"miss_ns", m.miss_ns}};
   }
   j["metadata_lines"] = meta;
+  ordered_json bw = ordered_json::array();
+  for (const auto& b : r.bandwidth)
+    bw.push_back({{"resource", b.resource}, {"peak", b.peak}, {"saturated_s", b.saturated_s}});
+  j["bandwidth_saturated"] = bw;
   ordered_json tasks = ordered_json::array();
   for (const auto& t : r.tasks) {
     ordered_json counters;
@@ -410,6 +419,12 @@ std::string summary_body(const RunInfo& info, bool all_tasks) {
     line(fmt::format("  {:<24} {:.6f}  (CPU time; pages_collapsed {}, full_scans {})",
                      "khugepaged_s", r.khugepaged_s, r.khugepaged_pages_collapsed,
                      r.khugepaged_full_scans));
+  }
+  if (!r.bandwidth.empty()) {
+    line("");
+    line("memory bandwidth saturated (demand / capacity at its peak, time above 1)");
+    for (const auto& b : r.bandwidth)
+      line(fmt::format("  {:<24} {:>6.2f}x {:>12.6f} s", b.resource, b.peak, b.saturated_s));
   }
 
   line("");

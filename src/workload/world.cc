@@ -171,10 +171,8 @@ RunResult World::run() {
   // Kernel threads' events may outlive the last task (khugepaged sleeps
   // 10 s between passes): only a task still alive means the limit cut the run.
   r.time_limit_hit = live_tasks_ > 0 && !converged_;
-  r.elapsed_s = (converged_         ? converged_at_
-                 : r.time_limit_hit ? config_.time_limit
-                                    : last_exit_)
-                    .seconds();
+  const Tick end = converged_ ? converged_at_ : r.time_limit_hit ? config_.time_limit : last_exit_;
+  r.elapsed_s = end.seconds();
   if (converged_) r.converged_s = r.elapsed_s;
   run_checker("end of run", /*always=*/true);
 
@@ -183,6 +181,8 @@ RunResult World::run() {
   for (const auto& n : mm_.topology().nodes())
     r.kswapd_s.push_back(vmscan_.kswapd(n.id).cpu_ns * 1e-9);
   r.khugepaged_s = mm_.khugepaged_stats().cpu_ns * 1e-9;
+  for (auto& sat : bandwidth_.saturations(end.ns))
+    r.bandwidth.push_back(BandwidthUse{std::move(sat.resource), sat.peak, sat.saturated_s});
   r.khugepaged_pages_collapsed = mm_.khugepaged_stats().pages_collapsed;
   r.khugepaged_full_scans = mm_.khugepaged_stats().full_scans;
   for (size_t pid = 1; pid < tasks_.size(); ++pid) {
@@ -731,7 +731,7 @@ void World::set_stream_demand(const TaskExec& t) {
 }
 
 void World::settle_bandwidth(Tick at) {
-  if (!bandwidth_.settle()) return;
+  if (!bandwidth_.settle(at.ns)) return;
   for (size_t c = 0; c < sibling_.size(); ++c) {
     const uint32_t pid = sched_.current(CpuId(static_cast<uint16_t>(c)));
     if (pid && bandwidth_.affected(pid)) cut_to_reprice(exec(pid), at);

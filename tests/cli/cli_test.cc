@@ -87,9 +87,9 @@ TEST(Cli, RunJsonHasExactlyTheDocumentedTopLevelKeys) {
   for (const auto& [k, v] : j.items()) keys.insert(k);
   // memcg is there while memory cgroups are on (the default), timeline only
   // with scenario.sample_interval.
-  EXPECT_EQ(keys,
-            (std::set<std::string>{"scenario", "seed", "machine", "kernel", "noise", "metrics",
-                                   "vmstat", "metadata_lines", "tasks", "sim", "memcg"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"scenario", "seed", "machine", "kernel", "noise",
+                                         "metrics", "vmstat", "metadata_lines",
+                                         "bandwidth_saturated", "tasks", "sim", "memcg"}));
 }
 
 TEST(Cli, NoNoiseTurnsEverySourceOffInTheJson) {

@@ -99,6 +99,21 @@ TEST(Bandwidth, AffectedNamesOnlyTasksCrossingAChangedResource) {
   EXPECT_FALSE(m.bw.affected(2));
 }
 
+TEST(Bandwidth, ASaturationIsReportedWithItsPeakAndHowLongItLasted) {
+  Machine m;
+  m.bw.set_demand(1, kNode1, std::vector<double>{8, 0});
+  m.bw.settle(1'000'000'000);
+  m.bw.clear_demand(1);
+  m.bw.settle(3'000'000'000);
+  const auto s = m.bw.saturations(10'000'000'000);
+  // Node 0's memory was never saturated (8 of 10); the links were, 2 s.
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].resource, "socket 0 links out");
+  EXPECT_EQ(s[1].resource, "socket 1 links in");
+  EXPECT_DOUBLE_EQ(s[0].peak, 2.0);
+  EXPECT_DOUBLE_EQ(s[0].saturated_s, 2.0);
+}
+
 TEST(Bandwidth, ACapacityOfZeroIsNotLimited) {
   Machine m(0, 0);
   EXPECT_FALSE(m.bw.enabled());
