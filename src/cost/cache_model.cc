@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "cost/bandwidth.h"
+
 namespace mmsim::cost {
 
 namespace {
@@ -197,17 +199,22 @@ double CacheModel::stream_line_ns(NodeId from, NodeId to) const {
   return dram_ns(from, to) / std::max(1.0, costs_.l2_outstanding);
 }
 
+double CacheModel::bw_factor(NodeId cpu_node, NodeId node) const {
+  return bandwidth_ ? bandwidth_->factor(cpu_node, node) : 1.0;
+}
+
 double CacheModel::page_copy_ns(NodeId cpu_node, NodeId src, NodeId dst) const {
   const double local = 2 * stream_line_ns(cpu_node, cpu_node);
   if (local <= 0) return costs_.page_copy_ns;
-  const double here = stream_line_ns(cpu_node, src) + stream_line_ns(cpu_node, dst);
+  const double here = stream_line_ns(cpu_node, src) * bw_factor(cpu_node, src) +
+                      stream_line_ns(cpu_node, dst) * bw_factor(cpu_node, dst);
   return costs_.page_copy_ns * here / local;
 }
 
 double CacheModel::page_zero_ns(NodeId cpu_node, NodeId node) const {
   const double local = stream_line_ns(cpu_node, cpu_node);
   if (local <= 0) return costs_.page_zero_ns;
-  return costs_.page_zero_ns * stream_line_ns(cpu_node, node) / local;
+  return costs_.page_zero_ns * stream_line_ns(cpu_node, node) * bw_factor(cpu_node, node) / local;
 }
 
 }  // namespace mmsim::cost

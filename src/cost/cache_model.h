@@ -33,6 +33,8 @@
 
 namespace mmsim::cost {
 
+class Bandwidth;
+
 inline constexpr uint64_t kLineBytes = 64;
 // sizeof(struct page) on x86-64: one line.
 inline constexpr uint32_t kStructPageBytes = 64;
@@ -92,6 +94,9 @@ class CacheModel {
   // page_cgroup entry size of the kernel modelled (0: none, the memcg pointer
   // lives in struct page, 3.19 and later).
   void set_page_cgroup_bytes(uint32_t bytes) { page_cgroup_bytes_ = bytes; }
+  // The memory and interconnect bandwidth the kernel's page zeroing and
+  // copying share with user streams (nullptr: not limited).
+  void set_bandwidth(const Bandwidth* bandwidth) { bandwidth_ = bandwidth; }
   uint32_t page_cgroup_bytes() const { return page_cgroup_bytes_; }
 
   // --- Costs.
@@ -166,6 +171,8 @@ class CacheModel {
   // from and to the local node.
   double page_copy_ns(NodeId cpu_node, NodeId src, NodeId dst) const;
   // Zeroing a 4 KiB page on `node`: page_zero_ns scaled by the streamed write.
+  // Both are slowed, as a stream's DRAM lines are, by the bandwidth factors
+  // in force (cost::Bandwidth); they add no demand of their own.
   double page_zero_ns(NodeId cpu_node, NodeId node) const;
 
  private:
@@ -205,6 +212,8 @@ class CacheModel {
     double ns = 0;
   };
   mutable std::array<LineMemo, 3> line_memo_{};
+  const Bandwidth* bandwidth_ = nullptr;
+  double bw_factor(NodeId cpu_node, NodeId node) const;
   double compute_line_ns(uint64_t task_bytes, uint64_t socket_bytes, CpuId cpu, uint16_t socket,
                          NodeId node, Pattern p, double mem_factor) const;
 };

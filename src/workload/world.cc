@@ -51,6 +51,7 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
   if (memcg_.enabled()) mm_.set_memcg(&memcg_);
   mm_.set_reclaim(&vmscan_);
   mm_.cache().set_page_cgroup_bytes(config_.page_cgroup_array_bytes);
+  mm_.cache().set_bandwidth(&bandwidth_);
   // Each CPU's SMT sibling (itself when it has none; two threads a core).
   sibling_.reserve(topo.nr_cpus());
   for (const topo::Cpu& c : topo.cpus()) {

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "cost/cache_model.h"
 #include "cost/cost_profile.h"
 #include "topo/topology.h"
 
@@ -112,6 +113,20 @@ TEST(Bandwidth, ASaturationIsReportedWithItsPeakAndHowLongItLasted) {
   EXPECT_EQ(s[1].resource, "socket 1 links in");
   EXPECT_DOUBLE_EQ(s[0].peak, 2.0);
   EXPECT_DOUBLE_EQ(s[0].saturated_s, 2.0);
+}
+
+TEST(Bandwidth, TheKernelZeroesAndCopiesPagesSlowerThroughASaturatedMemory) {
+  Machine m;
+  CacheModel cache(m.topo, m.costs);
+  const double zero = cache.page_zero_ns(kNode0, kNode0);
+  const double copy = cache.page_copy_ns(kNode0, kNode1, kNode0);
+  cache.set_bandwidth(&m.bw);
+  m.bw.set_demand(1, kNode0, std::vector<double>{30, 0});
+  m.bw.settle();
+  EXPECT_DOUBLE_EQ(cache.page_zero_ns(kNode0, kNode0), 3 * zero);
+  // The copy's write half is slowed; its read from node 1 is not.
+  EXPECT_GT(cache.page_copy_ns(kNode0, kNode1, kNode0), copy);
+  EXPECT_LT(cache.page_copy_ns(kNode0, kNode1, kNode0), 3 * copy);
 }
 
 TEST(Bandwidth, ACapacityOfZeroIsNotLimited) {
