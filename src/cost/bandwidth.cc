@@ -6,8 +6,7 @@
 namespace mmsim::cost {
 
 Bandwidth::Bandwidth(const topo::Topology& topo, const CostProfile& costs)
-    : topo_(topo),
-      nr_nodes_(static_cast<uint32_t>(topo.nr_nodes())),
+    : nr_nodes_(static_cast<uint32_t>(topo.nr_nodes())),
       nr_sockets_(static_cast<uint32_t>(topo.nr_sockets())) {
   const size_t resources = nr_nodes_ + 2 * size_t{nr_sockets_};
   capacity_.assign(resources, 0.0);

@@ -86,7 +86,6 @@ class Bandwidth {
   uint32_t in_to(uint16_t socket) const { return nr_nodes_ + nr_sockets_ + socket; }
   void add(std::vector<Use>& uses, uint32_t resource, double rate);
 
-  const topo::Topology& topo_;
   uint32_t nr_nodes_ = 0, nr_sockets_ = 0;
   bool enabled_ = false;
   bool dirty_ = false;                 // a demand changed since the last settle()
