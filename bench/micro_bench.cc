@@ -1,11 +1,14 @@
-// Hot paths: the event queue, the page-table scan for the next blocked page,
-// and the file fault / zap cycle of seed B.
+// Hot paths: the event queue, the memory-bandwidth bookkeeping of a priced
+// stretch, the page-table scan for the next blocked page, and the file fault
+// / zap cycle of seed B.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <memory>
+#include <vector>
 
+#include "cost/bandwidth.h"
 #include "cost/cost_profile.h"
 #include "mm/memory_manager.h"
 #include "sim/event_queue.h"
@@ -29,6 +32,32 @@ void BM_EventQueueScheduleRun(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 BENCHMARK(BM_EventQueueScheduleRun)->Arg(288)->Arg(100000);
+
+// What a stretch's pricing adds for memory bandwidth: one task's demand
+// replaced and the factors settled, on the 8-socket preset with 288 tasks
+// streaming (a factor comes into force only now and then).
+void BM_BandwidthDemandAndSettle(benchmark::State& state) {
+  const topo::Topology topo(*topo::preset("xeon-8s-144c"));
+  const cost::CostProfile costs = cost::default_costs("xeon-8s-144c");
+  cost::Bandwidth bw(topo, costs);
+  std::vector<double> rates(topo.nr_nodes(), 0.0);
+  for (uint32_t pid = 1; pid <= 288; ++pid) {
+    rates.assign(topo.nr_nodes(), 0.0);
+    rates[pid % topo.nr_nodes()] = 7.6;
+    bw.set_demand(pid, NodeId(static_cast<uint16_t>((pid / 36) % 8)), rates);
+  }
+  bw.settle();
+  uint32_t pid = 1;
+  for (auto _ : state) {
+    rates.assign(topo.nr_nodes(), 0.0);
+    rates[pid % topo.nr_nodes()] = 7.0 + 0.001 * (pid % 7);
+    bw.set_demand(pid, NodeId(static_cast<uint16_t>((pid / 36) % 8)), rates);
+    benchmark::DoNotOptimize(bw.settle());
+    pid = pid % 288 + 1;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_BandwidthDemandAndSettle);
 
 void BM_NextBlockedOverPresentRange(benchmark::State& state) {
   mm::PageTable pt;
