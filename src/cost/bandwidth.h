@@ -62,11 +62,6 @@ class Bandwidth {
   // The relative change of a factor that comes into force (2 %).
   static constexpr double kTolerance = 0.02;
 
-  // For reports and tests: what is asked of node n's memory now (B/ns) and
-  // the factor in force there.
-  double node_demand(NodeId n) const { return demand_[n.v]; }
-  double node_factor(NodeId n) const { return factor_[n.v]; }
-
   // A resource that was saturated during the run: its name ("node 0
   // memory", "socket 1 links out"), the largest factor in force, and for how
   // long a factor above 1 was, up to `now_ns`.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cost/bandwidth.h"
 #include "memcg/memcg.h"
 #include "mm/vmstat.h"
 #include "numa/balancer.h"
@@ -83,15 +84,6 @@ struct TaskResult {
 TaskResult task_result(const sched::Task& task, std::string program, std::vector<uint64_t> counters,
                        std::optional<numa::ProcSchedNuma> numa, double end_s);
 
-// A memory or interconnect resource that streams asked for more than it
-// delivers (cost::Bandwidth): the largest ratio of the two in force, and for
-// how long it was above 1.
-struct BandwidthUse {
-  std::string resource;
-  double peak = 1;
-  double saturated_s = 0;
-};
-
 struct RunResult {
   double elapsed_s = 0;  // simulated time until the last task exited
   bool time_limit_hit = false;
@@ -114,10 +106,11 @@ struct RunResult {
   // khugepaged's CPU time (not taken from the tasks' CPUs either), and its
   // /sys/kernel/mm/transparent_hugepage/khugepaged/ counts.
   double khugepaged_s = 0;
-  // Saturated bandwidth resources, in resource order (none: nothing was).
-  std::vector<BandwidthUse> bandwidth;
   uint64_t khugepaged_pages_collapsed = 0;
   uint64_t khugepaged_full_scans = 0;
+  // The memories and links streams saturated (cost::Bandwidth), in resource
+  // order (none: nothing was).
+  std::vector<cost::Bandwidth::Saturation> bandwidth;
   std::vector<Sample> timeline;
   std::vector<memcg::MemCgroup> memcg;  // final state of every memcg (empty: off)
   // Kernel metadata lines the cache model priced, by array: accesses that hit

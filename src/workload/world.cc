@@ -182,10 +182,9 @@ RunResult World::run() {
   for (const auto& n : mm_.topology().nodes())
     r.kswapd_s.push_back(vmscan_.kswapd(n.id).cpu_ns * 1e-9);
   r.khugepaged_s = mm_.khugepaged_stats().cpu_ns * 1e-9;
-  for (auto& sat : bandwidth_.saturations(end.ns))
-    r.bandwidth.push_back(BandwidthUse{std::move(sat.resource), sat.peak, sat.saturated_s});
   r.khugepaged_pages_collapsed = mm_.khugepaged_stats().pages_collapsed;
   r.khugepaged_full_scans = mm_.khugepaged_stats().full_scans;
+  r.bandwidth = bandwidth_.saturations(end.ns);
   for (size_t pid = 1; pid < tasks_.size(); ++pid) {
     const TaskExec& t = *tasks_[pid];
     r.tasks.push_back(task_result(t.task, workload_.programs[t.program].name, t.counters,
