@@ -126,6 +126,7 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
   // clear_huge_page: 512 pages zeroed.
   r.cost.sys_ns += costs_.page_alloc_ns + costs_.pte_set_ns +
                    static_cast<double>(kHugePages) * cache_.page_zero_ns(ctx.node, f.node);
+  r.zero_filled = kHugePages;
   out.memcg_ns +=
       cache_.meta_miss_ns(cost::Meta::kStructPage, 0, pfn->v, cost::kStructPageBytes, f.node);
   account_fault(ctx, false);

@@ -686,6 +686,41 @@ FaultResult MemoryManager::handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx
   return f.result;
 }
 
+FaultResult MemoryManager::lose_fault_race(Mm& mm, Vpn vpn, bool huge, FaultCtx& ctx) {
+  FaultResult r;
+  r.cost.sys_ns += costs_.fault_entry_ns;
+  Vma* vma = mm.find_vma(vpn);
+  check(vma && vma->is_anonymous(), "a lost fault race outside an anonymous VMA");
+  double memcg_ns = 0;
+  const std::optional<Pfn> pfn =
+      huge ? alloc_huge_folio(*vma, Vpn(vpn.v & ~uint64_t{kHugePages - 1}), ctx, &memcg_ns)
+           : alloc_folio(vma_policy(*vma, ctx), ctx.node, vpn.v, ctx.cpu, &memcg_ns);
+  // A THP the allocator refuses falls back to the PTE level, which finds
+  // the other fault's PMD set and returns: only the entry is paid.
+  if (pfn) {
+    Folio& f = folios_.folio(*pfn);
+    f.flags |= Folio::kAnon;
+    bool charged = true;
+    if (memcg_) {
+      const ChargeResult c =
+          memcg_->charge(ctx.memcg, *pfn, ctx.cpu, huge ? Retry::kNoReclaim : Retry::kUntilOom);
+      memcg_ns += c.ns;
+      charged = c.ok;
+    }
+    Folio& g = folios_.folio(*pfn);  // after the charge's reclaim
+    if (charged) {
+      r.cost.sys_ns += costs_.page_alloc_ns +
+                       static_cast<double>(g.nr_pages()) * cache_.page_zero_ns(ctx.node, g.node);
+      if (memcg_) memcg_->uncharge(*pfn, g);
+    }
+    g.flags = Folio::kInUse;
+    folios_.free(*pfn);
+  }
+  account_fault(ctx, false);
+  r.cost.sys_ns += memcg_ns;
+  return r;
+}
+
 MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx) {
   Fault out;
   FaultResult& r = out.result;
@@ -773,6 +808,7 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     const Folio& f = folios_.folio(*n.pfn);
     memcg_ns += map_folio(mm, *vma, vpn, n.pfn->v, true);
     cost.sys_ns += costs_.page_alloc_ns + cache_.page_zero_ns(ctx.node, f.node) + costs_.pte_set_ns;
+    r.zero_filled = 1;
     account_fault(ctx, false);
     return out;
   }

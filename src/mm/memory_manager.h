@@ -69,6 +69,9 @@ struct FaultResult {
   FaultStatus status = FaultStatus::kOk;
   OpCost cost;
   Pfn pfn{};  // kNumaHint, kMigrationWait: the folio
+  // Pages of the zero-filled anonymous folio the fault allocated and mapped
+  // (do_anonymous_page: 1; a THP: 512); 0 for any other fault.
+  uint32_t zero_filled = 0;
 };
 
 // What change_prot_numa did to a range.
@@ -199,6 +202,13 @@ class MemoryManager {
   // mlock(2): sets VM_LOCKED and populates the range.
   MmResult mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx);
   FaultResult handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx);
+  // A write fault that loses the race to another thread's zero-fill fault of
+  // the same entry (`huge`: its PMD): do_anonymous_page and
+  // __do_huge_pmd_anonymous_page allocate, charge and zero their folio before
+  // they take the page-table lock, so this one does all that too, finds the
+  // entry set under the lock, and frees its folio. The caller knows the other
+  // fault is still under way; the page table already shows its result.
+  FaultResult lose_fault_race(Mm& mm, Vpn vpn, bool huge, FaultCtx& ctx);
   // dup_mmap: copies VMAs and, where the kernel does, PTEs (COW-protecting
   // anonymous pages in both). The cost is the parent's.
   OpCost dup_mmap(Mm& parent, Mm& child, CpuId cpu);

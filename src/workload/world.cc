@@ -952,6 +952,17 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
                    &t.task.maj_flt, t.proc->mm->memcg, &t.mempolicy};
   mm::FaultResult r = mm_.handle_mm_fault(*t.proc->mm, vpn, write, ctx);
   charge_sys(t, r.cost);
+  if (r.zero_filled) {
+    // Another thread writing the page before t's clock finds it under way.
+    // Only a task's latest fault can still be: it faulted in time order,
+    // each fault after its last one ended (see fault_in_flight).
+    std::vector<FaultInFlight>& v = t.proc->faults_in_flight;
+    std::erase_if(v, [&](const FaultInFlight& f) {
+      return f.done <= queue_.now() || f.pid == t.task.pid;
+    });
+    v.push_back(FaultInFlight{Vpn(vpn.v & ~uint64_t{r.zero_filled - 1}), r.zero_filled,
+                              t.task.pid, t.clock});
+  }
   if (r.status == mm::FaultStatus::kSegv) {
     kill_task(t, "SIGSEGV: no access at page " + std::to_string(vpn.v));
     return false;
@@ -977,6 +988,35 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
     return false;
   }
   return true;
+}
+
+std::optional<World::FaultInFlight> World::fault_in_flight(TaskExec& t, Vpn from, Vpn* to) {
+  std::vector<FaultInFlight>& v = t.proc->faults_in_flight;
+  if (v.empty()) return std::nullopt;
+  std::erase_if(v, [now = queue_.now()](const FaultInFlight& f) { return f.done <= now; });
+  std::optional<FaultInFlight> first;
+  for (const FaultInFlight& f : v) {
+    if (f.pid == t.task.pid || f.done <= t.clock) continue;
+    const Vpn lo(std::max(f.lo.v, from.v));
+    if (lo < *to && f.lo.v + f.pages > from.v) {
+      *to = lo;
+      first = f;
+    }
+  }
+  return first;
+}
+
+void World::lose_fault_race(TaskExec& t, Vpn vpn, const FaultInFlight& f) {
+  mm::FaultCtx ctx{t.task.cpu,      t.task.node,       &t.task.min_flt,
+                   &t.task.maj_flt, t.proc->mm->memcg, &t.mempolicy};
+  charge_sys(t, mm_.lose_fault_race(*t.proc->mm, vpn, f.pages > 1, ctx).cost);
+  // The winner is the fault that started first: one that would have
+  // finished zeroing sooner goes on only once that one's folio is mapped,
+  // in the kernel's retry of the access.
+  if (t.clock < f.done) {
+    t.task.times.sys_ns += static_cast<double>((f.done - t.clock).ns);
+    t.clock = f.done;
+  }
 }
 
 World::Step World::exec_pages(TaskExec& t, const Op& op) {
@@ -1010,8 +1050,11 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
     // A stretch plans at most kMaxStretchPages ahead: its planning costs a
     // few operations a page table, and a long sweep is one event per
     // stretch, however often the kernel cuts it (an event each too).
-    const Vpn blocked =
+    Vpn blocked =
         mm.pgtable().next_blocked(cur, Vpn(std::min(end.v, cur.v + kMaxStretchPages)), op.write);
+    // A write also stops at a page another thread is still zero-filling.
+    const std::optional<FaultInFlight> race =
+        op.write ? fault_in_flight(t, cur, &blocked) : std::nullopt;
     if (blocked > cur) {
       // Pages the task can access without the kernel: pure user time,
       // stretched by its noise (a loop's is drawn when its passes are
@@ -1041,6 +1084,8 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
     if (blocked == t.escape && mm.pgtable().get(blocked).migration()) {
       // Read between two migration passes (see migration_end).
       t.escape = Vpn(UINT64_MAX);
+    } else if (race && mm.pgtable().get(blocked).present()) {
+      lose_fault_race(t, blocked, *race);
     } else if (!fault(t, blocked, op.write)) {
       return Step::kStopped;
     }
@@ -1455,6 +1500,7 @@ bool World::try_fast_forward(TaskExec& t) {
     if (to.v - from.v > kMaxStretchPages) return false;
     if (to == from) continue;
     if (pt.next_blocked(from, to, op.write) != to) return false;
+    if (Vpn at = to; op.write && fault_in_flight(t, from, &at)) return false;
     const double cost = range_cost_ns(t, op, from, to, &traffic_);
     pieces.push_back(Piece{j, from, to.v - from.v, c, cost});
     c += cost;

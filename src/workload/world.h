@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -126,6 +127,15 @@ class World final : public sim::EventHandler,
     uint64_t pages = 0;
     bool mapped = false;
   };
+  // A zero-fill fault of an anonymous page (or a THP's range) whose folio is
+  // mapped in the page table at once but, in the kernel, only when the
+  // faulting task has zeroed it, at `done`.
+  struct FaultInFlight {
+    Vpn lo;
+    uint32_t pages = 0;
+    uint32_t pid = 0;
+    Tick done;
+  };
   struct Process {
     uint32_t tgid = 0;
     std::shared_ptr<mm::Mm> mm;
@@ -133,6 +143,8 @@ class World final : public sim::EventHandler,
     // The pages of its image every task of it keeps in use (data, bss,
     // heap, the top of [stack]: see map_process_image).
     std::vector<Vpn> image_pages;
+    // Its tasks' latest zero-fill faults, one a task, that may still be under way.
+    std::vector<FaultInFlight> faults_in_flight;
   };
   struct Frame {
     const std::vector<Op>* ops = nullptr;
@@ -260,6 +272,12 @@ class World final : public sim::EventHandler,
   // Returns true if the task stopped at a page under migration (blocked_on).
   bool apply_segment(TaskExec& t, Tick at);
   bool fault(TaskExec& t, Vpn vpn, bool write);
+  // The first page of [from, *to) another task of t's process is still
+  // zero-filling at t's clock: lowers *to to it and returns that fault.
+  std::optional<FaultInFlight> fault_in_flight(TaskExec& t, Vpn from, Vpn* to);
+  // t's write to a page whose zero-fill f is under way: t's own fault loses
+  // the race (mm's lose_fault_race) and goes on once f's folio is mapped.
+  void lose_fault_race(TaskExec& t, Vpn vpn, const FaultInFlight& f);
   void exit_task(TaskExec& t);
   void kill_task(TaskExec& t, const std::string& why);
   void charge_sys(TaskExec& t, const mm::OpCost& c);

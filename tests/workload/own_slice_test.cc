@@ -65,7 +65,10 @@ TEST(OwnSlice, TheWholeRangeIsEveryThreadsWithoutIt) {
   const auto ran = run_text(touchers("4", "all"), {"noise.enabled=false"});
   uint64_t sum = 0;
   for (uint32_t pid = 2; pid <= 5; ++pid) sum += faults_of(ran, pid);
-  EXPECT_EQ(sum, 256u);  // whoever comes first faults a page; the others find it mapped
+  // Each faults pages beyond its quarter: the first to reach a page, and
+  // those that reach it while its zero-fill is under way (tests/workload/
+  // fault_race_test.cc).
+  EXPECT_GE(sum, 256u);
   EXPECT_GT(faults_of(ran, 2), 64u);
 }
 

@@ -1,0 +1,136 @@
+// Threads that write a page another thread of the process is still
+// zero-filling: each allocates, charges and zeroes its own folio, finds the
+// entry set under the page-table lock and frees its folio
+// (do_anonymous_page, __do_huge_pmd_anonymous_page).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/run.h"
+
+namespace mmsim {
+namespace {
+
+using testing::run_text;
+
+// Main maps `size`; `count` threads write all of it, the later ones after
+// `delay` (none: they start together, a clone apart). `first` and `later`
+// are ops each kind of thread runs before its write.
+std::string writers(const std::string& thp, const std::string& size, int count,
+                    const std::string& delay = "", const std::string& first = "",
+                    const std::string& later = "") {
+  // 2 nodes of 2 CPUs, with room for THPs.
+  std::string s = R"(
+[machine]
+preset = "2s-16c"
+cores_per_socket = 2
+mem_per_node = "1GiB"
+[kernel]
+version = "6.12"
+numa_balancing = 0
+transparent_hugepage = ")" +
+                  thp +
+                  R"("
+[run]
+program = "main"
+process_image = "mapped"
+[[programs.main]]
+op = "map"
+region = "data"
+size = ")" + size +
+                  R"("
+[[programs.main]]
+op = "threads"
+count = 1
+program = "first"
+[[programs.main]]
+op = "threads"
+count = )" + std::to_string(count - 1) +
+                  R"(
+program = "later"
+[[programs.main]]
+op = "wait"
+)" + first + R"(
+[[programs.first]]
+op = "touch"
+region = "data"
+mode = "write"
+)" + later;
+  if (!delay.empty()) s += "[[programs.later]]\nop = \"sleep\"\nduration = \"" + delay + "\"\n";
+  return s + R"([[programs.later]]
+op = "touch"
+region = "data"
+mode = "write"
+)";
+}
+
+int64_t pages_allocated(const testing::Ran& ran) {
+  int64_t sum = 0;
+  for (const auto& [name, v] : ran.result.vmstat)
+    if (name.starts_with("pgalloc_")) sum += v;
+  return sum;
+}
+
+const workload::TaskResult& task(const testing::Ran& ran, uint32_t pid) {
+  for (const auto& t : ran.result.tasks)
+    if (t.pid == pid) return t;
+  ADD_FAILURE() << "no task " << pid;
+  return ran.result.tasks.front();
+}
+
+TEST(FaultRace, ASecondWriterOfATHPUnderZeroFillZeroesAWholeTHPAndFreesIt) {
+  const auto ran = run_text(writers("always", "2MiB", 2), {"noise.enabled=false"});
+  EXPECT_EQ(ran.vm("thp_fault_alloc"), 1);  // the winner's only
+  EXPECT_EQ(ran.vm("pgfault"), 2);
+  EXPECT_EQ(pages_allocated(ran), 1024);
+  // Both paid a 2 MiB zeroing.
+  const double winner = task(ran, 2).times.sys_ns, loser = task(ran, 3).times.sys_ns;
+  EXPECT_GT(loser, 0.5 * winner);
+}
+
+TEST(FaultRace, AWriterArrivingAfterTheZeroFillEndedFindsTheTHPMapped) {
+  const auto ran = run_text(writers("always", "2MiB", 2, "10ms"), {"noise.enabled=false"});
+  EXPECT_EQ(ran.vm("thp_fault_alloc"), 1);
+  EXPECT_EQ(ran.vm("pgfault"), 1);
+  EXPECT_EQ(pages_allocated(ran), 512);
+  EXPECT_EQ(task(ran, 3).min_flt, 0u);
+}
+
+TEST(FaultRace, EveryFaultOfWritersInLockstepAllocatesAPageButOnlyOneAPageIsMapped) {
+  const auto ran = run_text(writers("never", "1MiB", 3), {"noise.enabled=false"});
+  const int64_t faults = ran.vm("pgfault");
+  EXPECT_GT(faults, 256);  // they raced for some pages
+  EXPECT_EQ(pages_allocated(ran), faults);
+  uint64_t rss_faults = 0;
+  for (uint32_t pid = 2; pid <= 4; ++pid) rss_faults += task(ran, pid).min_flt;
+  EXPECT_EQ(rss_faults, static_cast<uint64_t>(faults));
+}
+
+TEST(FaultRace, ALoserThatZeroesFasterGoesOnOnlyOnceTheWinnersFolioIsMapped) {
+  // The memory is bound to node 0. The first writer runs on node 1 and
+  // zeroes its THP remotely; the later one, a clone behind on node 0, zeroes
+  // locally, sooner, but the first fault to start wins (World's
+  // lose_fault_race): the loser writes the THP after the winner's zeroing.
+  const auto bound_on = [](const std::string& program, int node) {
+    return "[[programs." + program + "]]\nop = \"mempolicy\"\npolicy = \"bind\"\nnodes = [0]\n" +
+           "[[programs." + program + "]]\nop = \"pin\"\nnodes = [" + std::to_string(node) + "]\n";
+  };
+  const auto ran =
+      run_text(writers("always", "2MiB", 2, "", bound_on("first", 1), bound_on("later", 0)),
+               {"noise.enabled=false"});
+  ASSERT_EQ(ran.vm("thp_fault_alloc"), 1);
+  EXPECT_EQ(ran.vm("pgfault"), 2);
+  // The same fault on node 0, alone, is the shorter.
+  const auto local =
+      run_text(writers("always", "2MiB", 2, "10ms", bound_on("first", 0), bound_on("later", 1)),
+               {"noise.enabled=false"});
+  const auto& winner = task(ran, 2);
+  const auto& loser = task(ran, 3);
+  // Each task's sys time here is its fault (and its pin and policy).
+  const auto done = [](const workload::TaskResult& t) { return t.start_s * 1e9 + t.times.sys_ns; };
+  ASSERT_LT(task(local, 2).times.sys_ns, winner.times.sys_ns);
+  EXPECT_GE(done(loser), done(winner) - 1000);
+}
+
+}  // namespace
+}  // namespace mmsim
