@@ -957,11 +957,10 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
     // Only a task's latest fault can still be: it faulted in time order,
     // each fault after its last one ended (see fault_in_flight).
     std::vector<FaultInFlight>& v = t.proc->faults_in_flight;
-    std::erase_if(v, [&](const FaultInFlight& f) {
-      return f.done <= queue_.now() || f.pid == t.task.pid;
-    });
-    v.push_back(FaultInFlight{Vpn(vpn.v & ~uint64_t{r.zero_filled - 1}), r.zero_filled,
-                              t.task.pid, t.clock});
+    std::erase_if(
+        v, [&](const FaultInFlight& f) { return f.done <= queue_.now() || f.pid == t.task.pid; });
+    v.push_back(FaultInFlight{Vpn(vpn.v & ~uint64_t{r.zero_filled - 1}), r.zero_filled, t.task.pid,
+                              t.clock});
   }
   if (r.status == mm::FaultStatus::kSegv) {
     kill_task(t, "SIGSEGV: no access at page " + std::to_string(vpn.v));
