@@ -721,6 +721,13 @@ FaultResult MemoryManager::lose_fault_race(Mm& mm, Vpn vpn, bool huge, FaultCtx&
   return r;
 }
 
+FaultResult MemoryManager::spurious_fault(FaultCtx& ctx) {
+  FaultResult r;
+  r.cost.sys_ns = costs_.fault_entry_ns;
+  account_fault(ctx, false);
+  return r;
+}
+
 MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx) {
   Fault out;
   FaultResult& r = out.result;

@@ -209,6 +209,10 @@ class MemoryManager {
   // entry set under the lock, and frees its folio. The caller knows the other
   // fault is still under way; the page table already shows its result.
   FaultResult lose_fault_race(Mm& mm, Vpn vpn, bool huge, FaultCtx& ctx);
+  // A fault whose handler finds the entry another thread's fault has just
+  // set (handle_pte_fault finds the PTE present, or __handle_mm_fault the
+  // huge PMD): a spurious fault, which pays its entry and maps nothing.
+  FaultResult spurious_fault(FaultCtx& ctx);
   // dup_mmap: copies VMAs and, where the kernel does, PTEs (COW-protecting
   // anonymous pages in both). The cost is the parent's.
   OpCost dup_mmap(Mm& parent, Mm& child, CpuId cpu);

@@ -1008,6 +1008,12 @@ std::optional<World::FaultInFlight> World::fault_in_flight(TaskExec& t, Vpn from
 void World::lose_fault_race(TaskExec& t, Vpn vpn, const FaultInFlight& f) {
   mm::FaultCtx ctx{t.task.cpu,      t.task.node,       &t.task.min_flt,
                    &t.task.maj_flt, t.proc->mm->memcg, &t.mempolicy};
+  // The handler looks at the entry once its entry work is done: if the
+  // other fault has set it by then (at its end), nothing is allocated.
+  if (t.clock + to_tick(costs_.fault_entry_ns) >= f.done) {
+    charge_sys(t, mm_.spurious_fault(ctx).cost);
+    return;
+  }
   charge_sys(t, mm_.lose_fault_race(*t.proc->mm, vpn, f.pages > 1, ctx).cost);
   // The winner is the fault that started first: one that would have
   // finished zeroing sooner goes on only once that one's folio is mapped,

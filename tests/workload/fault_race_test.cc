@@ -96,11 +96,15 @@ TEST(FaultRace, AWriterArrivingAfterTheZeroFillEndedFindsTheTHPMapped) {
   EXPECT_EQ(task(ran, 3).min_flt, 0u);
 }
 
-TEST(FaultRace, EveryFaultOfWritersInLockstepAllocatesAPageButOnlyOneAPageIsMapped) {
+TEST(FaultRace, WritersInLockstepAllocateAPageInNearlyEveryFaultButOnlyOneAPageIsMapped) {
   const auto ran = run_text(writers("never", "1MiB", 3), {"noise.enabled=false"});
   const int64_t faults = ran.vm("pgfault");
   EXPECT_GT(faults, 256);  // they raced for some pages
-  EXPECT_EQ(pages_allocated(ran), faults);
+  // Without noise a follower's lag stays as it is, except after a spurious
+  // fault, which leaves it closer behind than the handler's entry work: at
+  // most one each for the two followers.
+  EXPECT_LE(pages_allocated(ran), faults);
+  EXPECT_GE(pages_allocated(ran), faults - 2);
   uint64_t rss_faults = 0;
   for (uint32_t pid = 2; pid <= 4; ++pid) rss_faults += task(ran, pid).min_flt;
   EXPECT_EQ(rss_faults, static_cast<uint64_t>(faults));
@@ -130,6 +134,35 @@ TEST(FaultRace, ALoserThatZeroesFasterGoesOnOnlyOnceTheWinnersFolioIsMapped) {
   const auto done = [](const workload::TaskResult& t) { return t.start_s * 1e9 + t.times.sys_ns; };
   ASSERT_LT(task(local, 2).times.sys_ns, winner.times.sys_ns);
   EXPECT_GE(done(loser), done(winner) - 1000);
+}
+
+TEST(FaultRace, AWriterWhoseHandlerFindsTheTHPJustMappedTakesASpuriousFault) {
+  // The later writer starts `delay_ns` after the first (a sleep): it loses
+  // the race if its handler looks at the PMD before the first fault set it,
+  // takes a spurious fault (counted, nothing allocated) if after, and no
+  // fault at all if it reaches the THP once it is mapped.
+  enum class Outcome { kLost, kSpurious, kNone };
+  const auto outcome = [](int64_t delay_ns) {
+    const auto ran = run_text(writers("always", "2MiB", 2, std::to_string(delay_ns) + "ns"),
+                              {"noise.enabled=false"});
+    if (ran.vm("pgfault") == 1) return Outcome::kNone;
+    EXPECT_EQ(ran.vm("pgfault"), 2);
+    return pages_allocated(ran) == 1024 ? Outcome::kLost : Outcome::kSpurious;
+  };
+  // The last delay with a fault: the later writer's access then comes just
+  // before the first fault's end.
+  int64_t lo = 0, hi = 10'000'000;  // a fault at 0, none at 10 ms
+  ASSERT_EQ(outcome(lo), Outcome::kLost);
+  ASSERT_EQ(outcome(hi), Outcome::kNone);
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (outcome(mid) == Outcome::kNone ? hi : lo) = mid;
+  }
+  EXPECT_EQ(outcome(lo), Outcome::kSpurious);
+  // Spurious for the handler's entry work before the end (the cost
+  // profile's fault_entry_ns, 404 ns), lost before that.
+  EXPECT_EQ(outcome(lo - 300), Outcome::kSpurious);
+  EXPECT_EQ(outcome(lo - 500), Outcome::kLost);
 }
 
 }  // namespace
