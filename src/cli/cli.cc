@@ -719,6 +719,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   validate_cmd->add_option("--scan-trace", vo.scan_trace,
                            "Write the guest kernel's NUMA scan trace (task_numa_work, "
                            "change_prot_numa, by kprobes) to this directory, one file per run");
+  validate_cmd->add_option("--trace-event", vo.trace_events,
+                           "Also record this tracepoint of the guest kernel in the --scan-trace "
+                           "files: GROUP/NAME, such as vmscan/mm_vmscan_kswapd_wake or "
+                           "migrate/mm_migrate_pages (repeatable)");
 
   CalibrateArgs ca;
   auto* calibrate =

@@ -256,7 +256,8 @@ std::string tail_lines(const std::string& text, size_t n) {
 std::string init_script(const std::string& hierarchy, uint64_t disk_kib, bool virtio,
                         const std::vector<std::string>& modules,
                         const std::vector<std::string>& native_args, int repeat,
-                        const std::string& scan_trace_series) {
+                        const std::string& scan_trace_series,
+                        const std::vector<std::string>& trace_events) {
   std::string s = R"(#!/bin/busybox sh
 /bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s
@@ -317,11 +318,21 @@ done
 echo 1 > $T/events/mmsim/enable || trace_ok=0
 [ -d $T/events/sched/sched_skip_vma_numa ] && echo 1 > $T/events/sched/sched_skip_vma_numa/enable
 echo 8192 > $T/buffer_size_kb
+missing=
 )";
+    // --trace-event: each tracepoint this kernel has; the others are named
+    // at the top of each run's trace.
+    for (const auto& e : trace_events) {
+      s += fmt::format(
+          "if [ -d $T/events/{0} ]; then echo 1 > $T/events/{0}/enable; else missing=\"$missing "
+          "{0}\"; fi\n",
+          e);
+    }
     clear_trace = "  echo > $T/trace\n";
     dump_trace =
         "  { echo \"MMSIM-TRACE $i\"; [ $trace_ok = 1 ] || echo '# error: the kprobes could not "
-        "be set'; cat $T/trace; echo \"MMSIM-TRACE-END $i\"; } > /dev/ttyS1\n";
+        "be set'; [ -z \"$missing\" ] || echo \"# warning: no such tracepoint in this "
+        "kernel:$missing\"; cat $T/trace; echo \"MMSIM-TRACE-END $i\"; } > /dev/ttyS1\n";
   }
   std::string args;
   for (const auto& a : native_args) args += fmt::format(" {}", shell_quote(a));
@@ -533,7 +544,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   for (const auto& s : sets) native_args.insert(native_args.end(), {"--set", s});
   ir.add_file("init",
               init_script(hierarchy, disk_kib, virtio, modules, native_args, repeat,
-                          trace_scan ? series : std::string()),
+                          trace_scan ? series : std::string(), cx.o.trace_events),
               0755);
   // A virtio disk: a sparse image of the disk's size in the work directory.
   std::string image;
@@ -938,6 +949,27 @@ int run_validate(const ValidateOptions& o, std::ostream& out, std::ostream& err)
   }
   if (!(o.timeout_s > 0)) {
     err << "mmsim: error: --timeout: expected a positive number of seconds\n";
+    return 2;
+  }
+  for (const auto& e : o.trace_events) {
+    // A directory's name under events/: nothing the init script's shell
+    // would read as more than a word.
+    const size_t slash = e.find('/');
+    const bool word = std::all_of(e.begin(), e.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '/';
+    });
+    if (!word || slash == 0 || slash == std::string::npos || slash + 1 == e.size() ||
+        e.find('/', slash + 1) != std::string::npos) {
+      err << fmt::format(
+          "mmsim: error: --trace-event: expected a tracepoint as GROUP/NAME, such as "
+          "vmscan/mm_vmscan_kswapd_wake, got \"{}\"\n",
+          e);
+      return 2;
+    }
+  }
+  if (!o.trace_events.empty() && o.scan_trace.empty()) {
+    err << "mmsim: error: --trace-event: the events go to the --scan-trace files; give "
+           "--scan-trace DIR too\n";
     return 2;
   }
   if (!o.scan_trace.empty()) {

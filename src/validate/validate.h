@@ -38,6 +38,11 @@ struct ValidateOptions {
   // files (the guest traces its scan whenever NUMA balancing is on: the
   // simulation takes the guest's TLB flush cost from it).
   std::string scan_trace;
+  // More of the guest kernel's tracepoints (GROUP/NAME, as under
+  // /sys/kernel/tracing/events) recorded in those files: kswapd's wakeups
+  // (vmscan/mm_vmscan_kswapd_wake), migration batches
+  // (migrate/mm_migrate_pages) and the like. Needs scan_trace.
+  std::vector<std::string> trace_events;
 };
 
 // A counter's values over runs.

@@ -382,5 +382,29 @@ TEST(Validate, AScanTraceDirectoryThatCannotBeWrittenIsRejectedBeforeAnyGuest) {
       << err.str();
 }
 
+TEST(Validate, ATraceEventNotNamedGroupSlashNameIsRejectedBeforeAnyGuest) {
+  std::ostringstream out, err;
+  ValidateOptions o;
+  o.scenarios = {"x.toml"};
+  o.scan_trace = ::testing::TempDir() + "mmsim-trace-event-test";
+  for (const char* bad : {"mm_vmscan_kswapd_wake", "vmscan/", "/x", "a/b/c", "vmscan/x; reboot"}) {
+    o.trace_events = {bad};
+    err.str("");
+    EXPECT_EQ(run_validate(o, out, err), 2) << bad;
+    EXPECT_NE(err.str().find("--trace-event: expected a tracepoint as GROUP/NAME"),
+              std::string::npos)
+        << err.str();
+  }
+}
+
+TEST(Validate, ATraceEventWithoutAScanTraceDirectoryIsRejected) {
+  std::ostringstream out, err;
+  ValidateOptions o;
+  o.scenarios = {"x.toml"};
+  o.trace_events = {"vmscan/mm_vmscan_kswapd_wake"};
+  EXPECT_EQ(run_validate(o, out, err), 2);
+  EXPECT_NE(err.str().find("give --scan-trace DIR too"), std::string::npos) << err.str();
+}
+
 }  // namespace
 }  // namespace mmsim::validate
