@@ -947,9 +947,13 @@ void World::move_task(TaskExec& t, NodeId node) {
   }
 }
 
+mm::FaultCtx World::fault_ctx(TaskExec& t) {
+  return mm::FaultCtx{t.task.cpu,      t.task.node,       &t.task.min_flt,
+                      &t.task.maj_flt, t.proc->mm->memcg, &t.mempolicy};
+}
+
 bool World::fault(TaskExec& t, Vpn vpn, bool write) {
-  mm::FaultCtx ctx{t.task.cpu,      t.task.node,       &t.task.min_flt,
-                   &t.task.maj_flt, t.proc->mm->memcg, &t.mempolicy};
+  mm::FaultCtx ctx = fault_ctx(t);
   mm::FaultResult r = mm_.handle_mm_fault(*t.proc->mm, vpn, write, ctx);
   charge_sys(t, r.cost);
   if (r.zero_filled) {
@@ -1006,8 +1010,7 @@ std::optional<World::FaultInFlight> World::fault_in_flight(TaskExec& t, Vpn from
 }
 
 void World::lose_fault_race(TaskExec& t, Vpn vpn, const FaultInFlight& f) {
-  mm::FaultCtx ctx{t.task.cpu,      t.task.node,       &t.task.min_flt,
-                   &t.task.maj_flt, t.proc->mm->memcg, &t.mempolicy};
+  mm::FaultCtx ctx = fault_ctx(t);
   // The handler looks at the entry once its entry work is done: if the
   // other fault has set it by then (at its end), nothing is allocated.
   if (t.clock + to_tick(costs_.fault_entry_ns) >= f.done) {
@@ -1444,8 +1447,7 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
           // mlock populates the whole range in one call: what it may add is
           // checked against the limits first.
           if (!check_memory_limits(op_pages(t, op))) return Step::kStopped;
-          mm::FaultCtx ctx{t.task.cpu,      t.task.node,       &t.task.min_flt,
-                           &t.task.maj_flt, t.proc->mm->memcg, &t.mempolicy};
+          mm::FaultCtx ctx = fault_ctx(t);
           r = mm_.mlock(mm, op_start(t, op), op_pages(t, op), ctx);
         }
       } else {

@@ -271,6 +271,9 @@ class World final : public sim::EventHandler,
   bool start_segment(TaskExec& t);
   // Returns true if the task stopped at a page under migration (blocked_on).
   bool apply_segment(TaskExec& t, Tick at);
+  // What a fault of t's charges and counts to: its CPU, node, fault
+  // counters, memcg and own memory policy.
+  static mm::FaultCtx fault_ctx(TaskExec& t);
   bool fault(TaskExec& t, Vpn vpn, bool write);
   // The first page of [from, *to) another task of t's process is still
   // zero-filling at t's clock: lowers *to to it and returns that fault.
