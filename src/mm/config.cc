@@ -309,6 +309,28 @@ std::span<const Switch<MmConfig>> mm_switches() {
         .presets = {{.until = {5, 17}, .value = 0}}},
        [](const MmConfig& c) { return static_cast<int64_t>(c.file_thp_align); },
        [](MmConfig& c, int64_t v) { c.file_thp_align = v != 0; }},
+      {{.section = "kernel",
+        .key = "map_stack_nohugepage",
+        .kind = SwitchKind::kBool,
+        .doc = "mmap's MAP_STACK (glibc's thread stacks) sets VM_NOHUGEPAGE, so a thread "
+               "stack never faults THPs and never merges with a mapping that may "
+               "(include/linux/mman.h calc_vm_flag_bits: read in 6.12, absent in 6.1; "
+               "\"mm: mmap: map MAP_STACK to VM_NOHUGEPAGE\", 6.7, from memory)",
+        .default_value = 1,
+        .presets = {{.until = {6, 6}, .value = 0}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.map_stack_nohugepage); },
+       [](MmConfig& c, int64_t v) { c.map_stack_nohugepage = v != 0; }},
+      {{.section = "kernel",
+        .key = "randomize_va_space",
+        .kind = SwitchKind::kInt,
+        .doc = "kernel.randomize_va_space: 0 keeps the mmap base fixed, on a 2 MiB boundary; "
+               "1 or 2 (the default) randomise it at page granularity from the run's seed "
+               "(arch_mmap_rnd), which decides where unaligned mappings meet the THP grid",
+        .default_value = 2,
+        .lo = 0,
+        .hi = 2},
+       [](const MmConfig& c) { return c.randomize_va_space; },
+       [](MmConfig& c, int64_t v) { c.randomize_va_space = v; }},
   };
   return table;
 }

@@ -102,6 +102,12 @@ struct MmConfig {
   // modulo 2 MiB when it covers a whole aligned 2 MiB of the file (ext4's
   // thp_get_unmapped_area, no longer only for DAX: 5.18).
   bool file_thp_align = true;
+  // MAP_STACK sets VM_NOHUGEPAGE (6.7): a thread stack glibc maps never
+  // faults THPs, and never merges with a neighbour that may.
+  bool map_stack_nohugepage = true;
+  // kernel.randomize_va_space: 0 leaves the mmap base fixed (and 2 MiB
+  // aligned); 1 and 2 randomise it, from aslr_seed.
+  int64_t randomize_va_space = 2;
   // khugepaged (/sys/kernel/mm/transparent_hugepage/khugepaged/*): its pace
   // and what it collapses.
   int64_t khugepaged_scan_sleep_ms = 10000;

@@ -301,7 +301,7 @@ std::shared_ptr<Mm> MemoryManager::mm_alloc() {
   Mm* mm = new Mm(next_mm_id_++);
   // arch_pick_mmap_layout: a random base, here from the run's seed and the
   // mm (fork gives the child its parent's, in dup_mmap).
-  if (config_.aslr_seed) {
+  if (config_.aslr_seed && config_.randomize_va_space != 0) {
     sim::Rng rng(*config_.aslr_seed ^ (uint64_t{mm->id()} << 32));
     mm->mmap_rnd_pages = static_cast<uint32_t>(rng.next() % kHugePages);
   }
@@ -960,8 +960,8 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
   const bool huge_aligned =
       private_anon && ((rule == AnonAlign::kLarge && args.pages >= kHugePages) ||
                        (rule == AnonAlign::kPmdMultiple && args.pages % kHugePages == 0));
-  // Otherwise it lies where the randomised base puts it (SIMPLIFICATION:
-  // other file and shared mappings keep a fixed layout).
+  // Otherwise it lies where the randomised base puts it, edge to edge with
+  // the mapping above.
   std::optional<uint32_t> huge_offset;
   // A disk file's thp_get_unmapped_area: its offset modulo 2 MiB, if the
   // mapping covers a whole aligned 2 MiB of the file.
@@ -972,18 +972,28 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
     huge_offset = 0;
   } else if (file_aligned) {
     huge_offset = static_cast<uint32_t>(args.pgoff % kHugePages);
-  } else if (private_anon && config_.aslr_seed) {
-    huge_offset = mm.mmap_rnd_pages;
+  }
+  const bool hint_free = args.addr && args.addr->v > 0 &&
+                         args.addr->v + args.pages <= kTaskSizePages &&
+                         !mm.find_vma_intersection(*args.addr, Vpn(args.addr->v + args.pages));
+  const Vpn start = hint_free ? *args.addr : mm.get_unmapped_area(args.pages, huge_offset);
+  uint32_t flags = args.vm_flags;
+  // do_mmap: a private mapping may always be made writable (VM_MAYWRITE), a
+  // shared one if it is writable (the model's files are open for writing
+  // only when the mapping writes).
+  if (!shared || (args.vm_flags & Vma::kWrite)) flags |= Vma::kMayWrite;
+  // MAP_STACK (glibc's thread stacks): VM_NOHUGEPAGE from 6.7.
+  if (args.stack && config_.map_stack_nohugepage) flags |= Vma::kNoHugepage;
+  // mmap_region: the new range extends a neighbour it could merge with.
+  VmaMergeKey key{flags, file, args.pgoff, nullptr, &args.policy};
+  if (vma_merge(mm, start, Vpn(start.v + args.pages), key)) {
+    r.addr = start;
+    return r;
   }
   auto vma = std::make_unique<Vma>();
-  const bool hint_free =
-      args.addr && args.addr->v > 0 && args.addr->v + args.pages <= kTaskSizePages &&
-      !mm.find_vma_intersection(Vpn(args.addr->v - 1), Vpn(args.addr->v + args.pages + 1));
-  vma->start = hint_free ? *args.addr : mm.get_unmapped_area(args.pages, huge_offset);
+  vma->start = start;
   vma->end = Vpn(vma->start.v + args.pages);
-  vma->flags = args.vm_flags;
-  if (args.vm_flags & Vma::kWrite) vma->flags |= Vma::kMayWrite;
-  if (file && !(args.vm_flags & Vma::kShared)) vma->flags |= Vma::kMayWrite;  // private: COW
+  vma->flags = flags;
   vma->file = file;
   vma->pgoff = args.pgoff;
   vma->policy = args.policy;
@@ -992,6 +1002,79 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
   if (file) file->i_mmap.push_back(v);
   r.addr = v->start;
   return r;
+}
+
+namespace {
+
+// is_mergeable_anon_vma: `mine` (the range's anon_vma, or none) joins a
+// neighbour's if they are the same, or if one is none and the neighbour's
+// chain holds only its own (a VMA copied at fork keeps its parent's links,
+// and is not merged into).
+bool anon_vma_mergeable(const AnonVma* mine, const Vma& neighbour) {
+  if ((!mine || !neighbour.anon_vma) && neighbour.avc.size() == 1) return true;
+  return mine == neighbour.anon_vma;
+}
+
+bool policy_equal(const MemPolicy& a, const MemPolicy& b) {
+  return a.mode == b.mode && a.nodes == b.nodes;
+}
+
+}  // namespace
+
+bool MemoryManager::can_merge(const Vma& neighbour, const VmaMergeKey& key) const {
+  // is_mergeable_vma: the same flags and file, and no anon_vma_name or
+  // userfaultfd context (the model has neither); mpol_equal.
+  return neighbour.flags == key.flags && neighbour.file == key.file &&
+         policy_equal(neighbour.policy, *key.policy) && anon_vma_mergeable(key.anon_vma, neighbour);
+}
+
+Vma* MemoryManager::vma_merge(Mm& mm, Vpn start, Vpn end, const VmaMergeKey& key, Vma* self) {
+  // The VMAs just below and just above [start, end), other than `self`.
+  Vma* prev = start.v > 0 ? mm.find_vma(Vpn(start.v - 1)) : nullptr;
+  Vma* next = mm.find_vma(end);
+  if (prev == self || (prev && prev->end != start)) prev = nullptr;
+  if (next == self || (next && next->start != end)) next = nullptr;
+  const uint64_t pages = end.v - start.v;
+  // can_vma_merge_after / _before: a file's offsets must run on across the
+  // boundary.
+  const bool after =
+      prev && can_merge(*prev, key) && (!key.file || prev->pgoff + prev->pages() == key.pgoff);
+  const bool before =
+      next && can_merge(*next, key) && (!key.file || key.pgoff + pages == next->pgoff);
+  if (!after && !before) return nullptr;
+  // A VMA merged away: its range stays mapped, so the layout does not change.
+  auto remove = [&](Vma* gone) {
+    unlink_vma(*gone);
+    mm.erase_merged(gone);
+  };
+  // The survivor takes the range's anon_vma if it has none (anon_vma_clone
+  // of the one that has it).
+  auto adopt = [&](Vma& survivor, const Vma* from) {
+    if (survivor.anon_vma || !from || !from->anon_vma) return;
+    survivor.anon_vma = from->anon_vma;
+    survivor.avc = from->avc;
+    for (AnonVma* av : survivor.avc) av->vmas.push_back(&survivor);
+  };
+  if (after) {
+    // prev grows over the range, and over next too if all three are
+    // compatible (next's anon_vma with prev's: are_anon_vmas_compatible).
+    const bool all =
+        before && (!prev->anon_vma || !next->anon_vma || prev->anon_vma == next->anon_vma);
+    adopt(*prev, self);
+    if (self) remove(self);
+    prev->end = end;
+    if (all) {
+      prev->end = next->end;
+      adopt(*prev, next);
+      remove(next);
+    }
+    return prev;
+  }
+  adopt(*next, self);
+  if (self) remove(self);
+  next->start = start;
+  next->pgoff = key.pgoff;
+  return next;
 }
 
 void MemoryManager::unlink_vma(Vma& vma) {
@@ -1125,6 +1208,65 @@ MmResult MemoryManager::madvise_hugepage(Mm& mm, Vpn start, uint64_t pages, bool
     // A VMA that now qualifies registers its mm without waiting for a fault.
     if (on) khugepaged_enter_vma(*v);
   }
+  merge_range(mm, start, end);
+  return r;
+}
+
+Vma* MemoryManager::merge_with_neighbours(Mm& mm, Vma& vma) {
+  return vma_merge(mm, vma.start, vma.end,
+                   VmaMergeKey{vma.flags, vma.file, vma.pgoff, vma.anon_vma, &vma.policy}, &vma);
+}
+
+void MemoryManager::merge_range(Mm& mm, Vpn start, Vpn end) {
+  Vpn cur = start;
+  while (cur < end) {
+    Vma* v = mm.find_vma(cur);
+    if (!v) {
+      const auto& vmas = mm.vmas();
+      auto it = std::upper_bound(vmas.begin(), vmas.end(), cur,
+                                 [](Vpn x, const std::unique_ptr<Vma>& u) { return x < u->start; });
+      if (it == vmas.end() || (*it)->start >= end) return;
+      v = it->get();
+    }
+    const Vpn next = v->end;
+    merge_with_neighbours(mm, *v);
+    cur = next;
+  }
+}
+
+MmResult MemoryManager::mprotect(Mm& mm, Vpn start, uint64_t pages, uint32_t prot) {
+  MmResult r;
+  r.cost.sys_ns = costs_.syscall_ns;
+  const Vpn end(start.v + pages);
+  if (coverage(mm, start, end).pages != pages) {
+    r.error = MmError::kNoMem;
+    return r;
+  }
+  constexpr uint32_t kProt = Vma::kRead | Vma::kWrite | Vma::kExec;
+  Vpn cur = start;
+  while (cur < end) {
+    Vma* v = mm.find_vma(cur);
+    // mprotect_fixup: the range's part of this VMA takes the new protection,
+    // split off if it is only a part, then merged with its neighbours.
+    if (v->start < cur) v = split_vma(mm, *v, cur);
+    if (v->end > end) split_vma(mm, *v, end);
+    const Vpn next = v->end;
+    const uint32_t flags = (v->flags & ~kProt) | prot;
+    if (flags != v->flags) {
+      // SIMPLIFICATION: no PTE is changed (change_protection); the callers
+      // only open up ranges nothing is mapped in yet.
+      if (v->flags & ~flags & kProt) {
+        bool mapped = false;
+        mm.pgtable().for_each_table_in(
+            v->start, v->end, [&](Vpn, PteTable& t) { mapped |= t.huge() || t.nr_used() > 0; });
+        check(!mapped, "mprotect took a permission away from mapped pages");
+      }
+      r.cost.sys_ns += costs_.vma_op_ns;
+      v->flags = flags;
+      merge_with_neighbours(mm, *v);
+    }
+    cur = next;
+  }
   return r;
 }
 
@@ -1153,6 +1295,7 @@ MmResult MemoryManager::mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx) 
       if (pte.maps_folio()) mlock_folio(Pfn(pte.pfn));
     });
   }
+  merge_range(mm, start, end);
   // __mm_populate: fault in every page not yet present, as a write on a
   // private writable mapping (breaking COW), else as a read.
   for (const auto& vp : mm.vmas()) {

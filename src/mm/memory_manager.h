@@ -121,6 +121,17 @@ struct MmapArgs {
   uint64_t pgoff = 0;
   MemPolicy policy;
   std::string name;
+  bool stack = false;  // MAP_STACK
+};
+
+// What decides whether a range can join a neighbouring VMA (vma_merge):
+// its would-be flags, file and offset, anon_vma and policy.
+struct VmaMergeKey {
+  uint32_t flags = 0;
+  AddressSpace* file = nullptr;
+  uint64_t pgoff = 0;
+  AnonVma* anon_vma = nullptr;
+  const MemPolicy* policy = nullptr;
 };
 
 // How hard an allocation or a charge tries. kNoRetry is __GFP_NORETRY, as
@@ -199,6 +210,11 @@ class MemoryManager {
   // VM_NOHUGEPAGE on the range's VMAs (split at its edges), clearing the
   // other (hugepage_madvise). Mappings already made stay as they are.
   MmResult madvise_hugepage(Mm& mm, Vpn start, uint64_t pages, bool on);
+  // mprotect(2) with PROT_READ/WRITE/EXEC as Vma flags: splits the range's
+  // VMAs at its edges, sets their protection and merges them with their
+  // neighbours. Only opens up ranges nothing is mapped in (glibc's guard
+  // pages and arena reservations), the only use the model has.
+  MmResult mprotect(Mm& mm, Vpn start, uint64_t pages, uint32_t prot);
   // mlock(2): sets VM_LOCKED and populates the range.
   MmResult mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx);
   FaultResult handle_mm_fault(Mm& mm, Vpn vpn, bool write, FaultCtx& ctx);
@@ -496,6 +512,17 @@ class MemoryManager {
   void unlink_vma(Vma& vma);
   // Splits the VMA at `at`, returning the new upper part.
   Vma* split_vma(Mm& mm, Vma& vma, Vpn at);
+  // vma_merge: [start, end), with `key`, joins the VMA just below it and/or
+  // the one just above where the kernel would merge them; `self` is the
+  // range's own VMA if it has one (merged away), nullptr for a new mapping.
+  // Returns the VMA that now covers the range, or nullptr if none merged.
+  Vma* vma_merge(Mm& mm, Vpn start, Vpn end, const VmaMergeKey& key, Vma* self = nullptr);
+  bool can_merge(const Vma& neighbour, const VmaMergeKey& key) const;
+  // vma_merge of a VMA with what it now matches on either side.
+  Vma* merge_with_neighbours(Mm& mm, Vma& vma);
+  // Merges each VMA in [start, end) with its neighbours where it can (after
+  // a change of flags: madvise_update_vma, mlock_fixup).
+  void merge_range(Mm& mm, Vpn start, Vpn end);
   // Finds or reads the page-cache folio at index (filemap_fault).
   struct FilemapGet {
     std::optional<uint32_t> pfn;  // nullopt: memory or the charge failed

@@ -46,21 +46,23 @@ Vma* Mm::insert_vma(std::unique_ptr<Vma> vma) {
 
 Vpn Mm::get_unmapped_area(uint64_t pages, std::optional<uint32_t> huge_offset) const {
   // x86-64's default top-down layout (arch_pick_mmap_layout, vm_unmapped_area
-  // with VM_UNMAPPED_AREA_TOPDOWN): the highest gap below mmap_base that fits,
-  // the mapping at its top. A guard page is left between VMAs, because VMA
-  // merging is not modelled (SIMPLIFICATION: the kernel puts consecutive
-  // mappings edge to edge, and merges compatible ones).
+  // with VM_UNMAPPED_AREA_TOPDOWN): the highest gap below the mmap base that
+  // fits, the mapping at its top, edge to edge with the VMA above it (only a
+  // stack that grows down keeps a guard gap, and [stack] is the only one).
+  // The base is randomised at page granularity (arch_mmap_rnd): here its
+  // offset below a 2 MiB boundary, mmap_rnd_pages.
   constexpr uint64_t kHuge = 512;
-  constexpr uint64_t kBase = uint64_t{0x7f0000000000} >> kPageShift;
+  constexpr uint64_t kTop = uint64_t{0x7f0000000000} >> kPageShift;
   constexpr uint64_t kLow = uint64_t{0x10000} >> kPageShift;  // mmap_min_addr
+  const uint64_t base = kTop - mmap_rnd_pages;
   // The highest start <= v that has the wanted offset past a 2 MiB boundary.
   auto align_down = [&](uint64_t v) {
     if (!huge_offset) return v;
     if (v < *huge_offset) return uint64_t{0};
     return ((v - *huge_offset) & ~(kHuge - 1)) + *huge_offset;
   };
-  uint64_t top = kBase;  // the gap's exclusive end
-  uint64_t hole = 0;     // the longest gap passed above `top`
+  uint64_t top = base;  // the gap's exclusive end
+  uint64_t hole = 0;    // the longest gap passed above `top`
   auto it = vmas_.rbegin();
   if (free_top_ != 0 && pages > free_hole_) {
     // Every gap above free_top_ is too short: start below it.
@@ -78,25 +80,25 @@ Vpn Mm::get_unmapped_area(uint64_t pages, std::optional<uint32_t> huge_offset) c
   for (; it != vmas_.rend(); ++it) {
     const Vma& vma = **it;
     if (vma.start.v >= top) continue;
-    if (vma.end.v + 1 <= top) {
-      const uint64_t gap = top - (vma.end.v + 1);
+    if (vma.end.v <= top) {
+      const uint64_t gap = top - vma.end.v;
       if (gap >= pages) {
         const uint64_t start = align_down(top - pages);
-        if (start >= vma.end.v + 1) return found(start);
+        if (start >= vma.end.v) return found(start);
       }
       hole = std::max(hole, gap);
     }
-    top = std::min(top, vma.start.v > 0 ? vma.start.v - 1 : 0);
+    top = std::min(top, vma.start.v);
   }
   if (top >= pages && align_down(top - pages) >= kLow) return found(align_down(top - pages));
   // No room below the base (a huge address space in use): the first gap
   // above it (legacy bottom-up, which the kernel's fallback also takes).
   auto align_up = [&](uint64_t v) { return align_down(v + kHuge - 1); };
-  uint64_t candidate = huge_offset ? align_up(kBase) : kBase;
+  uint64_t candidate = huge_offset ? align_up(base) : base;
   for (const auto& vma : vmas_) {
-    if (vma->end.v + 1 <= candidate) continue;
-    if (vma->start.v >= candidate + pages + 1) break;
-    candidate = huge_offset ? align_up(vma->end.v + 1) : vma->end.v + 1;
+    if (vma->end.v <= candidate) continue;
+    if (vma->start.v >= candidate + pages) break;
+    candidate = huge_offset ? align_up(vma->end.v) : vma->end.v;
   }
   return Vpn(candidate);
 }

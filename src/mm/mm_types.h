@@ -2,6 +2,7 @@
 // vm_area_struct, struct anon_vma and struct mm_struct.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -153,6 +154,13 @@ class Mm {
     free_top_ = 0;
     return vmas_.erase(it);
   }
+  // A VMA merged into its neighbour: its range stays mapped, so the free
+  // areas do not change.
+  void erase_merged(const Vma* gone) {
+    if (vma_cache_ == gone) vma_cache_ = nullptr;
+    vmas_.erase(std::find_if(vmas_.begin(), vmas_.end(),
+                             [&](const std::unique_ptr<Vma>& v) { return v.get() == gone; }));
+  }
   void clear_vmas() {
     vma_cache_ = nullptr;
     free_top_ = 0;
@@ -160,13 +168,13 @@ class Mm {
   }
   // mm->map_count.
   uint64_t map_count() const { return vmas_.size(); }
-  // A free range of `pages` pages: the highest below the mmap base
-  // (top-down, x86-64's default); if `huge_offset` is set, starting that
-  // many pages (< 512) past a 2 MiB boundary.
+  // A free range of `pages` pages: the highest below the mmap base, edge to
+  // edge with the VMA above (top-down, x86-64's default); if `huge_offset` is
+  // set, starting that many pages (< 512) past a 2 MiB boundary.
   Vpn get_unmapped_area(uint64_t pages, std::optional<uint32_t> huge_offset = {}) const;
-  // Pages a private anonymous mapping that get_unmapped_area does not align
-  // starts past a 2 MiB boundary: the randomised mmap base's (arch_mmap_rnd,
-  // page granularity), inherited by fork.
+  // How far below a 2 MiB boundary the randomised mmap base lies, in pages
+  // (arch_mmap_rnd, page granularity): where an unaligned mapping starts
+  // relative to the THP grid. Inherited by fork.
   uint32_t mmap_rnd_pages = 0;
   PageTable& pgtable() { return pgtable_; }
   const PageTable& pgtable() const { return pgtable_; }

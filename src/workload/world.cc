@@ -1119,9 +1119,10 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
 // reservation). These are VMAs NUMA balancing's task_numa_work walks: an
 // empty one above the last region ends a scan sequence, and from 6.7 each
 // one the scanning thread has not faulted in lately costs a call
-// (docs/research/numa-scan-rate.md). The executable's read-only mappings,
-// [vvar] (VM_PFNMAP) and the PROT_NONE guards and reservations are left
-// out: task_numa_work skips them before any other test.
+// (docs/research/numa-scan-rate.md). The executable's read-only mappings
+// and [vvar] (VM_PFNMAP) are left out: task_numa_work skips them before any
+// other test, as it skips the PROT_NONE guards and reservations (mapped,
+// in map_thread_image, for the layout and merges they make).
 // With `[run] process_image = "in-use"` (the default) they hold the pages
 // mmsim-exec keeps resident (smaps): each task faults them in before its
 // first op (a thread's top stack page is its creator's, in exec_fork), and
@@ -1181,30 +1182,58 @@ World::Step World::touch_image(TaskExec& t) {
   return s;
 }
 
-bool World::map_thread_image(mm::Mm& mm, CpuId cpu, std::vector<Vpn>* pages) {
-  // glibc maps a stack with its guard page (8 MiB and 4 KiB), then makes
-  // the guard PROT_NONE (SIMPLIFICATION: one VMA here).
+namespace {
+// A thread stack block: 8 MiB and the guard page (glibc's default, under
+// an 8 MiB RLIMIT_STACK).
+constexpr uint64_t kStackBlockPages = ((8u << 20) >> kPageShift) + 1;
+}  // namespace
+
+bool World::map_thread_image(mm::Mm& mm, CpuId cpu, std::vector<Vpn>* pages, Vpn* block) {
+  // glibc 2.36's allocate_stack: the stack and its guard page (8 MiB and
+  // 4 KiB) mapped PROT_NONE with MAP_STACK, then all but the guard at the
+  // bottom made readable and writable. That mprotect merges the stack with
+  // a compatible VMA just above it: before 6.7 (no VM_NOHUGEPAGE from
+  // MAP_STACK) the first thread's stack joins the mapping made before it.
+  constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
   mm::MmapArgs stack;
-  stack.pages = ((8u << 20) >> kPageShift) + 1;
-  stack.vm_flags = mm::Vma::kRead | mm::Vma::kWrite;
+  stack.pages = kStackBlockPages;
   stack.name = "thread stack";
+  stack.stack = true;
   const mm::MmResult s = mm_.mmap(mm, stack, cpu);
   if (s.error != mm::MmError::kOk) return false;
-  // The thread's malloc arena: the start of a 64 MiB reservation that the
-  // thread maps below its stack at its first malloc (new_heap). Put right
-  // under the stack, past one guard page: the order of the VMAs is what
-  // NUMA balancing's scan sees.
-  mm::MmapArgs arena = stack;
-  arena.pages = (132u << 10) >> kPageShift;
+  mm_.mprotect(mm, Vpn(s.addr.v + 1), stack.pages - 1, kRw);
+  // The thread's malloc arena (new_heap), SIMPLIFICATION: made with the
+  // stack, not at the thread's first malloc. A 128 MiB PROT_NONE mapping,
+  // trimmed to the 64 MiB-aligned 64 MiB inside it (HEAP_MAX_SIZE), whose
+  // first 132 KiB are made writable.
+  constexpr uint64_t kHeapMax = (64u << 20) >> kPageShift;
+  mm::MmapArgs arena;
+  arena.pages = 2 * kHeapMax;
   arena.name = "thread arena";
-  if (s.addr.v > arena.pages + 1) arena.addr = Vpn(s.addr.v - arena.pages - 1);
   const mm::MmResult a = mm_.mmap(mm, arena, cpu);
   if (a.error != mm::MmError::kOk) return false;
+  const uint64_t lo = (a.addr.v + kHeapMax - 1) / kHeapMax * kHeapMax;
+  if (lo > a.addr.v) mm_.munmap(mm, a.addr, lo - a.addr.v, cpu);
+  if (a.addr.v + 2 * kHeapMax > lo + kHeapMax)
+    mm_.munmap(mm, Vpn(lo + kHeapMax), a.addr.v + 2 * kHeapMax - (lo + kHeapMax), cpu);
+  mm_.mprotect(mm, Vpn(lo), (132u << 10) >> kPageShift, kRw);
   // In use: the stack's top 2 pages (smaps, as for the process image). The
   // arena stays empty: a 6.1 guest's scan trace found a page in 1 of 8 (a
   // thread that never calls malloc never writes its heap_info).
   pages->assign({Vpn(s.addr.v + stack.pages - 1), Vpn(s.addr.v + stack.pages - 2)});
+  *block = s.addr;
   return true;
+}
+
+void World::release_thread_stack(TaskExec& t) {
+  // The thread's last frame is in the page below the top one (struct
+  // pthread and the TLS): everything from the block's start to 4 pages
+  // below that goes.
+  constexpr uint64_t kKept = 2 + ((16u << 10) >> kPageShift);
+  const mm::MmResult r =
+      mm_.madvise_dontneed(*t.proc->mm, *t.stack_block, kStackBlockPages - kKept, t.task.cpu);
+  charge_sys(t, r.cost);
+  t.stack_block.reset();
 }
 
 World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
@@ -1230,7 +1259,8 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
   }
   std::vector<Vpn> own_pages = t.own_image_pages;  // fork: the child runs on the same stack
   if (!thread) child_proc->image_pages = t.proc->image_pages;
-  if (thread && !map_thread_image(*t.proc->mm, t.task.cpu, &own_pages)) {
+  Vpn stack_block;
+  if (thread && !map_thread_image(*t.proc->mm, t.task.cpu, &own_pages, &stack_block)) {
     // pthread_create fails (EAGAIN): a scenario cannot go on without its
     // thread, so the run stops, as at a limit.
     stop_at_limit(fmt::format(
@@ -1254,6 +1284,7 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
   }
   const uint32_t child = spawn(t.task.pid, child_proc, op.program, t.clock, t.cursor, op.count);
   exec(child).own_image_pages = std::move(own_pages);
+  if (thread) exec(child).stack_block = stack_block;
   ++t.live_children;
   ++t.cursor;
   return Step::kContinue;
@@ -1649,6 +1680,7 @@ void World::run_task(TaskExec& t) {
 
 void World::kill_task(TaskExec& t, const std::string& why) {
   record_error(t, why);
+  t.stack_block.reset();  // a killed thread does not run start_thread's end
   t.stack.resize(1);
   t.stack.back().pc = t.stack.back().ops->size();
   exit_task(t);
@@ -1677,6 +1709,9 @@ void World::exit_task(TaskExec& t) {
     t.moving = false;
     memcg_.finish_move(mm, t.moving_to);
   }
+  // A thread that is not the last hands its stack back (start_thread); the
+  // last one ends the process instead.
+  if (t.stack_block && mm.users > 1) release_thread_stack(t);
   t.task.times.sys_ns += costs_.exit_base_ns;
   t.clock += to_tick(costs_.exit_base_ns);
   if (--mm.users == 0) {

@@ -219,6 +219,9 @@ class World final : public sim::EventHandler,
     // its mm.
     std::vector<Vpn> own_image_pages;
     bool touch_image = true;
+    // A thread's stack block (its guard page first), which glibc hands back
+    // to the kernel, all but the top, when the thread ends.
+    std::optional<Vpn> stack_block;
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
   enum EventKind : uint32_t {
@@ -246,8 +249,12 @@ class World final : public sim::EventHandler,
   // regions, and those each thread adds (see world.cc).
   void map_process_image(Process& proc);
   // False if the mm has no room for them (vm.max_map_count); else the
-  // thread's pages in use in *pages.
-  bool map_thread_image(mm::Mm& mm, CpuId cpu, std::vector<Vpn>* pages);
+  // thread's pages in use in *pages and its stack block's start in *block.
+  bool map_thread_image(mm::Mm& mm, CpuId cpu, std::vector<Vpn>* pages, Vpn* block);
+  // glibc's advise_stack_range for a thread that ends while others run on:
+  // MADV_DONTNEED from its stack block's start to 16 KiB
+  // (PTHREAD_STACK_MIN) below the page its last frame is in.
+  void release_thread_stack(TaskExec& t);
   // Touches what of the task's image pages it cannot write (first use, a
   // NUMA mark, a COW after fork): kNext when all are writable.
   Step touch_image(TaskExec& t);

@@ -11,16 +11,93 @@ using testing::kR;
 using testing::kRW;
 using testing::MmWorld;
 
-TEST(MmapLayout, ALaterMappingLiesBelowAnEarlierOneAPageApart) {
-  // x86-64's top-down layout: the NUMA scan and khugepaged, which walk
-  // VMAs by address, meet the later mapping first.
+TEST(MmapLayout, ALaterMappingLiesJustBelowAnEarlierOne) {
+  // x86-64's top-down layout, edge to edge: the NUMA scan and khugepaged,
+  // which walk VMAs by address, meet the later mapping first.
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn first = w.map(*mm, 100, kRW);
+  const Vpn second = w.map(*mm, 50, kR);
+  EXPECT_EQ(second.v + 50, first.v);
+  EXPECT_EQ(mm->vmas().front()->start, second);
+  EXPECT_EQ(mm->map_count(), 2u);
+  w.teardown(*mm);
+}
+
+TEST(MmapLayout, ACompatibleMappingJustBelowAnotherExtendsIt) {
+  // mmap_region's vma_merge: the same flags, file and policy, and no
+  // anon_vma of another lineage.
   MmWorld w;
   auto mm = w.mgr.mm_alloc();
   const Vpn first = w.map(*mm, 100, kRW);
   const Vpn second = w.map(*mm, 50, kRW);
-  EXPECT_EQ(second.v + 50 + 1, first.v);
+  EXPECT_EQ(second.v + 50, first.v);
+  ASSERT_EQ(mm->map_count(), 1u);
   EXPECT_EQ(mm->vmas().front()->start, second);
+  EXPECT_EQ(mm->vmas().front()->end.v, first.v + 100);
   w.teardown(*mm);
+}
+
+TEST(MmapLayout, AMappingWithAnotherPolicyIsNotMergedWithItsNeighbour) {
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  w.map(*mm, 100, kRW);
+  MmapArgs a;
+  a.pages = 50;
+  a.vm_flags = kRW;
+  a.policy.mode = MemPolicy::Mode::kBind;
+  a.policy.nodes = {NodeId(0)};
+  EXPECT_EQ(w.mgr.mmap(*mm, a, CpuId(0)).error, MmError::kOk);
+  EXPECT_EQ(mm->map_count(), 2u);
+  w.teardown(*mm);
+}
+
+TEST(MmapLayout, MprotectMergesARangeWithTheNeighbourItNowMatches) {
+  // glibc's thread stack: mapped PROT_NONE, then opened up above its guard
+  // page; the opened part joins a writable mapping just above it.
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn buffer = w.map(*mm, 100, kRW);
+  const Vpn stack = w.map(*mm, 10, 0);
+  ASSERT_EQ(mm->map_count(), 2u);
+  ASSERT_EQ(w.mgr.mprotect(*mm, Vpn(stack.v + 1), 9, kRW).error, MmError::kOk);
+  ASSERT_EQ(mm->map_count(), 2u);  // the guard, and the stack with the buffer
+  EXPECT_EQ(mm->find_vma(stack)->end.v, stack.v + 1);
+  const Vma* merged = mm->find_vma(buffer);
+  EXPECT_EQ(merged->start.v, stack.v + 1);
+  EXPECT_EQ(merged->end.v, buffer.v + 100);
+  w.teardown(*mm);
+}
+
+TEST(MmapLayout, MadviseThatGivesARangeItsNeighboursFlagsMergesThem) {
+  // madvise_update_vma: MADV_HUGEPAGE on the second half of a VMA splits
+  // it; the same advice on the first half makes the halves one again.
+  MmWorld w;
+  auto mm = w.mgr.mm_alloc();
+  const Vpn a = w.map(*mm, 1024, kRW);
+  ASSERT_EQ(w.mgr.madvise_hugepage(*mm, Vpn(a.v + 512), 512, true).error, MmError::kOk);
+  ASSERT_EQ(mm->map_count(), 2u);
+  ASSERT_EQ(w.mgr.madvise_hugepage(*mm, a, 512, true).error, MmError::kOk);
+  ASSERT_EQ(mm->map_count(), 1u);
+  EXPECT_EQ(mm->vmas().front()->pages(), 1024u);
+  EXPECT_TRUE(mm->vmas().front()->flags & Vma::kHugepage);
+  w.teardown(*mm);
+}
+
+TEST(MmapLayout, AForkedVmaWithItsParentsAnonVmaIsNotMergedInto) {
+  // is_mergeable_anon_vma: a neighbour whose anon_vma chain holds its
+  // parent's as well as its own stays apart (the chain is not singular).
+  MmWorld w;
+  auto parent = w.mgr.mm_alloc();
+  const Vpn buffer = w.map(*parent, 100, kRW);
+  ASSERT_EQ(w.fault(*parent, buffer, true), FaultStatus::kOk);
+  auto child = w.mgr.mm_alloc();
+  w.mgr.dup_mmap(*parent, *child, CpuId(0));
+  ASSERT_EQ(w.fault(*child, buffer, true), FaultStatus::kOk);  // COW: the child's own anon_vma
+  w.map(*child, 50, kRW);
+  EXPECT_EQ(child->map_count(), 2u);
+  w.teardown(*child);
+  w.teardown(*parent);
 }
 
 TEST(MmapLayout, AnAddressHintIsTakenOnlyWhenItsRangeIsFree) {
@@ -72,8 +149,8 @@ TEST(MmapLayout, AMappingTooLongForEveryHoleGoesBelowAllTheOthers) {
   const Vpn big = w.map(*mm, 200, kRW);   // too long for the rest of it
   const Vpn small_again = w.map(*mm, 30, kRW);
   EXPECT_EQ(small.v + 30, a.v + 100);
-  EXPECT_EQ(big.v + 200 + 1, b.v);
-  EXPECT_EQ(small_again.v + 30 + 1, small.v);  // the hole's rest, above `big`
+  EXPECT_EQ(big.v + 200, b.v);
+  EXPECT_EQ(small_again.v + 30, small.v);  // the hole's rest, above `big`
   w.teardown(*mm);
 }
 
@@ -84,8 +161,10 @@ TEST(MmapLayout, AnMmapPastVmMaxMapCountFailsWithEnomem) {
   auto mm = w.mgr.mm_alloc();
   MmapArgs a;
   a.pages = 1;
-  a.vm_flags = kRW;
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(w.mgr.mmap(*mm, a, CpuId(0)).error, MmError::kOk);
+  for (int i = 0; i < 4; ++i) {
+    a.vm_flags = i % 2 ? kRW : kR;  // neighbours that do not merge
+    EXPECT_EQ(w.mgr.mmap(*mm, a, CpuId(0)).error, MmError::kOk);
+  }
   EXPECT_EQ(w.mgr.mmap(*mm, a, CpuId(0)).error, MmError::kNoMem);  // map_count 4 > 3
   EXPECT_EQ(mm->map_count(), 4u);
   w.teardown(*mm);

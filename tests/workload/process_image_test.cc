@@ -80,28 +80,64 @@ TEST(ProcessImage, MarkedImagePagesAreTouchedAgainAndTakeHintingFaults) {
 
 TEST(ProcessImage, AMarkedThreadStackChargesItsWholeVmaToTheScanBudget) {
   // 256 MiB is the whole budget of a pass (numa_balancing_scan_size_mb).
-  // With the image in use, a pass that marks the threads' stacks (8 MiB and
-  // a guard page each) runs out of budget that many pages into the buffer,
-  // so the first pass marks 2 x 2049 pages fewer of it.
+  // With the image in use, a pass that marks the threads' stacks (8 MiB
+  // each above a PROT_NONE guard page the scan skips) runs out of budget
+  // that many pages into the buffer, so the first pass marks 2 x 2048 pages
+  // fewer of it. The stacks are VMAs of their own, as from 6.7 (MAP_STACK's
+  // VM_NOHUGEPAGE keeps the first from merging with the buffer above it).
   auto big = [](const std::string& image) {
     std::string s = scenario(image, 1, "1100ms");
     const std::string from = "size = \"8MiB\"";
     s.replace(s.find(from), from.size(), "size = \"256MiB\"");
+    const std::string thp = "transparent_hugepage = \"never\"";
+    s.replace(s.find(thp), thp.size(), thp + "\nmap_stack_nohugepage = true");
     return s;
   };
   const testing::Ran mapped = testing::run_text(big("mapped"));
   const testing::Ran in_use = testing::run_text(big("in-use"));
   EXPECT_EQ(mapped.vm("numa_pte_updates"), 65536);
   // Below the buffer, in the order of the walk: data (3 pages, 3 in use),
-  // bss (6, 3), heap (34, 10), then each thread's stack (2049, 2); each
+  // bss (6, 3), heap (34, 10), then each thread's stack (2048, 2); each
   // charges its whole span. The arenas hold no page; [stack] is above the
   // buffer.
-  const int64_t charged = 3 + 6 + 34 + 2 * 2049;
+  const int64_t charged = 3 + 6 + 34 + 2 * 2048;
   const int64_t marked = 3 + 3 + 10 + 2 * 2;
   // The last chunk ends at a 2 MiB boundary: up to 511 pages past the
   // budget.
   EXPECT_GE(in_use.vm("numa_pte_updates"), 65536 - charged + marked);
   EXPECT_LT(in_use.vm("numa_pte_updates"), 65536 - charged + marked + 512);
+}
+
+// The scenario's two threads, with THP as the kernel version has it, idle
+// for 1 ms instead of sweeping, so that only their stacks fault.
+testing::Ran run_idle_threads(const std::string& version) {
+  std::string s = scenario("in-use", 0, "1ms");
+  const std::string from = "version = \"6.1\"\ntransparent_hugepage = \"never\"";
+  s.replace(s.find(from), from.size(), "version = \"" + version + "\"");
+  const std::string loop = "body = [{ op = \"sweep\"";
+  s.replace(s.find(loop), loop.size(), "body = [{ op = \"sleep\", duration = \"100us\" }]\n#");
+  return testing::run_text(s);
+}
+
+TEST(ProcessImage, BeforeSixSevenTheFirstThreadsStackJoinsTheBufferAndItsTopFaultsATHP) {
+  // glibc maps the stack PROT_NONE just below the buffer, then opens all
+  // but its guard page: on 6.1 that part merges with the buffer, so the
+  // 2 MiB range across their boundary lies inside one VMA, and
+  // pthread_create's write to the stack's top faults a THP there. From 6.7
+  // MAP_STACK sets VM_NOHUGEPAGE: the stack stays apart, in base pages.
+  EXPECT_EQ(run_idle_threads("6.1").vm("thp_fault_alloc"), 1);
+  EXPECT_EQ(run_idle_threads("6.12").vm("thp_fault_alloc"), 0);
+}
+
+TEST(ProcessImage, AThreadThatEndsBeforeItsProcessHandsBackItsStackBelowItsLastFrames) {
+  // start_thread's end (advise_stack_range): MADV_DONTNEED from the stack
+  // block's start to 16 KiB below the thread's last frame. On 6.1 the
+  // first thread's stack top is a THP shared with the buffer above: the
+  // range ends inside it, and its PMD is split (a 6.1 guest counts
+  // thp_split_pmd 1 in zero-fill-race).
+  const testing::Ran ran = run_idle_threads("6.1");
+  ASSERT_EQ(ran.vm("thp_fault_alloc"), 1);
+  EXPECT_EQ(ran.vm("thp_split_pmd"), 1);
 }
 
 TEST(ProcessImage, AThreadsStackTopIsFirstTouchedByItsCreator) {
