@@ -1109,33 +1109,26 @@ MmResult MemoryManager::munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
   const Vpn end(start.v + pages);
   uint64_t zapped = 0;
   // Split the VMAs that straddle the range, then remove those inside it.
-  for (size_t k = 0; k < mm.vmas().size(); ++k) {
-    Vma* v = mm.vmas()[k].get();
-    if (v->end <= start || v->start >= end) continue;
-    if (v->start < start) {
-      split_vma(mm, *v, start);
-      r.cost.sys_ns += costs_.vma_op_ns;
-      continue;  // the upper part is visited next
-    }
-    if (v->end > end) {
-      split_vma(mm, *v, end);
-      r.cost.sys_ns += costs_.vma_op_ns;
-    }
+  if (Vma* v = mm.find_vma(start); v && v->start < start) {
+    split_vma(mm, *v, start);
+    r.cost.sys_ns += costs_.vma_op_ns;
+  }
+  if (Vma* v = mm.find_vma(Vpn(end.v - 1)); v && v->end > end) {
+    split_vma(mm, *v, end);
+    r.cost.sys_ns += costs_.vma_op_ns;
   }
   double memcg_ns = 0;
-  auto& vmas = mm.vmas_mut();
-  for (auto it = vmas.begin(); it != vmas.end();) {
-    Vma& v = **it;
-    if (v.start >= start && v.end <= end) {
-      const Zapped z = zap_range(mm, v, v.start, v.end);
-      zapped += z.ptes;
-      memcg_ns += z.memcg_ns;
-      r.cost.sys_ns += static_cast<double>(z.ptes) * costs_.pte_clear_ns + costs_.vma_op_ns;
-      unlink_vma(v);
-      it = mm.erase_vma(it);
-    } else {
-      ++it;
-    }
+  std::vector<Vma*> gone;
+  for (auto it = mm.first_vma_ending_after(start); it != mm.vmas().end() && (*it)->start < end;
+       ++it)
+    gone.push_back(it->get());
+  for (Vma* v : gone) {
+    const Zapped z = zap_range(mm, *v, v->start, v->end);
+    zapped += z.ptes;
+    memcg_ns += z.memcg_ns;
+    r.cost.sys_ns += static_cast<double>(z.ptes) * costs_.pte_clear_ns + costs_.vma_op_ns;
+    unlink_vma(*v);
+    mm.erase_vma(v);
   }
   // free_pgtables: the PTE tables no VMA reaches into any more go, so that
   // a later mapping there starts with empty PMDs (which THP faults need).
@@ -1156,10 +1149,11 @@ struct Coverage {
 };
 Coverage coverage(const Mm& mm, Vpn start, Vpn end) {
   Coverage c;
-  for (const auto& v : mm.vmas()) {
-    if (v->end <= start || v->start >= end) continue;
-    c.locked |= (v->flags & Vma::kLocked) != 0;
-    c.pages += std::min(v->end, end).v - std::max(v->start, start).v;
+  for (auto it = mm.first_vma_ending_after(start); it != mm.vmas().end() && (*it)->start < end;
+       ++it) {
+    const Vma& v = **it;
+    c.locked |= (v.flags & Vma::kLocked) != 0;
+    c.pages += std::min(v.end, end).v - std::max(v.start, start).v;
   }
   return c;
 }

@@ -64,17 +64,20 @@ Vpn Mm::get_unmapped_area(uint64_t pages, std::optional<uint32_t> huge_offset) c
   uint64_t top = base;  // the gap's exclusive end
   uint64_t hole = 0;    // the longest gap passed above `top`
   auto it = vmas_.rbegin();
-  if (free_top_ != 0 && pages > free_hole_) {
-    // Every gap above free_top_ is too short: start below it.
-    top = free_top_;
-    hole = free_hole_;
+  // The cached search that skips the most: every gap above its top is too
+  // short for this request.
+  const FreeCache* from = nullptr;
+  for (const FreeCache& c : free_cache_)
+    if (c.top != 0 && pages > c.hole && (!from || c.top < from->top)) from = &c;
+  if (from) {
+    top = from->top;
+    hole = from->hole;
     it = std::make_reverse_iterator(
         std::lower_bound(vmas_.begin(), vmas_.end(), top,
                          [](const std::unique_ptr<Vma>& v, uint64_t x) { return v->start.v < x; }));
   }
   auto found = [&](uint64_t start) {
-    free_top_ = top;
-    free_hole_ = hole;
+    free_cache_[free_next_++ % free_cache_.size()] = FreeCache{top, hole};
     return Vpn(start);
   };
   for (; it != vmas_.rend(); ++it) {

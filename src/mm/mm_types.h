@@ -145,25 +145,34 @@ class Mm {
   using VmaList = std::vector<std::unique_ptr<Vma>>;
   VmaList& vmas_mut() {
     vma_cache_ = nullptr;
-    free_top_ = 0;
+    free_cache_ = {};
     return vmas_;
   }
   Vma* insert_vma(std::unique_ptr<Vma> vma);
-  VmaList::iterator erase_vma(VmaList::iterator it) {
-    vma_cache_ = nullptr;
-    free_top_ = 0;
-    return vmas_.erase(it);
+  // The first VMA whose end is above `v` (in address order), or end().
+  VmaList::const_iterator first_vma_ending_after(Vpn v) const {
+    return std::upper_bound(vmas_.begin(), vmas_.end(), v,
+                            [](Vpn x, const std::unique_ptr<Vma>& u) { return x < u->end; });
+  }
+  // An unmapped VMA: its range becomes free. The search cache survives when
+  // the range lies below where the last search ended (the gaps above it do
+  // not change).
+  void erase_vma(const Vma* gone) {
+    for (FreeCache& c : free_cache_)
+      if (gone->end.v > c.top) c = {};
+    erase_merged(gone);
   }
   // A VMA merged into its neighbour: its range stays mapped, so the free
   // areas do not change.
   void erase_merged(const Vma* gone) {
     if (vma_cache_ == gone) vma_cache_ = nullptr;
-    vmas_.erase(std::find_if(vmas_.begin(), vmas_.end(),
-                             [&](const std::unique_ptr<Vma>& v) { return v.get() == gone; }));
+    auto it = std::lower_bound(vmas_.begin(), vmas_.end(), gone->start,
+                               [](const std::unique_ptr<Vma>& v, Vpn x) { return v->start < x; });
+    vmas_.erase(it);
   }
   void clear_vmas() {
     vma_cache_ = nullptr;
-    free_top_ = 0;
+    free_cache_ = {};
     vmas_.clear();
   }
   // mm->map_count.
@@ -204,14 +213,20 @@ class Mm {
   // The last VMA find_vma found (a simulator's shortcut, not the kernel's
   // vmacache): every fault asks for one. Dropped whenever a VMA goes.
   mutable Vma* vma_cache_ = nullptr;
-  // Where get_unmapped_area's last top-down search ended (the top of the gap
-  // it used; 0: none), and the longest gap it passed above that: a search
-  // for more pages than that can start there. Old kernels' free_area_cache
-  // and cached_hole_size, here only the simulator's shortcut (a thread's
-  // stack would otherwise walk every VMA above it). Dropped whenever a VMA
-  // goes or changes; a VMA added only shortens gaps.
-  mutable uint64_t free_top_ = 0;
-  mutable uint64_t free_hole_ = 0;
+  // Where recent top-down searches of get_unmapped_area ended (the top of
+  // the gap each used; 0: none), and the longest gap each passed above that:
+  // a search for more pages than that can start there. Old kernels'
+  // free_area_cache and cached_hole_size, here only the simulator's shortcut
+  // (a thread's stack would otherwise walk every VMA above it), kept for
+  // the last few searches because threads alternate stacks and arenas of
+  // different sizes. A VMA added or merged only shortens gaps, so an entry
+  // stays true; one unmapped above an entry's top drops it.
+  struct FreeCache {
+    uint64_t top = 0;
+    uint64_t hole = 0;
+  };
+  mutable std::array<FreeCache, 4> free_cache_{};
+  mutable uint32_t free_next_ = 0;
   PageTable pgtable_;
   std::vector<CpuId> cpumask_;
 };
