@@ -1103,20 +1103,27 @@ Vma* MemoryManager::split_vma(Mm& mm, Vma& vma, Vpn at) {
   return mm.insert_vma(std::move(upper));
 }
 
+int MemoryManager::split_at_edges(Mm& mm, Vpn start, Vpn end) {
+  int splits = 0;
+  if (end <= start) return splits;
+  if (Vma* v = mm.find_vma(start); v && v->start < start) {
+    split_vma(mm, *v, start);
+    ++splits;
+  }
+  if (Vma* v = mm.find_vma(Vpn(end.v - 1)); v && v->end > end) {
+    split_vma(mm, *v, end);
+    ++splits;
+  }
+  return splits;
+}
+
 MmResult MemoryManager::munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
   MmResult r;
   r.cost.sys_ns = costs_.syscall_ns;
   const Vpn end(start.v + pages);
   uint64_t zapped = 0;
   // Split the VMAs that straddle the range, then remove those inside it.
-  if (Vma* v = mm.find_vma(start); v && v->start < start) {
-    split_vma(mm, *v, start);
-    r.cost.sys_ns += costs_.vma_op_ns;
-  }
-  if (Vma* v = mm.find_vma(Vpn(end.v - 1)); v && v->end > end) {
-    split_vma(mm, *v, end);
-    r.cost.sys_ns += costs_.vma_op_ns;
-  }
+  r.cost.sys_ns += static_cast<double>(split_at_edges(mm, start, end)) * costs_.vma_op_ns;
   double memcg_ns = 0;
   std::vector<Vma*> gone;
   for (auto it = mm.first_vma_ending_after(start); it != mm.vmas().end() && (*it)->start < end;
@@ -1191,8 +1198,7 @@ MmResult MemoryManager::madvise_hugepage(Mm& mm, Vpn start, uint64_t pages, bool
   if (coverage(mm, start, end).pages != pages) {
     r.error = MmError::kNoMem;  // (madvise_walk_vmas: the mapped part changes too)
   }
-  if (Vma* v = mm.find_vma(start); v && v->start < start) split_vma(mm, *v, start);
-  if (Vma* v = mm.find_vma(Vpn(end.v - 1)); v && v->end > end) split_vma(mm, *v, end);
+  split_at_edges(mm, start, end);
   for (const auto& v : mm.vmas()) {
     if (v->end <= start || v->start >= end) continue;
     const uint32_t set = on ? Vma::kHugepage : Vma::kNoHugepage;
@@ -1214,16 +1220,11 @@ Vma* MemoryManager::merge_with_neighbours(Mm& mm, Vma& vma) {
 void MemoryManager::merge_range(Mm& mm, Vpn start, Vpn end) {
   Vpn cur = start;
   while (cur < end) {
-    Vma* v = mm.find_vma(cur);
-    if (!v) {
-      const auto& vmas = mm.vmas();
-      auto it = std::upper_bound(vmas.begin(), vmas.end(), cur,
-                                 [](Vpn x, const std::unique_ptr<Vma>& u) { return x < u->start; });
-      if (it == vmas.end() || (*it)->start >= end) return;
-      v = it->get();
-    }
-    const Vpn next = v->end;
-    merge_with_neighbours(mm, *v);
+    // The VMA at cur, or the next one (a range need not be all mapped).
+    auto it = mm.first_vma_ending_after(cur);
+    if (it == mm.vmas().end() || (*it)->start >= end) return;
+    const Vpn next = (*it)->end;
+    merge_with_neighbours(mm, **it);
     cur = next;
   }
 }
@@ -1237,13 +1238,12 @@ MmResult MemoryManager::mprotect(Mm& mm, Vpn start, uint64_t pages, uint32_t pro
     return r;
   }
   constexpr uint32_t kProt = Vma::kRead | Vma::kWrite | Vma::kExec;
+  // mprotect_fixup: the range's part of each VMA takes the new protection,
+  // split off if it is only a part, then merged with its neighbours.
+  split_at_edges(mm, start, end);
   Vpn cur = start;
   while (cur < end) {
     Vma* v = mm.find_vma(cur);
-    // mprotect_fixup: the range's part of this VMA takes the new protection,
-    // split off if it is only a part, then merged with its neighbours.
-    if (v->start < cur) v = split_vma(mm, *v, cur);
-    if (v->end > end) split_vma(mm, *v, end);
     const Vpn next = v->end;
     const uint32_t flags = (v->flags & ~kProt) | prot;
     if (flags != v->flags) {
@@ -1273,8 +1273,7 @@ MmResult MemoryManager::mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx) 
     return r;
   }
   // Split at the edges so that only the range becomes VM_LOCKED.
-  if (Vma* v = mm.find_vma(start); v && v->start < start) split_vma(mm, *v, start);
-  if (Vma* v = mm.find_vma(Vpn(end.v - 1)); v && v->end > end) split_vma(mm, *v, end);
+  split_at_edges(mm, start, end);
   for (const auto& v : mm.vmas()) {
     if (v->end <= start || v->start >= end || (v->flags & Vma::kLocked)) continue;
     v->flags |= Vma::kLocked;

@@ -512,6 +512,9 @@ class MemoryManager {
   void unlink_vma(Vma& vma);
   // Splits the VMA at `at`, returning the new upper part.
   Vma* split_vma(Mm& mm, Vma& vma, Vpn at);
+  // Splits the VMAs that straddle `start` and `end` there, so that the range
+  // holds whole VMAs; returns how many splits it made.
+  int split_at_edges(Mm& mm, Vpn start, Vpn end);
   // vma_merge: [start, end), with `key`, joins the VMA just below it and/or
   // the one just above where the kernel would merge them; `self` is the
   // range's own VMA if it has one (merged away), nullptr for a new mapping.

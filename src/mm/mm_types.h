@@ -154,9 +154,8 @@ class Mm {
     return std::upper_bound(vmas_.begin(), vmas_.end(), v,
                             [](Vpn x, const std::unique_ptr<Vma>& u) { return x < u->end; });
   }
-  // An unmapped VMA: its range becomes free. The search cache survives when
-  // the range lies below where the last search ended (the gaps above it do
-  // not change).
+  // An unmapped VMA: its range becomes free. A cached search survives when
+  // the range lies below where it ended (the gaps above it do not change).
   void erase_vma(const Vma* gone) {
     for (FreeCache& c : free_cache_)
       if (gone->end.v > c.top) c = {};

@@ -1214,8 +1214,8 @@ bool World::map_thread_image(mm::Mm& mm, CpuId cpu, std::vector<Vpn>* pages, Vpn
   if (a.error != mm::MmError::kOk) return false;
   const uint64_t lo = (a.addr.v + kHeapMax - 1) / kHeapMax * kHeapMax;
   if (lo > a.addr.v) mm_.munmap(mm, a.addr, lo - a.addr.v, cpu);
-  if (a.addr.v + 2 * kHeapMax > lo + kHeapMax)
-    mm_.munmap(mm, Vpn(lo + kHeapMax), a.addr.v + 2 * kHeapMax - (lo + kHeapMax), cpu);
+  // What lies above the aligned half: never empty, as lo < start + 64 MiB.
+  mm_.munmap(mm, Vpn(lo + kHeapMax), a.addr.v + kHeapMax - lo, cpu);
   mm_.mprotect(mm, Vpn(lo), (132u << 10) >> kPageShift, kRw);
   // In use: the stack's top 2 pages (smaps, as for the process image). The
   // arena stays empty: a 6.1 guest's scan trace found a page in 1 of 8 (a
