@@ -715,6 +715,9 @@ FaultResult MemoryManager::lose_fault_race(Mm& mm, Vpn vpn, bool huge, FaultCtx&
     }
     g.flags = Folio::kInUse;
     folios_.free(*pfn);
+    // The handler found the entry set and put its folio back (folio_put:
+    // the uncharge, then the free to the per-CPU lists).
+    r.cost.sys_ns += costs_.page_free_ns;
   }
   account_fault(ctx, false);
   r.cost.sys_ns += memcg_ns;

@@ -136,6 +136,23 @@ TEST(FaultRace, ALoserThatZeroesFasterGoesOnOnlyOnceTheWinnersFolioIsMapped) {
   EXPECT_GE(done(loser), done(winner) - 1000);
 }
 
+TEST(FaultRace, ALoserPaysForPuttingBackTheFolioItZeroed) {
+  // folio_put after the failed check: the uncharge and the free. A free
+  // made 100 us dearer makes the loser's fault that much longer (past the
+  // winner's end, where the loser would otherwise wait), and the winner's
+  // not at all (it frees nothing).
+  const auto sys = [](const std::string& free_ns) {
+    const auto ran = run_text(writers("always", "2MiB", 2),
+                              {"noise.enabled=false", "costs.page_free_ns=" + free_ns});
+    EXPECT_EQ(pages_allocated(ran), 1024);
+    return std::pair{task(ran, 2).times.sys_ns, task(ran, 3).times.sys_ns};
+  };
+  const auto [winner, loser] = sys("100000");
+  const auto [winner_dear, loser_dear] = sys("200000");
+  EXPECT_DOUBLE_EQ(winner_dear, winner);
+  EXPECT_NEAR(loser_dear - loser, 100000, 1);
+}
+
 TEST(FaultRace, AWriterWhoseHandlerFindsTheTHPJustMappedTakesASpuriousFault) {
   // The later writer starts `delay_ns` after the first (a sleep): it loses
   // the race if its handler looks at the PMD before the first fault set it,
