@@ -723,6 +723,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                            "Also record this tracepoint of the guest kernel in the --scan-trace "
                            "files: GROUP/NAME, such as vmscan/mm_vmscan_kswapd_wake or "
                            "migrate/mm_migrate_pages (repeatable)");
+  validate_cmd->add_option(
+      "--kprobe", vo.kprobes,
+      "Also record calls of this guest kernel function in the --scan-trace files (as "
+      "mmsim/probe_SYMBOL, with the task and CPU): \"SYMBOL\" or \"SYMBOL FETCHARGS\" in "
+      "kprobe_events' syntax (repeatable)");
 
   CalibrateArgs ca;
   auto* calibrate =

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -257,7 +259,8 @@ std::string init_script(const std::string& hierarchy, uint64_t disk_kib, bool vi
                         const std::vector<std::string>& modules,
                         const std::vector<std::string>& native_args, int repeat,
                         const std::string& scan_trace_series,
-                        const std::vector<std::string>& trace_events) {
+                        const std::vector<std::string>& trace_events,
+                        const std::vector<std::string>& kprobes) {
   std::string s = R"(#!/bin/busybox sh
 /bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s
@@ -312,7 +315,13 @@ mount -t debugfs debugfs /sys/kernel/debug
         seq, seq + 4, seq + 8, seq + 12);
     s += R"(    'r:mmsim/task_numa_work_ret task_numa_work' \
     'p:mmsim/change_prot_numa change_prot_numa vm_start=+0(%di):x64 vm_end=+8(%di):x64 start=%si:x64 end=%dx:x64' \
-    'r:mmsim/change_prot_numa_ret change_prot_numa updated=$retval:s64'; do
+    'r:mmsim/change_prot_numa_ret change_prot_numa updated=$retval:s64')";
+    // --kprobe: each as mmsim/probe_SYMBOL (checked in run_validate: no quote).
+    for (const auto& k : kprobes) {
+      const std::string symbol = k.substr(0, k.find(' '));
+      s += fmt::format(" \\\n    'p:mmsim/probe_{} {}'", symbol, k);
+    }
+    s += R"(; do
   echo "$p" >> $T/kprobe_events || trace_ok=0
 done
 echo 1 > $T/events/mmsim/enable || trace_ok=0
@@ -544,7 +553,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   for (const auto& s : sets) native_args.insert(native_args.end(), {"--set", s});
   ir.add_file("init",
               init_script(hierarchy, disk_kib, virtio, modules, native_args, repeat,
-                          trace_scan ? series : std::string(), cx.o.trace_events),
+                          trace_scan ? series : std::string(), cx.o.trace_events, cx.o.kprobes),
               0755);
   // A virtio disk: a sparse image of the disk's size in the work directory.
   std::string image;
@@ -967,9 +976,27 @@ int run_validate(const ValidateOptions& o, std::ostream& out, std::ostream& err)
       return 2;
     }
   }
-  if (!o.trace_events.empty() && o.scan_trace.empty()) {
-    err << "mmsim: error: --trace-event: the events go to the --scan-trace files; give "
-           "--scan-trace DIR too\n";
+  for (const auto& k : o.kprobes) {
+    // A symbol, then fetch arguments: words the init script can quote.
+    const std::string symbol = k.substr(0, k.find(' '));
+    const bool symbol_ok = !symbol.empty() && std::all_of(symbol.begin(), symbol.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+    const bool args_ok = std::all_of(k.begin(), k.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_ =%()+-:$.,@", c);
+    });
+    if (!symbol_ok || !args_ok || std::isdigit(static_cast<unsigned char>(symbol[0]))) {
+      err << fmt::format(
+          "mmsim: error: --kprobe: expected a kernel function and optional fetch arguments, such "
+          "as \"do_huge_pmd_numa_page\" or \"migrate_misplaced_folio node=%dx:s32\", got \"{}\"\n",
+          k);
+      return 2;
+    }
+  }
+  if ((!o.trace_events.empty() || !o.kprobes.empty()) && o.scan_trace.empty()) {
+    err << fmt::format(
+        "mmsim: error: {}: the events go to the --scan-trace files; give --scan-trace DIR too\n",
+        o.trace_events.empty() ? "--kprobe" : "--trace-event");
     return 2;
   }
   if (!o.scan_trace.empty()) {

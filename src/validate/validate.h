@@ -43,6 +43,12 @@ struct ValidateOptions {
   // (vmscan/mm_vmscan_kswapd_wake), migration batches
   // (migrate/mm_migrate_pages) and the like. Needs scan_trace.
   std::vector<std::string> trace_events;
+  // Kprobes on more of the guest kernel's functions, recorded in those files
+  // as mmsim/probe_SYMBOL events (with the task, its pid and CPU, as every
+  // trace line): "SYMBOL" or "SYMBOL FETCHARGS" in kprobe_events' syntax,
+  // such as "do_huge_pmd_numa_page" or "migrate_misplaced_folio node=%dx:s32".
+  // Needs scan_trace.
+  std::vector<std::string> kprobes;
 };
 
 // A counter's values over runs.

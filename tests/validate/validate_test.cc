@@ -406,5 +406,30 @@ TEST(Validate, ATraceEventWithoutAScanTraceDirectoryIsRejected) {
   EXPECT_NE(err.str().find("give --scan-trace DIR too"), std::string::npos) << err.str();
 }
 
+TEST(Validate, AKprobeThatIsNotAFunctionWithFetchArgumentsIsRejectedBeforeAnyGuest) {
+  std::ostringstream out, err;
+  ValidateOptions o;
+  o.scenarios = {"x.toml"};
+  o.scan_trace = ::testing::TempDir() + "mmsim-kprobe-test";
+  for (const char* bad :
+       {"", " x", "9lives", "do_numa_page'; reboot", "a/b", "f x=`reboot`", "f;reboot", "f\tx"}) {
+    o.kprobes = {bad};
+    err.str("");
+    EXPECT_EQ(run_validate(o, out, err), 2) << bad;
+    EXPECT_NE(err.str().find("--kprobe: expected a kernel function"), std::string::npos)
+        << err.str();
+  }
+}
+
+TEST(Validate, AKprobeWithoutAScanTraceDirectoryIsRejected) {
+  std::ostringstream out, err;
+  ValidateOptions o;
+  o.scenarios = {"x.toml"};
+  o.kprobes = {"do_huge_pmd_numa_page"};
+  EXPECT_EQ(run_validate(o, out, err), 2);
+  EXPECT_NE(err.str().find("--kprobe: the events go to the --scan-trace files"), std::string::npos)
+      << err.str();
+}
+
 }  // namespace
 }  // namespace mmsim::validate
