@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <system_error>
 
 #include "cli/calibrate_cmd.h"
@@ -89,6 +90,7 @@ struct RunArgs {
   std::string csv;
   std::string trace;
   std::string plot;
+  std::string scan_trace;
   uint64_t trace_limit = 300'000;
   double trace_from = 0;
   bool check = false;
@@ -121,7 +123,8 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
   if (!a.seed.empty() && !(seed = parse_seed(a.seed, err))) return kExitBadInput;
   for (const auto& [flag, path] :
        {std::pair{"--json", a.json}, std::pair{"--csv", a.csv},
-        std::pair{"--csv", report::timeline_csv_path(a.csv)}, std::pair{"--trace", a.trace}}) {
+        std::pair{"--csv", report::timeline_csv_path(a.csv)}, std::pair{"--trace", a.trace},
+        std::pair{"--scan-trace", a.scan_trace}}) {
     if (a.csv.empty() && flag == std::string("--csv")) continue;
     if (path.empty()) continue;
     if (const std::string why = output_problem(path, {a.scenario, a.costs}); !why.empty()) {
@@ -161,6 +164,14 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
     trace.emplace(a.trace_limit, to_tick(a.trace_from * 1e9));
     ro.trace = &*trace;
   }
+  std::ostringstream scan_trace;
+  if (!a.scan_trace.empty()) {
+    scan_trace << fmt::format(
+        "# mmsim run {} (seed {}): the simulated NUMA scan, as `mmsim "
+        "validate --scan-trace` records the guest's\n",
+        sc.path, sc.seed);
+    ro.scan_trace = &scan_trace;
+  }
   const workload::RunResult result = scenario::simulate(*pr.run, std::move(ro));
   progress.clear();
   const double wall = since_start();
@@ -185,6 +196,8 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
                                                      report::run_timeline_csv(j), err)))
       return kExitHostRefused;
   }
+  if (!a.scan_trace.empty() && !report::write_atomically(a.scan_trace, scan_trace.str(), err))
+    return kExitHostRefused;
   if (trace) {
     const std::string text = trace->json(fmt::format("mmsim run {} (seed {})", sc.path, sc.seed));
     if (!report::write_atomically(a.trace, text, err)) return kExitHostRefused;
@@ -536,6 +549,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                   "Draw the timeline and the tasks' time with gnuplot into this directory");
   run->add_option("--trace", ra.trace,
                   "Write a timeline for the Perfetto UI (Chrome JSON trace) to this file");
+  run->add_option("--scan-trace", ra.scan_trace,
+                  "Write the NUMA scan (each task_numa_work call and each range it marks) to this "
+                  "file, in the format of the guest's scan trace (mmsim validate --scan-trace)");
   run->add_option("--trace-limit", ra.trace_limit,
                   "Slices and instant events a trace keeps (0: all); about 140 bytes each")
       ->capture_default_str();

@@ -323,14 +323,31 @@ std::span<const Switch<MmConfig>> mm_switches() {
       {{.section = "kernel",
         .key = "randomize_va_space",
         .kind = SwitchKind::kInt,
-        .doc = "kernel.randomize_va_space: 0 keeps the mmap base fixed, on a 2 MiB boundary; "
-               "1 or 2 (the default) randomise it at page granularity from the run's seed "
+        .doc = "kernel.randomize_va_space: 0 keeps the mmap base where x86-64 puts it "
+               "without randomisation, 0x7ffff7fff000 (TASK_SIZE less the 128 MiB gap above "
+               "it: mmap_base, arch/x86/mm/mmap.c), a page below a 2 MiB boundary, as "
+               "`mmsim native` then runs mmsim-exec (personality ADDR_NO_RANDOMIZE); 1 or 2 "
+               "(the default) randomise it at page granularity from the run's seed "
                "(arch_mmap_rnd), which decides where unaligned mappings meet the THP grid",
         .default_value = 2,
         .lo = 0,
         .hi = 2},
        [](const MmConfig& c) { return c.randomize_va_space; },
        [](MmConfig& c, int64_t v) { c.randomize_va_space = v; }},
+      {{.section = "kernel",
+        .key = "vdso_in_mmap_area",
+        .kind = SwitchKind::kBool,
+        .doc = "exec maps the vDSO ([vvar], 4 pages, then [vdso], 2) where get_unmapped_area "
+               "puts it, as the first mappings below the mmap base, which moves every later "
+               "mapping 6 pages down; before, beside the stack (vdso_addr), unless "
+               "randomize_va_space is 0. Guest kprobe traces of map_vdso and mmap_region: "
+               "near the stack on 6.1, at the mmap base on 6.1 without randomisation and on "
+               "6.12; Kees Cook's \"x86/vdso: Move vDSO to mmap region\" (2024, 6.9 from "
+               "memory)",
+        .default_value = 1,
+        .presets = {{.until = {6, 8}, .value = 0}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.vdso_in_mmap_area); },
+       [](MmConfig& c, int64_t v) { c.vdso_in_mmap_area = v != 0; }},
   };
   return table;
 }

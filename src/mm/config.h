@@ -105,9 +105,14 @@ struct MmConfig {
   // MAP_STACK sets VM_NOHUGEPAGE (6.7): a thread stack glibc maps never
   // faults THPs, and never merges with a neighbour that may.
   bool map_stack_nohugepage = true;
-  // kernel.randomize_va_space: 0 leaves the mmap base fixed (and 2 MiB
-  // aligned); 1 and 2 randomise it, from aslr_seed.
+  // kernel.randomize_va_space: 0 leaves the mmap base where x86-64 puts it
+  // without randomisation (TASK_SIZE less the 128 MiB stack gap, a page below
+  // a 2 MiB boundary); 1 or 2 randomise it (page granularity, from the seed).
   int64_t randomize_va_space = 2;
+  // The vDSO and its data pages ([vvar]) are the mm's first mappings below
+  // the mmap base, where get_unmapped_area puts them, not beside the stack
+  // (before 6.9 they are only without randomisation).
+  bool vdso_in_mmap_area = true;
   // khugepaged (/sys/kernel/mm/transparent_hugepage/khugepaged/*): its pace
   // and what it collapses.
   int64_t khugepaged_scan_sleep_ms = 10000;

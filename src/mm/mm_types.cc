@@ -49,10 +49,12 @@ Vpn Mm::get_unmapped_area(uint64_t pages, std::optional<uint32_t> huge_offset) c
   // with VM_UNMAPPED_AREA_TOPDOWN): the highest gap below the mmap base that
   // fits, the mapping at its top, edge to edge with the VMA above it (only a
   // stack that grows down keeps a guard gap, and [stack] is the only one).
-  // The base is randomised at page granularity (arch_mmap_rnd): here its
-  // offset below a 2 MiB boundary, mmap_rnd_pages.
+  // The base lies 128 MiB (the stack's gap) below TASK_SIZE, 0x7ffffffff000,
+  // and is randomised at page granularity (arch_mmap_rnd): here by its
+  // offset below that, mmap_rnd_pages (< 512: what matters is where it meets
+  // the THP grid).
   constexpr uint64_t kHuge = 512;
-  constexpr uint64_t kTop = uint64_t{0x7f0000000000} >> kPageShift;
+  constexpr uint64_t kTop = uint64_t{0x7ffff7fff000} >> kPageShift;
   constexpr uint64_t kLow = uint64_t{0x10000} >> kPageShift;  // mmap_min_addr
   const uint64_t base = kTop - mmap_rnd_pages;
   // The highest start <= v that has the wanted offset past a 2 MiB boundary.

@@ -97,6 +97,7 @@ struct Vma {
     kLocked = 32,
     kHugepage = 64,     // VM_HUGEPAGE (MADV_HUGEPAGE)
     kNoHugepage = 128,  // VM_NOHUGEPAGE (MADV_NOHUGEPAGE)
+    kPfnMap = 256,      // VM_PFNMAP: raw page frames ([vvar]), no folios
   };
   Mm* mm = nullptr;
   Vpn start, end;  // [start, end)

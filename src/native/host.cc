@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -399,6 +400,7 @@ Launched launch(const LaunchSpec& spec, SignalScope& signals, HostChanges& chang
       n = ::read(go[0], &c, 1);
     } while (n < 0 && errno == EINTR);
     if (n != 1) _exit(127);
+    if (spec.no_aslr && ::personality(ADDR_NO_RANDOMIZE) == -1) _exit(127);
     ::execv(argv[0], argv.data());
     const int e = errno;
     [[maybe_unused]] ssize_t w = ::write(exec_status[1], &e, sizeof e);

@@ -159,6 +159,9 @@ struct LaunchSpec {
   std::string cgroup_dir;         // moved into this cgroup before it starts ("": none)
   // Said on err once it runs: "mmsim: running <what> (pid N, process group N)".
   std::string what;
+  // Its address space laid out without randomisation (personality
+  // ADDR_NO_RANDOMIZE, as for kernel.randomize_va_space = 0, for it alone).
+  bool no_aslr = false;
 };
 struct Launched {
   int exit_code = 0;      // 0 ran (see status); else kExitHostSetup (the reason is on err)

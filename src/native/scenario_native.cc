@@ -214,6 +214,7 @@ class Runner {
     }
     spec.cgroup_dir = launch_cgroup;
     spec.what = fmt::format("{} for scenario {}", exec_, sc_.name);
+    spec.no_aslr = sc_.kernel.mm.randomize_va_space == 0;
     const Launched l = launch(spec, signals, changes, err_);
     if (l.exit_code) {
       out.exit_code = l.exit_code;
@@ -472,6 +473,17 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
       } else if (m.thp_enabled != mm::ThpEnabled::kNever) {
         fit.not_applied.push_back(fmt::format("{} = {}: this kernel has no {}", key, value, path));
       }
+    }
+  }
+  // kernel.randomize_va_space: 0 is mmsim-exec's own personality
+  // (ADDR_NO_RANDOMIZE); randomisation is the host's, system-wide.
+  if (sc.kernel.mm.randomize_va_space != 0) {
+    const std::string path = o.sysctl_root + "/kernel/randomize_va_space";
+    if (const auto v = read_text(path); v && v->starts_with("0")) {
+      fit.not_applied.push_back(fmt::format(
+          "kernel.randomize_va_space = {}: this host's is 0 ({}), so mmsim-exec's mmap base is "
+          "not randomised",
+          sc.kernel.mm.randomize_va_space, path));
     }
   }
   // Memory tiering: demotion (sysfs), and the tiering mode's knobs.

@@ -2,6 +2,8 @@
 // mm/mempolicy.c mpol_misplaced, mm/migrate.c), in our own words.
 #include "numa/balancer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "numa/skip_rules.h"
@@ -155,6 +157,18 @@ bool Balancer::task_tick(uint32_t pid, const mm::Mm& mm, Tick now) {
 
 double Balancer::task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now) {
   TaskNuma& t = task(pid);
+  if (scan_sink_) {
+    scan_sink_(pid, cpu, now, "task_numa_work",
+               fmt::format("numa_scan_seq={} numa_scan_period={} numa_preferred_nid={} "
+                           "node_stamp={}",
+                           mm.numa_scan_seq, t.scan_period_ms, t.preferred_nid, t.node_stamp_ns));
+  }
+  const double cost = scan(pid, t, mm, cpu, now);
+  if (scan_sink_) scan_sink_(pid, cpu, now + to_tick(cost), "task_numa_work_ret", "");
+  return cost;
+}
+
+double Balancer::scan(uint32_t pid, TaskNuma& t, mm::Mm& mm, CpuId cpu, Tick now) {
   if (now < mm.numa_next_scan) return 0;
   // One scanner per mm per window (the cmpxchg on numa_next_scan).
   mm.numa_next_scan = now + milliseconds(t.scan_period_ms);
@@ -193,6 +207,7 @@ retry_pids:
     if (cfg_.skip_shmem_default_policy && vma.file && vma.file->shmem) continue;
     if (vma.file && (vma.flags & (mm::Vma::kRead | mm::Vma::kWrite)) == mm::Vma::kRead) continue;
     if (!(vma.flags & (mm::Vma::kRead | mm::Vma::kWrite | mm::Vma::kExec))) continue;
+    if (vma.flags & mm::Vma::kPfnMap) continue;  // vma_migratable
     if (per_vma != VmaScanFilter::kNone) {
       const VmaVerdict v = vma_scan_verdict(pid, mm, vma, now, pids_forced);
       if (v == VmaVerdict::kSkipPids) pids_skipped = true;
@@ -208,8 +223,17 @@ retry_pids:
       end = start + static_cast<uint64_t>(pages);
       end = (end + kScanChunkPages - 1) / kScanChunkPages * kScanChunkPages;
       end = std::min(end, vma.end.v);
+      if (scan_sink_) {
+        scan_sink_(pid, cpu, now + to_tick(cost), "change_prot_numa",
+                   fmt::format("vm_start={:#x} vm_end={:#x} start={:#x} end={:#x}",
+                               vma.start.v << kPageShift, vma.end.v << kPageShift,
+                               start << kPageShift, end << kPageShift));
+      }
       const mm::ProtNumaResult pr =
           mm_.change_prot_numa(mm, vma, Vpn(start), Vpn(end), filter, cpu);
+      if (scan_sink_)
+        scan_sink_(pid, cpu, now + to_tick(cost), "change_prot_numa_ret",
+                   fmt::format("updated={}", pr.updated));
       cost += pr.cost_ns;
       if (pr.updated) pages -= static_cast<int64_t>(end - start);
       virtpages -= static_cast<int64_t>(end - start);

@@ -8,8 +8,10 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "mm/memory_manager.h"
@@ -138,6 +140,15 @@ class Balancer {
   // task_numa_work: one scan pass over the mm from its offset. Returns the scan's CPU
   // cost in ns, which the caller charges (and passes to scan_done).
   double task_numa_work(uint32_t pid, mm::Mm& mm, CpuId cpu, Tick now);
+  // Where task_numa_work reports itself, as the guest's kprobes do (mmsim
+  // run --scan-trace): an event name and its arguments, "key=value" words,
+  // for task `pid` on `cpu` at `now`. The events: task_numa_work (numa_scan_seq,
+  // numa_scan_period, numa_preferred_nid, node_stamp) and task_numa_work_ret
+  // for each call; change_prot_numa (vm_start, vm_end, start, end) and
+  // change_prot_numa_ret (updated) for each range it marks.
+  using ScanSink = std::function<void(uint32_t pid, CpuId cpu, Tick now, std::string_view event,
+                                      std::string_view args)>;
+  void set_scan_sink(ScanSink sink) { scan_sink_ = std::move(sink); }
   void scan_done(uint32_t pid, double scan_cost_ns);
 
   // The first half of do_numa_page (with mpol_misplaced and
@@ -169,6 +180,8 @@ class Balancer {
   // task_numa_work's per-VMA filter (numa.vma_scan_filter), on a VMA that
   // passed the others: scan it, skip it, or skip it for its pids (which may
   // force a scan later in the pass).
+  // task_numa_work's body, between the scan trace's entry and return.
+  double scan(uint32_t pid, TaskNuma& t, mm::Mm& mm, CpuId cpu, Tick now);
   enum class VmaVerdict : uint8_t { kScan, kSkip, kSkipPids };
   VmaVerdict vma_scan_verdict(uint32_t pid, mm::Mm& mm, mm::Vma& vma, Tick now,
                               bool pids_forced) const;
@@ -205,6 +218,7 @@ class Balancer {
   const TaskView& view_;
   size_t nodes_;
   std::vector<std::unique_ptr<TaskNuma>> tasks_;  // by pid
+  ScanSink scan_sink_;                            // empty: no scan trace
   // numamigrate_update_ratelimit: per destination node, pages migrated in
   // the current 100 ms window.
   std::vector<Tick> ratelimit_window_end_;

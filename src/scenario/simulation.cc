@@ -42,6 +42,7 @@ workload::RunResult simulate(const Prepared& run, RunOptions options) {
   wc.fast_forward = options.fast_forward;
   wc.progress = std::move(options.progress);
   wc.trace = options.trace;
+  wc.scan_trace = options.scan_trace;
   workload::World world(run.topology, sc.costs, sc.workload, std::move(wc));
   return world.run();
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,7 +48,8 @@ struct RunOptions {
   bool fast_forward = true;       // off: loops run pass by pass (tests compare the two)
   // Now and then: the simulated time and the events so far (progress).
   std::function<void(Tick, uint64_t)> progress;
-  sim::Trace* trace = nullptr;  // the run's trace (--trace), or none
+  sim::Trace* trace = nullptr;         // the run's trace (--trace), or none
+  std::ostream* scan_trace = nullptr;  // the NUMA scan's trace (--scan-trace), or none
 };
 
 // Runs one World. Thread-safe: worlds share nothing, so several may run at

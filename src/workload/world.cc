@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
+#include <utility>
 
 #include "numa/task_placement.h"
 #include "sim/check.h"
@@ -48,6 +50,18 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
       limit_pages_(config_.limits.memory_bytes / kPageSize) {
   tasks_.emplace_back();  // pid 0 is the idle task
   sched_.set_numa_imbalance(config_.numa.numa_imbalance);
+  if (config_.scan_trace) {
+    balancer_.set_scan_sink(
+        [this](uint32_t pid, CpuId cpu, Tick now, std::string_view event, std::string_view args) {
+          // ftrace's line: TASK-PID [CPU] flags TIMESTAMP: EVENT: ARGS, the
+          // time in ns and rising, as a scan's lines follow one another
+          // (scan_trace_summary.py takes two alike lines at one time for one).
+          scan_trace_last_ = std::max(now.ns, scan_trace_last_ + 1);
+          *config_.scan_trace << fmt::format(
+              "{:>16}-{:<7} [{:03}] ..... {}.{:09}: {}: {}\n", exec(pid).task.comm, pid, cpu.v,
+              scan_trace_last_ / 1'000'000'000, scan_trace_last_ % 1'000'000'000, event, args);
+        });
+  }
   if (memcg_.enabled()) mm_.set_memcg(&memcg_);
   mm_.set_reclaim(&vmscan_);
   mm_.cache().set_page_cgroup_bytes(config_.page_cgroup_array_bytes);
@@ -1120,9 +1134,9 @@ World::Step World::exec_pages(TaskExec& t, const Op& op) {
 // empty one above the last region ends a scan sequence, and from 6.7 each
 // one the scanning thread has not faulted in lately costs a call
 // (docs/research/numa-scan-rate.md). The executable's read-only mappings
-// and [vvar] (VM_PFNMAP) are left out: task_numa_work skips them before any
-// other test, as it skips the PROT_NONE guards and reservations (mapped,
-// in map_thread_image, for the layout and merges they make).
+// are left out: task_numa_work skips them before any other test, as it
+// skips [vvar] (VM_PFNMAP) and the PROT_NONE guards and reservations (mapped
+// for the layout and merges they make).
 // With `[run] process_image = "in-use"` (the default) they hold the pages
 // mmsim-exec keeps resident (smaps): each task faults them in before its
 // first op (a thread's top stack page is its creator's, in exec_fork), and
@@ -1142,14 +1156,13 @@ void World::map_process_image(Process& proc) {
     uint64_t in_use;
   };
   constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
-  // Addresses as a non-PIE static binary has them, with the heap, [vdso]
-  // and [stack] at fixed stand-ins for their randomised places: the heap
-  // low, [vdso] above the mmap base, [stack] at the top.
+  // Addresses as a non-PIE static binary has them, with the heap and
+  // [stack] at fixed stand-ins for their randomised places: the heap low,
+  // [stack] at the top.
   static constexpr Image kImage[] = {
       {0x55b000, 3, kRw, "mmsim-exec data", 3},
       {0x55f000, 6, kRw, "mmsim-exec bss", 3},
       {0x1000000, 34, kRw, "[heap]", 10},
-      {0x7f0000010000, 2, mm::Vma::kRead | mm::Vma::kExec, "[vdso]", 0},
       {0x7ffffffde000, 33, kRw, "[stack]", 7},
   };
   for (const Image& i : kImage) {
@@ -1163,6 +1176,29 @@ void World::map_process_image(Process& proc) {
     for (uint64_t k = 0; k < i.in_use; ++k)
       proc.image_pages.push_back(Vpn(at.v + (stack ? i.pages - 1 - k : k)));
   }
+  // map_vdso: [vvar] (4 pages: the vDSO's data, pvclock, hvclock and time
+  // namespace pages) and [vdso] (2) above it, in one range. The mmap area's
+  // first (get_unmapped_area), which moves every later mapping 6 pages down,
+  // from 6.9, and before it when the layout is not randomised (vdso_addr
+  // then asks for no address); else beside the stack (a fixed stand-in
+  // below it). Guest kprobe traces of mmap_region and map_vdso, 6.1 and
+  // 6.12, randomised and not.
+  constexpr uint64_t kVvarPages = 4, kVdsoPages = 2;
+  const bool in_mmap_area = config_.mm.vdso_in_mmap_area || config_.mm.randomize_va_space == 0;
+  const Vpn vdso_at = in_mmap_area ? proc.mm->get_unmapped_area(kVvarPages + kVdsoPages)
+                                   : Vpn(uint64_t{0x7ffffffd0000} >> kPageShift);
+  mm::MmapArgs vvar;
+  vvar.addr = vdso_at;
+  vvar.pages = kVvarPages;
+  vvar.vm_flags = mm::Vma::kRead | mm::Vma::kPfnMap;
+  vvar.name = "[vvar]";
+  mm_.mmap(*proc.mm, vvar, CpuId(0));
+  mm::MmapArgs vdso;
+  vdso.addr = Vpn(vdso_at.v + kVvarPages);
+  vdso.pages = kVdsoPages;
+  vdso.vm_flags = mm::Vma::kRead | mm::Vma::kExec;
+  vdso.name = "[vdso]";
+  mm_.mmap(*proc.mm, vdso, CpuId(0));
 }
 
 World::Step World::touch_image(TaskExec& t) {
@@ -1188,7 +1224,8 @@ namespace {
 constexpr uint64_t kStackBlockPages = ((8u << 20) >> kPageShift) + 1;
 }  // namespace
 
-bool World::map_thread_image(mm::Mm& mm, CpuId cpu, std::vector<Vpn>* pages, Vpn* block) {
+bool World::map_thread_image(Process& proc, CpuId cpu, std::vector<Vpn>* pages, Vpn* block) {
+  mm::Mm& mm = *proc.mm;
   // glibc 2.36's allocate_stack: the stack and its guard page (8 MiB and
   // 4 KiB) mapped PROT_NONE with MAP_STACK, then all but the guard at the
   // bottom made readable and writable. That mprotect merges the stack with
@@ -1203,20 +1240,41 @@ bool World::map_thread_image(mm::Mm& mm, CpuId cpu, std::vector<Vpn>* pages, Vpn
   if (s.error != mm::MmError::kOk) return false;
   mm_.mprotect(mm, Vpn(s.addr.v + 1), stack.pages - 1, kRw);
   // The thread's malloc arena (new_heap), SIMPLIFICATION: made with the
-  // stack, not at the thread's first malloc. A 128 MiB PROT_NONE mapping,
-  // trimmed to the 64 MiB-aligned 64 MiB inside it (HEAP_MAX_SIZE), whose
-  // first 132 KiB are made writable.
+  // stack, not at the thread's first malloc. First 64 MiB at the hint a
+  // past arena left (aligned_heap_area, cleared by the try), kept if it
+  // comes back 64 MiB-aligned; else a 128 MiB PROT_NONE mapping trimmed to
+  // the 64 MiB-aligned 64 MiB inside it (HEAP_MAX_SIZE), which leaves the
+  // hint when the mapping was aligned already (likely without address
+  // randomisation: a guest's arenas lay 64 MiB apart then). Its first
+  // 132 KiB are made writable.
   constexpr uint64_t kHeapMax = (64u << 20) >> kPageShift;
   mm::MmapArgs arena;
-  arena.pages = 2 * kHeapMax;
   arena.name = "thread arena";
-  const mm::MmResult a = mm_.mmap(mm, arena, cpu);
-  if (a.error != mm::MmError::kOk) return false;
-  const uint64_t lo = (a.addr.v + kHeapMax - 1) / kHeapMax * kHeapMax;
-  if (lo > a.addr.v) mm_.munmap(mm, a.addr, lo - a.addr.v, cpu);
-  // What lies above the aligned half: never empty, as lo < start + 64 MiB.
-  mm_.munmap(mm, Vpn(lo + kHeapMax), a.addr.v + kHeapMax - lo, cpu);
-  mm_.mprotect(mm, Vpn(lo), (132u << 10) >> kPageShift, kRw);
+  std::optional<uint64_t> lo;
+  if (const std::optional<Vpn> hint = std::exchange(proc.aligned_heap_area, std::nullopt)) {
+    arena.addr = hint;
+    arena.pages = kHeapMax;
+    const mm::MmResult h = mm_.mmap(mm, arena, cpu);
+    if (h.error == mm::MmError::kOk && h.addr.v % kHeapMax == 0) {
+      lo = h.addr.v;
+    } else if (h.error == mm::MmError::kOk) {
+      mm_.munmap(mm, h.addr, kHeapMax, cpu);
+    }
+  }
+  if (!lo) {
+    arena.addr.reset();
+    arena.pages = 2 * kHeapMax;
+    const mm::MmResult a = mm_.mmap(mm, arena, cpu);
+    if (a.error != mm::MmError::kOk) return false;
+    lo = (a.addr.v + kHeapMax - 1) / kHeapMax * kHeapMax;
+    if (*lo > a.addr.v) {
+      mm_.munmap(mm, a.addr, *lo - a.addr.v, cpu);
+    } else {
+      proc.aligned_heap_area = Vpn(*lo + kHeapMax);
+    }
+    mm_.munmap(mm, Vpn(*lo + kHeapMax), a.addr.v + kHeapMax - *lo, cpu);
+  }
+  mm_.mprotect(mm, Vpn(*lo), (132u << 10) >> kPageShift, kRw);
   // In use: the stack's top 2 pages (smaps, as for the process image). The
   // arena stays empty: a 6.1 guest's scan trace found a page in 1 of 8 (a
   // thread that never calls malloc never writes its heap_info).
@@ -1258,9 +1316,12 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     cost += mm_.dup_mmap(*t.proc->mm, *child_proc->mm, t.task.cpu);
   }
   std::vector<Vpn> own_pages = t.own_image_pages;  // fork: the child runs on the same stack
-  if (!thread) child_proc->image_pages = t.proc->image_pages;
+  if (!thread) {
+    child_proc->image_pages = t.proc->image_pages;
+    child_proc->aligned_heap_area = t.proc->aligned_heap_area;  // the parent's memory
+  }
   Vpn stack_block;
-  if (thread && !map_thread_image(*t.proc->mm, t.task.cpu, &own_pages, &stack_block)) {
+  if (thread && !map_thread_image(*t.proc, t.task.cpu, &own_pages, &stack_block)) {
     // pthread_create fails (EAGAIN): a scenario cannot go on without its
     // thread, so the run stops, as at a limit.
     stop_at_limit(fmt::format(

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,11 @@ struct WorldConfig {
   std::function<void(Tick, uint64_t)> progress;
   // The run's trace (--trace), or nullptr. Not owned; it must outlive the run.
   sim::Trace* trace = nullptr;
+  // The NUMA scan's trace (--scan-trace), or nullptr: task_numa_work's
+  // calls and the ranges it marks, one line each, as the guest's kprobe
+  // trace has them (tools/validate/scan_trace_summary.py reads both). Not
+  // owned.
+  std::ostream* scan_trace = nullptr;
   Tick sample_interval;  // > 0: record a timeline of counters
   Limits limits;
   mm::MmConfig mm;
@@ -145,6 +151,9 @@ class World final : public sim::EventHandler,
     std::vector<Vpn> image_pages;
     // Its tasks' latest zero-fill faults, one a task, that may still be under way.
     std::vector<FaultInFlight> faults_in_flight;
+    // glibc's aligned_heap_area: where the next thread arena is tried first,
+    // set when an arena's reservation happened to be 64 MiB-aligned.
+    std::optional<Vpn> aligned_heap_area;
   };
   struct Frame {
     const std::vector<Op>* ops = nullptr;
@@ -250,7 +259,7 @@ class World final : public sim::EventHandler,
   void map_process_image(Process& proc);
   // False if the mm has no room for them (vm.max_map_count); else the
   // thread's pages in use in *pages and its stack block's start in *block.
-  bool map_thread_image(mm::Mm& mm, CpuId cpu, std::vector<Vpn>* pages, Vpn* block);
+  bool map_thread_image(Process& proc, CpuId cpu, std::vector<Vpn>* pages, Vpn* block);
   // glibc's advise_stack_range for a thread that ends while others run on:
   // MADV_DONTNEED from its stack block's start to 16 KiB
   // (PTHREAD_STACK_MIN) below the page its last frame is in.
@@ -379,6 +388,7 @@ class World final : public sim::EventHandler,
   bool khugepaged_pending_ = false;   // khugepaged's next run is in the queue
   // With a trace: tasks that waited on each migration in flight (by id).
   std::unordered_map<uint32_t, uint32_t> trace_waiters_;
+  int64_t scan_trace_last_ = -1;  // the scan trace's last time (ns)
   sched::Scheduler sched_;
   numa::Balancer balancer_;
   migrate::Migrator migrator_;

@@ -18,7 +18,11 @@ struct Uncached {
   explicit Uncached(MmConfig cfg) : w(cfg) {
     file = &w.mgr.create_file("data", 64, false);
     mm = w.mgr.mm_alloc();
+    // The mmap base lies a page below a 2 MiB boundary (x86-64's, not
+    // randomised): 15 pages first put the file on a fault-around block.
+    w.map(*mm, 15, testing::kRW);
     a = w.map(*mm, 64, kR | Vma::kShared, file);
+    EXPECT_EQ(a.v % 16, 0u);
   }
   ~Uncached() { w.teardown(*mm); }
   MmWorld w;

@@ -19,8 +19,9 @@ using testing::run_text;
 
 // 64 KiB of file (16 pages), mapped with `flags`, read then written, in
 // memcg /a. Fault-around maps 16 pages (kernel 6.1: 64 KiB): all of them,
-// with the mmap base not randomised (the mapping is then one aligned
-// fault-around window).
+// with the mmap base not randomised (a page below a 2 MiB boundary, with
+// [vvar] and [vdso] below it, 6 pages) and a 9-page mapping first, so that
+// the file is one aligned fault-around window.
 std::string read_then_write(const std::string& fs, bool cached,
                             const std::string& flags = "shared") {
   return R"(
@@ -42,6 +43,10 @@ fs = ")" +
 program = "main"
 process_image = "mapped"
 cgroup = "/a"
+[[programs.main]]
+op = "map"
+region = "pad"
+size = "36KiB"
 [[programs.main]]
 op = "map"
 region = "m"

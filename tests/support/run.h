@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,10 @@ struct Ran {
 };
 
 // Prepares (parses, validates, builds the machine) and simulates the
-// scenario through the one run pipeline, with the invariant checker on.
+// scenario through the one run pipeline, with the invariant checker on;
+// with `scan_trace`, the NUMA scan's trace (mmsim run --scan-trace) in it.
 inline Ran run_text(const std::string& toml, const std::vector<std::string>& sets = {},
-                    bool fast_forward = true) {
+                    bool fast_forward = true, std::string* scan_trace = nullptr) {
   scenario::Source source;
   source.path = "test.toml";
   source.text = toml;
@@ -54,8 +56,12 @@ inline Ran run_text(const std::string& toml, const std::vector<std::string>& set
   if (!prepared.run) return ran;
   ran.scenario = prepared.run->scenario;
   ran.topology = prepared.run->topology;
+  std::ostringstream trace;
   ran.result = scenario::simulate(
-      *prepared.run, scenario::RunOptions{.check_invariants = true, .fast_forward = fast_forward});
+      *prepared.run, scenario::RunOptions{.check_invariants = true,
+                                          .fast_forward = fast_forward,
+                                          .scan_trace = scan_trace ? &trace : nullptr});
+  if (scan_trace) *scan_trace = trace.str();
   for (const auto& f : ran.result.check_failures) ADD_FAILURE() << "checker: " << f;
   return ran;
 }
