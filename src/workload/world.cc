@@ -1165,7 +1165,7 @@ void World::map_process_image(Process& proc) {
       {0x1000000, 34, kRw, "[heap]", 10},
       {0x7ffffffde000, 33, kRw, "[stack]", 7},
   };
-  for (const Image& i : kImage) {
+  auto map = [&](const Image& i) {
     mm::MmapArgs a;
     a.addr = Vpn(i.addr >> kPageShift);
     a.pages = i.pages;
@@ -1175,7 +1175,8 @@ void World::map_process_image(Process& proc) {
     const bool stack = std::string_view(i.name) == "[stack]";
     for (uint64_t k = 0; k < i.in_use; ++k)
       proc.image_pages.push_back(Vpn(at.v + (stack ? i.pages - 1 - k : k)));
-  }
+  };
+  for (const Image& i : kImage) map(i);
   // map_vdso: [vvar] (4 pages: the vDSO's data, pvclock, hvclock and time
   // namespace pages) and [vdso] (2) above it, in one range. The mmap area's
   // first (get_unmapped_area), which moves every later mapping 6 pages down,
@@ -1185,20 +1186,12 @@ void World::map_process_image(Process& proc) {
   // 6.12, randomised and not.
   constexpr uint64_t kVvarPages = 4, kVdsoPages = 2;
   const bool in_mmap_area = config_.mm.vdso_in_mmap_area || config_.mm.randomize_va_space == 0;
-  const Vpn vdso_at = in_mmap_area ? proc.mm->get_unmapped_area(kVvarPages + kVdsoPages)
-                                   : Vpn(uint64_t{0x7ffffffd0000} >> kPageShift);
-  mm::MmapArgs vvar;
-  vvar.addr = vdso_at;
-  vvar.pages = kVvarPages;
-  vvar.vm_flags = mm::Vma::kRead | mm::Vma::kPfnMap;
-  vvar.name = "[vvar]";
-  mm_.mmap(*proc.mm, vvar, CpuId(0));
-  mm::MmapArgs vdso;
-  vdso.addr = Vpn(vdso_at.v + kVvarPages);
-  vdso.pages = kVdsoPages;
-  vdso.vm_flags = mm::Vma::kRead | mm::Vma::kExec;
-  vdso.name = "[vdso]";
-  mm_.mmap(*proc.mm, vdso, CpuId(0));
+  const uint64_t vdso_at = in_mmap_area
+                               ? proc.mm->get_unmapped_area(kVvarPages + kVdsoPages).v << kPageShift
+                               : uint64_t{0x7ffffffd0000};
+  map({vdso_at, kVvarPages, mm::Vma::kRead | mm::Vma::kPfnMap, "[vvar]", 0});
+  map({vdso_at + (kVvarPages << kPageShift), kVdsoPages, mm::Vma::kRead | mm::Vma::kExec, "[vdso]",
+       0});
 }
 
 World::Step World::touch_image(TaskExec& t) {

@@ -62,6 +62,10 @@ Summary summarise(std::vector<double> v) {
   return s;
 }
 
+// A sample longer than the median by 2 us or 20% was interrupted (the
+// quanta's rule, and the faults').
+double interrupted_above(double median) { return median + std::max(2000.0, 0.2 * median); }
+
 volatile uint64_t sink;
 
 // One quantum of dependent integer work.
@@ -119,8 +123,7 @@ int main(int argc, char** argv) {
   std::vector<double> sorted = q;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
-  // A quantum longer than the median by 2 us or 20% was interrupted.
-  const double cut = median + std::max(2000.0, 0.2 * median);
+  const double cut = interrupted_above(median);
   std::vector<double> plain, extra, shorter, longer;
   for (double x : q) (x > cut ? extra : plain).push_back(x > cut ? x - median : x);
   // Two classes of interruption: short ones (a timer tick, a device
@@ -194,7 +197,7 @@ int main(int argc, char** argv) {
   std::vector<double> fault_sorted = fault_lat;
   std::sort(fault_sorted.begin(), fault_sorted.end());
   const double fault_median = fault_sorted[fault_sorted.size() / 2];
-  const double fault_cut = fault_median + std::max(2000.0, 0.2 * fault_median);
+  const double fault_cut = interrupted_above(fault_median);
   std::vector<double> fault_plain;
   size_t fault_interrupted = 0;
   for (double x : fault_lat) {
