@@ -1532,21 +1532,30 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
   return r;
 }
 
+namespace {
+
+Pte numa_pte_modify(Pte pte) {
+  pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kProtNone);
+  if (pte.flags & Pte::kSavedWrite)
+    pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kSavedWrite) | Pte::kWrite);
+  pte.flags |= Pte::kYoung;
+  return pte;
+}
+
+}  // namespace
+
+Pte MemoryManager::numa_pte_restored(const Mm& mm, Vpn vpn) const {
+  return numa_pte_modify(mm.pgtable().get(vpn));  // a huge PMD's view at vpn
+}
+
 Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn) {
   PteTable& t = mm.pgtable().table_alloc(vpn);
   const uint32_t i = vpn.v & (kPtesPerTable - 1);
-  auto restore = [](Pte pte) {
-    pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kProtNone);
-    if (pte.flags & Pte::kSavedWrite)
-      pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kSavedWrite) | Pte::kWrite);
-    pte.flags |= Pte::kYoung;
-    return pte;
-  };
   if (t.huge()) {
-    t.set_pmd(restore(t.pmd()));  // do_huge_pmd_numa_page
+    t.set_pmd(numa_pte_modify(t.pmd()));  // do_huge_pmd_numa_page
     return t.get(i);
   }
-  const Pte pte = restore(t.get(i));
+  const Pte pte = numa_pte_modify(t.get(i));
   t.set(i, pte);
   return pte;
 }
@@ -1567,17 +1576,26 @@ MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
   };
   for (auto [mm, vpn] : maps) {
     PteTable& t = mm->pgtable().table_alloc(vpn);
-    uint32_t pages = 1;
+    const uint32_t pages = t.huge() ? kHugePages : 1;
+    double flush_ns = 0;
     if (t.huge()) {
-      // set_pmd_migration_entry: the PMD whole.
+      // set_pmd_migration_entry: pmdp_invalidate flushes the PMD's range
+      // whatever its state.
       t.set_pmd(entry(t.pmd()));
-      pages = kHugePages;
+      flush_ns = flush_tlb_range(*mm, cpu, pages);
     } else {
+      // ptep_clear_flush (or, batched, set_tlb_ubc_flush_pending) flushes
+      // only an accessible entry: a NUMA hinting PTE left its TLBs when the
+      // scan made it PROT_NONE, so a misplaced page's migration sends no
+      // IPI. (pte_accessible also flushes a PROT_NONE entry while a scan's
+      // flush is pending; a scan here marks and flushes in one step.)
       const uint32_t i = vpn.v & (kPtesPerTable - 1);
-      t.set(i, entry(t.get(i)));
+      const Pte old = t.get(i);
+      t.set(i, entry(old));
+      if (old.accessible()) flush_ns = flush_tlb_range(*mm, cpu, 1);
     }
-    // One entry cleared and one flush of that mm's TLB per mapping, in turn.
-    s.cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, pages);
+    // One entry cleared per mapping, in turn.
+    s.cost_ns += costs_.pte_clear_ns + flush_ns;
     ++s.mappings;
     s.unmapped.push_back({mm, vpn, pages, s.cost_ns});
   }

@@ -240,10 +240,14 @@ class MemoryManager {
   // flushes the TLB.
   ProtNumaResult change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn end, const ProtNumaSkip& skip,
                                   CpuId cpu);
-  // First half of do_numa_page: restores the PTE's access (and its saved
-  // write bit), or the huge PMD's (do_huge_pmd_numa_page) if one maps vpn.
-  // Returns the restored PTE (a PMD's view at vpn); the time is
-  // costs().pte_protect_ns.
+  // do_numa_page's pte_modify: the NUMA hinting PTE at vpn (or the huge
+  // PMD's view) as it will be made accessible again, its saved write bit
+  // restored. The page table is not changed.
+  Pte numa_pte_restored(const Mm& mm, Vpn vpn) const;
+  // do_numa_page's out_map: makes the PTE (or the huge PMD,
+  // do_huge_pmd_numa_page) accessible again, as numa_pte_restored shows it.
+  // A page to be migrated keeps its PROT_NONE entry until the migration
+  // replaces it. The time is costs().pte_protect_ns.
   Pte restore_numa_pte(Mm& mm, Vpn vpn);
   // Migration (mm/migrate.c). migrate_unmap replaces every PTE mapping the
   // folio with a migration entry (try_to_migrate via the rmap), flushing each

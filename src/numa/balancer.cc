@@ -322,29 +322,17 @@ void Balancer::scan_done(uint32_t pid, double scan_cost_ns) {
 HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, Tick now) {
   HintDecision d;
   const bool pmd_mapped = mm.pgtable().table(vpn)->huge();
-  const mm::Pte pte = mm_.restore_numa_pte(mm, vpn);
+  const mm::Pte pte = mm_.numa_pte_restored(mm, vpn);
   const Pfn head = mm_.folio_head(Pfn(pte.pfn));
   mm::Folio& folio = mm_.folios().folio(head);
   d.page_node = folio.node;
   mm::Vma* vma = mm.find_vma(vpn);
-  if (folio.large() && !pmd_mapped) {
+  if (folio.large() && !pmd_mapped && !cfg_.pte_mapped_thp_hinting) {
     // A page of a PTE-mapped THP (its PMD was split after the scan marked
     // it): up to 6.9 do_numa_page maps it again and counts nothing.
-    if (!cfg_.pte_mapped_thp_hinting) {
-      d.pages = 0;
-      return d;
-    }
-    // numa_rebuild_large_mapping: the folio's other hinting PTEs in this
-    // page table too.
-    const uint64_t table = vpn.v & ~uint64_t{mm::kPtesPerTable - 1};
-    const uint64_t lo = std::max({folio.index(), vma->start.v, table});
-    const uint64_t hi =
-        std::min({folio.index() + folio.nr_pages(), vma->end.v, table + mm::kPtesPerTable});
-    for (uint64_t p = lo; p < hi; ++p) {
-      const mm::Pte other = mm.pgtable().get(Vpn(p));
-      if (other.protnone() && mm_.folio_head(Pfn(other.pfn)) == head)
-        mm_.restore_numa_pte(mm, Vpn(p));
-    }
+    mm_.restore_numa_pte(mm, vpn);
+    d.pages = 0;
+    return d;
   }
   d.pages = static_cast<int>(folio.nr_pages());
   vma_set_access_pid_bit(pid, *vma);  // numa_migrate_prep
@@ -367,8 +355,30 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
   if (mof && should_numa_migrate_memory(pid, folio, folio.node, this_node, cpu, now) &&
       folio.node != this_node) {
     d.target = this_node;
+  } else {
+    restore_numa_mapping(mm, vpn);
   }
   return d;
+}
+
+void Balancer::restore_numa_mapping(mm::Mm& mm, Vpn vpn) {
+  const bool pmd_mapped = mm.pgtable().table(vpn)->huge();
+  const mm::Pte pte = mm_.restore_numa_pte(mm, vpn);
+  const Pfn head = mm_.folio_head(Pfn(pte.pfn));
+  const mm::Folio& folio = mm_.folios().folio(head);
+  if (!folio.large() || pmd_mapped || !cfg_.pte_mapped_thp_hinting) return;
+  // numa_rebuild_large_mapping (6.10+): the folio's other hinting PTEs in
+  // this page table too.
+  const mm::Vma* vma = mm.find_vma(vpn);
+  const uint64_t table = vpn.v & ~uint64_t{mm::kPtesPerTable - 1};
+  const uint64_t lo = std::max({folio.index(), vma->start.v, table});
+  const uint64_t hi =
+      std::min({folio.index() + folio.nr_pages(), vma->end.v, table + mm::kPtesPerTable});
+  for (uint64_t p = lo; p < hi; ++p) {
+    const mm::Pte other = mm.pgtable().get(Vpn(p));
+    if (other.protnone() && mm_.folio_head(Pfn(other.pfn)) == head)
+      mm_.restore_numa_pte(mm, Vpn(p));
+  }
 }
 
 bool Balancer::should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId src, NodeId dst,

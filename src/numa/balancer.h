@@ -152,9 +152,16 @@ class Balancer {
   void scan_done(uint32_t pid, double scan_cost_ns);
 
   // The first half of do_numa_page (with mpol_misplaced and
-  // should_numa_migrate_memory) (restores the PTE, counts the fault,
-  // swaps last_cpupid, picks the target). Its time is costs().pte_protect_ns.
+  // should_numa_migrate_memory): counts the fault, swaps last_cpupid, picks
+  // the target. Without a target it makes the mapping accessible again
+  // (restore_numa_mapping); with one the PROT_NONE entry stays for the
+  // migration to replace (a refused migration must restore it). Its time is
+  // costs().pte_protect_ns.
   HintDecision do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, Tick now);
+  // do_numa_page's out_map: the hinting PTE (or huge PMD) at vpn made
+  // accessible again, and from 6.10 (pte_mapped_thp_hinting) the other
+  // hinting PTEs of its PTE-mapped large folio in the same page table.
+  void restore_numa_mapping(mm::Mm& mm, Vpn vpn);
   // migrate_misplaced_page's refusals (numamigrate_isolate_page, the
   // 3.8-4.18 rate limit), and a THP's: may this folio (by its head) go to
   // `target` now?

@@ -831,6 +831,7 @@ bool World::numa_hint_fault(TaskExec& t, Vpn vpn, Pfn pfn) {
   const mm::Vma* vma = mm.find_vma(vpn);
   pfn = mm_.folio_head(pfn);  // a page of a PTE-mapped THP moves with its folio
   if (migrator_.migrating(pfn) || !balancer_.migrate_allowed(pfn, *vma, *d.target, t.clock)) {
+    balancer_.restore_numa_mapping(mm, vpn);  // TNF_MIGRATE_FAIL: out_map
     ++t.hint_refused;
     finish_hint_fault(t, d, d.page_node, d.flags | numa::kTnfMigrateFail);
     return true;

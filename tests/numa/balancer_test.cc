@@ -548,6 +548,24 @@ TEST(NumaHintFault, EarlyFaultOfAGroupedTaskWithUnsetCpupidPicksTheFaultingNode)
   EXPECT_EQ(*d.target, NodeId(1));
 }
 
+TEST(NumaHintFault, AFaultThatPicksATargetLeavesTheHintingPteForTheMigration) {
+  // do_numa_page unlocks the PTE still PROT_NONE and migrates; only a
+  // refusal or a failure (out_map) makes it accessible again.
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, n.node1_cpu());
+  const Vpn a = n.w.map(mm, 1, kRW);
+  n.touch(mm, a, 1, true, 0);
+  n.mark(mm, a, 1);
+
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), Tick{});
+
+  ASSERT_TRUE(d.target.has_value());
+  EXPECT_TRUE(mm.pgtable().get(a).protnone());
+  n.balancer.restore_numa_mapping(mm, a);
+  EXPECT_FALSE(mm.pgtable().get(a).protnone());
+  EXPECT_TRUE(mm.pgtable().get(a).writable());
+}
+
 TEST(NumaHintFault, LastFaultFromAnotherNodeGivesNoTarget) {
   NumaWorld n;
   mm::Mm& mm = n.process(1, n.node1_cpu());
@@ -1046,6 +1064,30 @@ TEST(NumaMigrate, UnmapReplacesEveryMappingWithAMigrationEntry) {
     EXPECT_EQ(pte.pfn, t.shared.v) << mm->id();
   }
   n.w.expect_consistent();
+}
+
+TEST(NumaMigrate, UnmappingAHintingPteSendsNoIpiButAnAccessiblePteDoes) {
+  // ptep_clear_flush flushes only if pte_accessible: the scan's flush
+  // already took a PROT_NONE entry out of every TLB.
+  NumaWorld n;
+  mm::Mm& mm = n.process(1, 0);
+  n.thread(2, mm, n.node1_cpu());
+  const Vpn a = n.w.map(mm, 2, kRW);
+  n.touch(mm, a, 2, true);
+  n.mark(mm, a, 1);
+  mm.cpumask() = {CpuId(0), CpuId(n.node1_cpu())};
+  const Pfn hinting = n.pfn_at(mm, a), accessible = n.pfn_at(mm, Vpn(a.v + 1));
+
+  const auto quiet = n.w.mgr.migrate_unmap(hinting, CpuId(0));
+  EXPECT_EQ(n.vm(mm::Vm::nr_tlb_remote_flush), 0);
+  const auto flushed = n.w.mgr.migrate_unmap(accessible, CpuId(0));
+  EXPECT_EQ(n.vm(mm::Vm::nr_tlb_remote_flush), 1);
+
+  EXPECT_DOUBLE_EQ(quiet.cost_ns, n.w.costs.pte_clear_ns);
+  EXPECT_GT(flushed.cost_ns, quiet.cost_ns);
+  n.w.mgr.migrate_remap(hinting, hinting);
+  n.w.mgr.migrate_remap(accessible, accessible);
+  mm.cpumask().clear();
 }
 
 TEST(NumaMigrate, UnmapCostGrowsLinearlyWithMapcount) {
