@@ -1,7 +1,7 @@
 // Page migration as a timed operation (mm/migrate.c migrate_misplaced_page,
 // migrate_pages, unmap_and_move; mm/rmap.c try_to_migrate,
 // remove_migration_ptes): pass by pass, each pass unmaps the folio from every
-// PTE through the rmap (one TLB flush per mm), checks the reference count,
+// PTE through the rmap (a TLB flush per accessible entry), checks the reference count,
 // copies it to the target node and maps the new folio, or the old one again.
 // Tasks that touch the folio meanwhile wait on its migration entry in D state
 // (migration_entry_wait); up to 4.20 each holds a reference that fails the

@@ -1534,6 +1534,8 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
 
 namespace {
 
+// pte_modify with the VMA's protection: accessible, the saved write bit
+// back, young (the faulting access).
 Pte numa_pte_modify(Pte pte) {
   pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kProtNone);
   if (pte.flags & Pte::kSavedWrite)
@@ -1580,7 +1582,9 @@ MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
     double flush_ns = 0;
     if (t.huge()) {
       // set_pmd_migration_entry: pmdp_invalidate flushes the PMD's range
-      // whatever its state.
+      // whatever its state (5.13+). SIMPLIFICATION: up to 5.12 a hinting
+      // fault's THP moved by migrate_misplaced_transhuge_page, which set the
+      // new PMD over the PROT_NONE one without a flush; the model flushes.
       t.set_pmd(entry(t.pmd()));
       flush_ns = flush_tlb_range(*mm, cpu, pages);
     } else {

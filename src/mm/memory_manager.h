@@ -250,8 +250,9 @@ class MemoryManager {
   // replaces it. The time is costs().pte_protect_ns.
   Pte restore_numa_pte(Mm& mm, Vpn vpn);
   // Migration (mm/migrate.c). migrate_unmap replaces every PTE mapping the
-  // folio with a migration entry (try_to_migrate via the rmap), flushing each
-  // mm's TLB; it returns the mappings it replaced. migrate_remap points those
+  // folio with a migration entry (try_to_migrate via the rmap), flushing the
+  // TLB of each mm whose entry was accessible (and for each huge PMD); it
+  // returns the mappings it replaced. migrate_remap points those
   // entries at `to` (the new folio, or the old one when migration failed).
   // The caller tells the mms' observers (the walk takes time: see unmapped).
   struct MigrateStep {

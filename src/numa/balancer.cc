@@ -322,6 +322,9 @@ void Balancer::scan_done(uint32_t pid, double scan_cost_ns) {
 HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, Tick now) {
   HintDecision d;
   const bool pmd_mapped = mm.pgtable().table(vpn)->huge();
+  // Up to 5.12 the PTE is present again before any migration (whose unmap
+  // then flushes it); from 5.13 only when nothing moves.
+  if (!cfg_.hint_pte_kept_for_migration) restore_numa_mapping(mm, vpn);
   const mm::Pte pte = mm_.numa_pte_restored(mm, vpn);
   const Pfn head = mm_.folio_head(Pfn(pte.pfn));
   mm::Folio& folio = mm_.folios().folio(head);

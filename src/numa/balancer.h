@@ -154,9 +154,9 @@ class Balancer {
   // The first half of do_numa_page (with mpol_misplaced and
   // should_numa_migrate_memory): counts the fault, swaps last_cpupid, picks
   // the target. Without a target it makes the mapping accessible again
-  // (restore_numa_mapping); with one the PROT_NONE entry stays for the
-  // migration to replace (a refused migration must restore it). Its time is
-  // costs().pte_protect_ns.
+  // (restore_numa_mapping); with one, from 5.13 (hint_pte_kept_for_migration),
+  // the PROT_NONE entry stays for the migration to replace (a refused
+  // migration must restore it). Its time is costs().pte_protect_ns.
   HintDecision do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, Tick now);
   // do_numa_page's out_map: the hinting PTE (or huge PMD) at vpn made
   // accessible again, and from 6.10 (pte_mapped_thp_hinting) the other

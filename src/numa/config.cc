@@ -225,6 +225,16 @@ std::span<const Switch<NumaConfig>> numa_switches() {
             kOldestKernel, {5, 12}),
        [](const C& c) -> int64_t { return c.thp_migrate_legacy; },
        [](C& c, int64_t v) { c.thp_migrate_legacy = v != 0; }},
+      {rule("hint_pte_kept_for_migration",
+            "do_numa_page leaves a misplaced page's hinting PTE PROT_NONE while it migrates "
+            "the page, and ptep_clear_flush flushes only an accessible entry, so a base "
+            "page's NUMA migration sends no TLB shootdown (mm/memory.c do_numa_page, "
+            "mm/pgtable-generic.c ptep_clear_flush @6.1, 6.12; b99a342d4f11 \"NUMA "
+            "balancing: reduce TLB flush via delaying mapping on hint page fault\", 5.13); "
+            "before, the PTE was made present first and the migration flushed it",
+            {5, 13}),
+       [](const C& c) -> int64_t { return c.hint_pte_kept_for_migration; },
+       [](C& c, int64_t v) { c.hint_pte_kept_for_migration = v != 0; }},
       {rule("thp_migrate_refuse_mapped",
             "numamigrate_isolate_page refuses a THP mapped more than once (mm/migrate.c: "
             "page_count != 3 up to 5.12, total_mapcount > 1 in 5.15 and 6.1; gone in 6.12's "

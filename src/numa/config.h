@@ -86,6 +86,11 @@ struct NumaConfig {
   // THP mapped more than once (up to 6.1).
   bool thp_migrate_legacy = false;
   bool thp_migrate_refuse_mapped = false;
+  // do_numa_page keeps a misplaced page's hinting PTE PROT_NONE until the
+  // migration replaces it, so the migration's ptep_clear_flush sends no IPI
+  // (5.13); before, it made the PTE present first and the migration flushed
+  // it.
+  bool hint_pte_kept_for_migration = false;
   // task_numa_work's per-VMA filter (vma_numab_state): none; from 6.4 a
   // VMA's scan waits scan_delay after its first, and after the mm's first two
   // sequences only a task that took a hinting fault in it lately scans it;

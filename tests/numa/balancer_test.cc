@@ -548,10 +548,18 @@ TEST(NumaHintFault, EarlyFaultOfAGroupedTaskWithUnsetCpupidPicksTheFaultingNode)
   EXPECT_EQ(*d.target, NodeId(1));
 }
 
-TEST(NumaHintFault, AFaultThatPicksATargetLeavesTheHintingPteForTheMigration) {
-  // do_numa_page unlocks the PTE still PROT_NONE and migrates; only a
-  // refusal or a failure (out_map) makes it accessible again.
-  NumaWorld n;
+// The test world's rules with do_numa_page's 5.13 order on or off.
+NumaConfig kept_config(bool kept) {
+  NumaConfig c = enabled_config();
+  c.hint_pte_kept_for_migration = kept;
+  return c;
+}
+
+TEST(NumaHintFault, From5_13AFaultThatPicksATargetLeavesTheHintingPteForTheMigration) {
+  // do_numa_page unlocks the PTE still PROT_NONE and migrates; the
+  // migration's entry replaces it, and a refusal (out_map) makes it
+  // accessible again.
+  NumaWorld n(kept_config(true));
   mm::Mm& mm = n.process(1, n.node1_cpu());
   const Vpn a = n.w.map(mm, 1, kRW);
   n.touch(mm, a, 1, true, 0);
@@ -564,6 +572,20 @@ TEST(NumaHintFault, AFaultThatPicksATargetLeavesTheHintingPteForTheMigration) {
   n.balancer.restore_numa_mapping(mm, a);
   EXPECT_FALSE(mm.pgtable().get(a).protnone());
   EXPECT_TRUE(mm.pgtable().get(a).writable());
+}
+
+TEST(NumaHintFault, UpTo5_12AFaultThatPicksATargetMakesThePtePresentFirst) {
+  NumaWorld n(kept_config(false));
+  mm::Mm& mm = n.process(1, n.node1_cpu());
+  const Vpn a = n.w.map(mm, 1, kRW);
+  n.touch(mm, a, 1, true, 0);
+  n.mark(mm, a, 1);
+
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), Tick{});
+
+  ASSERT_TRUE(d.target.has_value());
+  EXPECT_FALSE(mm.pgtable().get(a).protnone());
+  EXPECT_TRUE(mm.pgtable().get(a).accessible());
 }
 
 TEST(NumaHintFault, LastFaultFromAnotherNodeGivesNoTarget) {
