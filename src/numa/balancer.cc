@@ -358,8 +358,8 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
   if (mof && should_numa_migrate_memory(pid, folio, folio.node, this_node, cpu, now) &&
       folio.node != this_node) {
     d.target = this_node;
-  } else {
-    restore_numa_mapping(mm, vpn);
+  } else if (cfg_.hint_pte_kept_for_migration) {
+    restore_numa_mapping(mm, vpn);  // up to 5.12 already done above
   }
   return d;
 }

@@ -555,19 +555,26 @@ NumaConfig kept_config(bool kept) {
   return c;
 }
 
+// A page written from node 0 by task 1, which runs on node 1, marked: its
+// hinting fault (taken here) picks node 1. Returns the page.
+Vpn misplaced_hint_fault(NumaWorld& n, mm::Mm& mm) {
+  const Vpn a = n.w.map(mm, 1, kRW);
+  n.touch(mm, a, 1, true, 0);
+  n.mark(mm, a, 1);
+  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), Tick{});
+  EXPECT_TRUE(d.target.has_value());
+  return a;
+}
+
 TEST(NumaHintFault, From5_13AFaultThatPicksATargetLeavesTheHintingPteForTheMigration) {
   // do_numa_page unlocks the PTE still PROT_NONE and migrates; the
   // migration's entry replaces it, and a refusal (out_map) makes it
   // accessible again.
   NumaWorld n(kept_config(true));
   mm::Mm& mm = n.process(1, n.node1_cpu());
-  const Vpn a = n.w.map(mm, 1, kRW);
-  n.touch(mm, a, 1, true, 0);
-  n.mark(mm, a, 1);
 
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), Tick{});
+  const Vpn a = misplaced_hint_fault(n, mm);
 
-  ASSERT_TRUE(d.target.has_value());
   EXPECT_TRUE(mm.pgtable().get(a).protnone());
   n.balancer.restore_numa_mapping(mm, a);
   EXPECT_FALSE(mm.pgtable().get(a).protnone());
@@ -577,13 +584,9 @@ TEST(NumaHintFault, From5_13AFaultThatPicksATargetLeavesTheHintingPteForTheMigra
 TEST(NumaHintFault, UpTo5_12AFaultThatPicksATargetMakesThePtePresentFirst) {
   NumaWorld n(kept_config(false));
   mm::Mm& mm = n.process(1, n.node1_cpu());
-  const Vpn a = n.w.map(mm, 1, kRW);
-  n.touch(mm, a, 1, true, 0);
-  n.mark(mm, a, 1);
 
-  const HintDecision d = n.balancer.do_numa_page(1, mm, a, CpuId(n.node1_cpu()), Tick{});
+  const Vpn a = misplaced_hint_fault(n, mm);
 
-  ASSERT_TRUE(d.target.has_value());
   EXPECT_FALSE(mm.pgtable().get(a).protnone());
   EXPECT_TRUE(mm.pgtable().get(a).accessible());
 }
