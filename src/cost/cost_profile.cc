@@ -48,6 +48,8 @@ constexpr std::array kParams = {
     MMSIM_COST_PARAM(page_copy_ns, "ns"),
     MMSIM_COST_PARAM(page_alloc_ns, "ns"),
     MMSIM_COST_PARAM(page_free_ns, "ns"),
+    MMSIM_COST_PARAM(migrate_isolate_ns, "ns"),
+    MMSIM_COST_PARAM(migrate_folio_ns, "ns"),
     MMSIM_COST_PARAM(syscall_ns, "ns"),
     MMSIM_COST_PARAM(vma_op_ns, "ns"),
     MMSIM_COST_PARAM(fork_base_ns, "ns"),
@@ -165,6 +167,14 @@ constexpr std::array kXeon8s = {
               "M. Cracauer, 'Microbenchmarking the page table isolation patches' (2018), Xeon "
               "W3580: anonymous fault 1020 ns, minus fault entry, zeroing and PTE"},
     CostValue{"page_free_ns", 96.0, "derived: page_alloc_ns's per-CPU list operation, reversed"},
+    CostValue{"migrate_isolate_ns", 38.5,
+              "derived, ~100 cycles: isolate_lru_page's lruvec lock, reference and isolated-page "
+              "count (two atomics, ~20 cycles each), the list deletion, and migrate_pages' "
+              "trylock of the folio (another atomic)"},
+    CostValue{"migrate_folio_ns", 96.2,
+              "derived, ~250 cycles: two rmap walks (anon_vma lock and one interval-tree "
+              "lookup each, ~80 cycles), the reference freeze (a cmpxchg, ~20) and the flags "
+              "and memcg moved to the new folio (~70)"},
     CostValue{"syscall_ns", 237.0,
               "A. Lutomirski, 'x86/pti/64: Remove the SYSCALL64 entry trampoline' (2018): "
               "Skylake with PTI and retpolines, as a 2018 kernel runs"},
@@ -274,6 +284,8 @@ constexpr std::array kSnb2s = {
               "(Intel community thread above) gives 694 ns"},
     CostValue{"page_alloc_ns", 96.0, "M. Cracauer (2018), Xeon W3580 (Nehalem), as above"},
     CostValue{"page_free_ns", 96.0, "derived: page_alloc_ns, reversed"},
+    CostValue{"migrate_isolate_ns", 38.5, "derived, ~100 cycles, as the Haswell profile"},
+    CostValue{"migrate_folio_ns", 96.2, "derived, ~250 cycles, as the Haswell profile"},
     CostValue{"syscall_ns", 142.0,
               "derived: 237 ns with PTI (A. Lutomirski, 2018) less its two CR3 writes "
               "(2 x 124 cycles, D. Hansen, 2015); a 3.x kernel has no PTI"},

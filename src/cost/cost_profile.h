@@ -70,6 +70,13 @@ struct CostProfile {
   // Allocating and freeing one page (buddy/pcp lists).
   double page_alloc_ns = 0;
   double page_free_ns = 0;
+  // A NUMA migration's steps besides its PTEs, allocation and copy: the
+  // folio's isolation from its LRU and migrate_pages' set-up before the
+  // unmap (numamigrate_isolate_page, the folio lock), and a pass's own work
+  // on the folio (the rmap walks, the reference freeze, the mapping and
+  // flags moved to the new folio).
+  double migrate_isolate_ns = 0;
+  double migrate_folio_ns = 0;
   // Entering and leaving the kernel for a system call.
   double syscall_ns = 0;
   // Creating, splitting or removing a VMA (mmap/munmap bookkeeping).

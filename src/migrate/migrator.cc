@@ -28,8 +28,21 @@ uint32_t Migrator::start(Pfn folio, NodeId target, uint32_t pid, CpuId cpu, Tick
   // isolate_lru_page: off its LRU list for the migration's time; locked.
   mm_.lru().del(folio);
   mm_.folios().folio(folio).flags |= mm::Folio::kLocked;
-  start_pass(m, at);
+  // The PTEs stay as they are until migrate_pages has set up and locked the
+  // folio: a NUMA hinting PTE stays PROT_NONE, and another task's hinting
+  // fault on it meanwhile finds the folio isolated and gives up.
+  pass_after(m, at, costs_.migrate_isolate_ns);
   return id;
+}
+
+void Migrator::pass_after(Migration& m, Tick at, double ns) {
+  // Each pass allocates its destination before the unmap.
+  ns += costs_.page_alloc_ns;
+  if (ns > 0) {
+    queue_.schedule(at + to_tick(ns), this, kUnmap, m.id, 0, 0);
+  } else {
+    start_pass(m, at);
+  }
 }
 
 bool Migrator::task_migrating(uint32_t pid) const {
@@ -43,6 +56,21 @@ void Migrator::start_pass(Migration& m, Tick at) {
   ++m.pass;
   m.pass_start = at;
   m.waiters.clear();
+  // unmap_and_move takes the destination first (alloc_misplaced_dst_folio:
+  // this node only, no reclaim, the fast path's low watermark; a THP's 512
+  // pages at once, GFP_TRANSHUGE_LIGHT). None is ENOMEM, before any unmap.
+  // (The allocation may grow the folio table: no reference across it.)
+  const uint8_t order = mm_.folios().folio(m.folio).order();
+  const std::optional<Pfn> fresh = mm_.folios().alloc_on(m.target, mm::Mark::kLow, order);
+  if (!fresh) {
+    m.nomem = true;
+    m.success = false;
+    m.mappings = 0;
+    m.check = at;
+    queue_.schedule(at, this, kEnd, m.id, 0, 0);
+    return;
+  }
+  m.new_folio = *fresh;
   const auto step = mm_.migrate_unmap(m.folio, m.cpu);
   // The walk replaces one PTE after another: a task running ahead is caught
   // only if it reaches the page after its own PTE was replaced.
@@ -67,25 +95,16 @@ void Migrator::check_pass(Migration& m) {
     }
   }
   const double remap = static_cast<double>(m.mappings) * costs_.pte_set_ns;
-  Tick end = m.check + to_tick(remap);
-  m.success = false;
-  // unmap_and_move takes the destination first (alloc_misplaced_dst_folio:
-  // this node only, no reclaim, the fast path's low watermark; a THP's 512
-  // pages at once, GFP_TRANSHUGE_LIGHT): none is ENOMEM. A reference count
-  // that does not match gives it back (EAGAIN).
-  // (The allocation may grow the folio table: no reference across it.)
-  const mm::Folio old = mm_.folios().folio(m.folio);
-  if (auto fresh = mm_.folios().alloc_on(m.target, mm::Mark::kLow, old.order())) {
-    if (pinned) {
-      mm_.folios().free(*fresh);
-    } else {
-      m.success = true;
-      m.new_folio = *fresh;
-      end += to_tick(static_cast<double>(old.nr_pages()) *
-                     mm_.cache().page_copy_ns(m.cpu_node, old.node, m.target));
-    }
+  Tick end = m.check + to_tick(remap + costs_.migrate_folio_ns);
+  // A reference count that does not match gives the destination back
+  // (EAGAIN); else the copy.
+  const mm::Folio& old = mm_.folios().folio(m.folio);
+  m.success = !pinned;
+  if (pinned) {
+    mm_.folios().free(m.new_folio);
   } else {
-    m.nomem = true;
+    end += to_tick(static_cast<double>(old.nr_pages()) *
+                   mm_.cache().page_copy_ns(m.cpu_node, old.node, m.target));
   }
   queue_.schedule(end, this, kEnd, m.id, static_cast<uint64_t>(pinned), 0);
 }
@@ -139,7 +158,7 @@ void Migrator::finish(Migration& m, Tick now, bool retry) {
   for (const Waiter& w : m.waiters) executor_.release(m, w, now, retry);
   m.waiters.clear();
   if (retry) {
-    start_pass(m, now);
+    pass_after(m, now, 0);
     return;
   }
   const Pfn page = m.success ? m.new_folio : m.folio;
@@ -179,7 +198,9 @@ uint32_t Migrator::wait(uint32_t pid, uint32_t mm_id, Vpn vpn, Pfn folio, Tick a
 void Migrator::on_event(sim::EventQueue&, const sim::Event& e) {
   auto it = migrations_.find(static_cast<uint32_t>(e.arg0));
   if (it == migrations_.end()) return;
-  if (e.kind == kCheck) {
+  if (e.kind == kUnmap) {
+    start_pass(it->second, e.time);
+  } else if (e.kind == kCheck) {
     check_pass(it->second);
   } else {
     end_pass(it->second);

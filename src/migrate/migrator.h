@@ -1,8 +1,11 @@
 // Page migration as a timed operation (mm/migrate.c migrate_misplaced_page,
 // migrate_pages, unmap_and_move; mm/rmap.c try_to_migrate,
-// remove_migration_ptes): pass by pass, each pass unmaps the folio from every
-// PTE through the rmap (a TLB flush per accessible entry), checks the reference count,
-// copies it to the target node and maps the new folio, or the old one again.
+// remove_migration_ptes): the folio is isolated from its LRU first (its PTEs
+// stay meanwhile: a hinting fault on one finds it isolated and gives up);
+// then pass by pass, each pass allocates the destination, unmaps the folio
+// from every PTE through the rmap (a TLB flush per accessible entry), checks
+// the reference count, copies it to the target node and maps the new folio,
+// or the old one again.
 // Tasks that touch the folio meanwhile wait on its migration entry in D state
 // (migration_entry_wait); up to 4.20 each holds a reference that fails the
 // count check. The executor is told who waits and when to release them.
@@ -100,7 +103,9 @@ class Migrator final : public sim::EventHandler {
   void on_event(sim::EventQueue& q, const sim::Event& e) override;
 
  private:
-  enum EventKind : uint32_t { kCheck = 3, kEnd = 4 };
+  enum EventKind : uint32_t { kUnmap = 2, kCheck = 3, kEnd = 4 };
+  // The next pass (allocation, then unmap) `ns` after `at`, plus the allocation's time.
+  void pass_after(Migration& m, Tick at, double ns);
   void start_pass(Migration& m, Tick at);
   void check_pass(Migration& m);
   void end_pass(Migration& m);

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "cost/cache_model.h"
 #include "native/host.h"
 #include "native/scenario_native.h"
 #include "report/report.h"
@@ -145,31 +146,109 @@ Verdict judge(const std::string& counter, const Series& real, const Series& sim,
   return v;
 }
 
+namespace {
+
+// One line of an ftrace buffer:
+// "  thread-165  [004] .....  9.800349: change_prot_numa_ret: (...) updated=3"
+struct TraceLine {
+  std::string task;  // comm-pid
+  double at_ns = 0;
+  std::string_view event;  // "change_prot_numa_ret"
+  std::string_view rest;   // what follows the event's name
+};
+
+std::optional<TraceLine> parse_trace_line(std::string_view line) {
+  if (line.empty() || line[0] == '#') return std::nullopt;
+  const size_t cpu = line.find(" [");
+  if (cpu == std::string_view::npos) return std::nullopt;
+  const size_t colon = line.find(": ", cpu);
+  if (colon == std::string_view::npos) return std::nullopt;
+  const size_t ts = line.rfind(' ', colon);
+  const size_t name_end = line.find(':', colon + 2);
+  if (ts == std::string_view::npos || ts < cpu || name_end == std::string_view::npos)
+    return std::nullopt;
+  TraceLine t;
+  t.task = std::string(line.substr(0, cpu));
+  t.task.erase(0, t.task.find_first_not_of(' '));
+  t.at_ns = std::strtod(std::string(line.substr(ts + 1, colon - ts - 1)).c_str(), nullptr) * 1e9;
+  t.event = line.substr(colon + 2, name_end - colon - 2);
+  t.rest = line.substr(name_end + 1);
+  return t;
+}
+
+// The number after "key=" in an event's fields; -1 if absent.
+long trace_field(std::string_view rest, std::string_view key) {
+  for (size_t at = rest.find(key); at != std::string_view::npos; at = rest.find(key, at + 1)) {
+    const bool starts = at == 0 || rest[at - 1] == ' ';
+    if (starts && at + key.size() < rest.size() && rest[at + key.size()] == '=')
+      return std::strtol(std::string(rest.substr(at + key.size() + 1, 24)).c_str(), nullptr, 10);
+  }
+  return -1;
+}
+
+}  // namespace
+
 std::vector<double> scan_flush_ns(const std::string& trace) {
-  // "  thread-165  [004] .....  9.800349: change_prot_numa_ret: (...) updated=3"
   std::vector<double> out;
   std::map<std::string, double> entered;  // by task-pid: its open call's time
   std::istringstream in(trace);
   for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t colon = line.find(": change_prot_numa");
-    if (colon == std::string::npos) continue;
-    const size_t cpu = line.find(" [");
-    const size_t ts = line.rfind(' ', colon);
-    if (cpu == std::string::npos || ts == std::string::npos || ts < cpu) continue;
-    std::string task = line.substr(0, cpu);
-    task.erase(0, task.find_first_not_of(' '));
-    const double at = std::strtod(line.c_str() + ts + 1, nullptr) * 1e9;
-    const std::string_view ev(line.c_str() + colon + 2);
-    if (ev.starts_with("change_prot_numa_ret:")) {
-      const auto it = entered.find(task);
-      const size_t u = line.find("updated=");
-      if (it == entered.end() || u == std::string::npos) continue;
-      const long updated = std::strtol(line.c_str() + u + 8, nullptr, 10);
-      if (updated >= 1 && updated <= 16 && at >= it->second) out.push_back(at - it->second);
+    const auto t = parse_trace_line(line);
+    if (!t) continue;
+    if (t->event == "change_prot_numa_ret") {
+      const auto it = entered.find(t->task);
+      const long updated = trace_field(t->rest, "updated");
+      if (it == entered.end() || updated < 0) continue;
+      if (updated >= 1 && updated <= 16 && t->at_ns >= it->second)
+        out.push_back(t->at_ns - it->second);
       entered.erase(it);
-    } else if (ev.starts_with("change_prot_numa:")) {
-      entered[task] = at;
+    } else if (t->event == "change_prot_numa") {
+      entered[t->task] = t->at_ns;
+    }
+  }
+  return out;
+}
+
+MigrationTimes misplaced_migration_ns(const std::string& trace) {
+  MigrationTimes out;
+  struct Open {
+    double start = -1, unmap = -1, copy_start = -1, copied = 0;
+    int copies = 0;
+  };
+  std::map<std::string, Open> open;  // by task-pid
+  std::istringstream in(trace);
+  for (std::string line; std::getline(in, line);) {
+    const auto t = parse_trace_line(line);
+    if (!t) continue;
+    if (t->event == "migrate_misplaced") {
+      open[t->task] = Open{.start = t->at_ns};
+      continue;
+    }
+    const auto it = open.find(t->task);
+    if (it == open.end()) continue;
+    Open& o = it->second;
+    if (t->event == "migrate_unmap") {
+      if (o.unmap < 0) o.unmap = t->at_ns;
+    } else if (t->event == "migrate_copy") {
+      o.copy_start = t->at_ns;
+    } else if (t->event == "migrate_copy_ret") {
+      if (o.copy_start >= 0) {
+        o.copied += t->at_ns - o.copy_start;
+        ++o.copies;
+      }
+      o.copy_start = -1;
+    } else if (t->event == "mm_migrate_pages") {
+      const bool base_page = t->rest.find("reason=numa_misplaced") != std::string_view::npos &&
+                             trace_field(t->rest, "nr_succeeded") == 1 &&
+                             trace_field(t->rest, "nr_failed") == 0 &&
+                             trace_field(t->rest, "nr_thp_succeeded") == 0 &&
+                             trace_field(t->rest, "nr_thp_failed") == 0;
+      if (base_page && o.unmap >= o.start && t->at_ns >= o.unmap && o.copies == 1) {
+        out.isolate.push_back(o.unmap - o.start);
+        out.moved.push_back(t->at_ns - o.unmap);
+        out.copy.push_back(o.copied);
+      }
+      open.erase(it);
     }
   }
   return out;
@@ -316,6 +395,18 @@ mount -t debugfs debugfs /sys/kernel/debug
     s += R"(    'r:mmsim/task_numa_work_ret task_numa_work' \
     'p:mmsim/change_prot_numa change_prot_numa vm_start=+0(%di):x64 vm_end=+8(%di):x64 start=%si:x64 end=%dx:x64' \
     'r:mmsim/change_prot_numa_ret change_prot_numa updated=$retval:s64')";
+    // A hinting fault's migration: its isolation (6.1's
+    // migrate_misplaced_page isolates, then migrates; 6.12 isolates in
+    // migrate_misplaced_folio_prepare first), its unmap (try_to_migrate),
+    // its copy (folio_copy; folio_mc_copy from 6.12) and migrate_pages'
+    // tracepoint at its end.
+    const bool prepare = *KernelVersion::parse(scan_trace_series) >= KernelVersion{6, 12};
+    s += fmt::format(
+        " \\\n    'p:mmsim/migrate_misplaced {0}' \\\n"
+        "    'p:mmsim/migrate_unmap try_to_migrate' \\\n    'p:mmsim/migrate_copy {1}' \\\n"
+        "    'r:mmsim/migrate_copy_ret {1}'",
+        prepare ? "migrate_misplaced_folio_prepare" : "migrate_misplaced_page",
+        prepare ? "folio_mc_copy" : "folio_copy");
     // --kprobe: each as mmsim/probe_SYMBOL (checked in run_validate: no quote).
     for (const auto& k : kprobes) {
       const std::string symbol = k.substr(0, k.find(' '));
@@ -326,6 +417,7 @@ mount -t debugfs debugfs /sys/kernel/debug
 done
 echo 1 > $T/events/mmsim/enable || trace_ok=0
 [ -d $T/events/sched/sched_skip_vma_numa ] && echo 1 > $T/events/sched/sched_skip_vma_numa/enable
+echo 1 > $T/events/migrate/mm_migrate_pages/enable || trace_ok=0
 echo 8192 > $T/buffer_size_kb
 missing=
 )";
@@ -685,10 +777,11 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     const std::vector<double> f = scan_flush_ns(t);
     flushes.insert(flushes.end(), f.begin(), f.end());
   }
-  const bool ipi_set = std::any_of(cx.o.sets.begin(), cx.o.sets.end(), [](const std::string& s) {
-    return s.starts_with("costs.tlb_flush_ipi_ns=");
-  });
-  if (flushes.size() >= 5 && !ipi_set) {
+  auto user_set = [&](std::string_view key) {
+    return std::any_of(cx.o.sets.begin(), cx.o.sets.end(),
+                       [&](const std::string& s) { return s.starts_with(key); });
+  };
+  if (flushes.size() >= 5 && !user_set("costs.tlb_flush_ipi_ns=")) {
     std::sort(flushes.begin(), flushes.end());
     const double median = flushes[flushes.size() / 2];
     scenario::PrepareResult sp = scenario::prepare({path, std::nullopt, sets, sc.seed, ""});
@@ -710,6 +803,68 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
             ipi, median * 1e-6, flushes.size(), flushes.front() * 1e-6, flushes.back() * 1e-6,
             remote));
       }
+    }
+  }
+
+  // The guest's base-page migrations. Under TCG a hinting fault's
+  // migration of one page takes tens of us where hardware takes a few.
+  // Threads that reach the page meanwhile fault on it: as a hinting fault
+  // while it is being isolated (its PTE still PROT_NONE; the fault finds it
+  // isolated and gives up) and on its migration entry from the unmap on
+  // (they wait and fault again), so the simulation must take as long in
+  // each step. From the medians of the guest's single base-page migrations
+  // (the isolation to try_to_migrate; try_to_migrate to migrate_pages' end;
+  // the copy within it), unless the command line sets them:
+  // migrate_isolate_ns is the first less page_alloc_ns; page_copy_ns the
+  // copy over the model's scale of a copy between two nodes; and
+  // migrate_folio_ns what the second leaves after the copy and the model's
+  // PTE cleared and set.
+  MigrationTimes moved;
+  for (const auto& t : traces) {
+    const MigrationTimes m = misplaced_migration_ns(t);
+    moved.isolate.insert(moved.isolate.end(), m.isolate.begin(), m.isolate.end());
+    moved.moved.insert(moved.moved.end(), m.moved.begin(), m.moved.end());
+    moved.copy.insert(moved.copy.end(), m.copy.begin(), m.copy.end());
+  }
+  if (moved.moved.size() >= 5) {
+    auto median = [](std::vector<double>& v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    const double isolate = median(moved.isolate), window = median(moved.moved),
+                 copy = median(moved.copy);
+    // The model's copy between two nodes is page_copy_ns scaled by its
+    // DRAM times: the mean over the node pairs, copied by the destination's CPU.
+    const topo::Topology& topo = pr.run->topology;
+    const cost::CacheModel cache(topo, sc.costs);
+    double scale = 0;
+    int pairs = 0;
+    for (NodeId dst{0}; dst.v < topo.nr_nodes(); ++dst.v) {
+      for (NodeId src{0}; src.v < topo.nr_nodes(); ++src.v) {
+        if (src == dst || sc.costs.page_copy_ns <= 0) continue;
+        scale += cache.page_copy_ns(dst, src, dst) / sc.costs.page_copy_ns;
+        ++pairs;
+      }
+    }
+    scale = pairs ? scale / pairs : 1.0;
+    const std::pair<const char*, double> costs[] = {
+        {"migrate_isolate_ns", std::max(0.0, isolate - sc.costs.page_alloc_ns)},
+        {"page_copy_ns", copy / scale},
+        {"migrate_folio_ns",
+         std::max(0.0, window - copy - sc.costs.pte_clear_ns - sc.costs.pte_set_ns)},
+    };
+    std::string set;
+    for (const auto& [key, ns] : costs) {
+      if (user_set(fmt::format("costs.{}=", key))) continue;
+      sets.push_back(fmt::format("costs.{}={:.0f}", key, ns));
+      set += fmt::format("{}{} = {:.0f} ns", set.empty() ? "" : ", ", key, ns);
+    }
+    if (!set.empty()) {
+      notes.push_back(fmt::format(
+          "{} in the simulation, measured in the guest: its {} base-page NUMA migrations "
+          "took {:.1f} us to isolate, {:.1f} us from unmap to end, {:.1f} us of it the copy "
+          "(medians); the model's copy between two nodes is {:.2f} x page_copy_ns",
+          set, moved.moved.size(), isolate * 1e-3, window * 1e-3, copy * 1e-3, scale));
     }
   }
 

@@ -94,6 +94,17 @@ Verdict judge(const std::string& counter, const Series& real, const Series& sim,
 // call whose time is its flush of the mm's CPUs. In trace order.
 std::vector<double> scan_flush_ns(const std::string& trace);
 
+// The guest's NUMA migrations of single base pages as its scan trace shows
+// them, in ns, in trace order: from the hinting fault's isolation of the
+// page to its unmap (try_to_migrate), from the unmap to migrate_pages' end,
+// and its copy within that.
+struct MigrationTimes {
+  std::vector<double> isolate;
+  std::vector<double> moved;
+  std::vector<double> copy;
+};
+MigrationTimes misplaced_migration_ns(const std::string& trace);
+
 // Runs every scenario on every kernel; the tables on `out`, progress and
 // problems on `err`. Returns the exit code.
 int run_validate(const ValidateOptions& o, std::ostream& out, std::ostream& err);

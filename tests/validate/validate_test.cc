@@ -4,6 +4,7 @@
 // validation and by `make validate`.)
 #include "validate/validate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -71,6 +72,49 @@ TEST(ScanTrace, AFlushIsTheTimeOfAScanCallThatChangedOneToSixteenPtes) {
   const std::vector<double> f = scan_flush_ns(trace);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_NEAR(f[0], 12e6, 1);
+}
+
+TEST(ScanTrace, BaseMigrationStepsAreTimedPerTaskAndThpOrFailedOnesLeftOut) {
+  auto line = [](const char* task, const char* at, const char* event) {
+    return fmt::format("  {}  [002] .....  {}: {}\n", task, at, event);
+  };
+  const std::string ok =
+      "mm_migrate_pages: nr_succeeded=1 nr_failed=0 nr_thp_succeeded=0 nr_thp_failed=0 "
+      "nr_thp_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced";
+  const std::string thp =
+      "mm_migrate_pages: nr_succeeded=512 nr_failed=0 nr_thp_succeeded=1 nr_thp_failed=0 "
+      "nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced";
+  const std::string trace =
+      "# tracer: nop\n" +
+      line("reader-125", "4.000000", "migrate_misplaced: (migrate_misplaced_page+0x0/0x7d0)") +
+      line("reader-126", "4.000002", "migrate_misplaced: (migrate_misplaced_page+0x0/0x7d0)") +
+      line("reader-125", "4.000010", "migrate_unmap: (try_to_migrate+0x0/0x110)") +
+      line("reader-126", "4.000011", "migrate_unmap: (try_to_migrate+0x0/0x110)") +
+      line("reader-125", "4.000014", "migrate_copy: (folio_copy+0x0/0x80)") +
+      line("reader-125", "4.000017",
+           "migrate_copy_ret: (migrate_folio_extra+0x3c/0x70 <- folio_copy)") +
+      line("reader-126", "4.000020", "migrate_copy: (folio_copy+0x0/0x80)") +
+      line("reader-126", "4.000520",
+           "migrate_copy_ret: (migrate_folio_extra+0x3c/0x70 <- folio_copy)") +
+      line("reader-125", "4.000040", ok.c_str()) + line("reader-126", "4.000900", thp.c_str()) +
+      // Isolated, then given up: no unmap; the next one's start replaces it.
+      line("reader-125", "4.001000", "migrate_misplaced: (migrate_misplaced_page+0x0/0x7d0)") +
+      line("reader-125", "4.002000", "migrate_misplaced: (migrate_misplaced_page+0x0/0x7d0)") +
+      line("reader-125", "4.002005", "migrate_unmap: (try_to_migrate+0x0/0x110)") +
+      line("reader-125", "4.002006", "migrate_copy: (folio_copy+0x0/0x80)") +
+      line("reader-125", "4.002008",
+           "migrate_copy_ret: (migrate_folio_extra+0x3c/0x70 <- folio_copy)") +
+      line("reader-125", "4.002020", ok.c_str());
+
+  const MigrationTimes m = misplaced_migration_ns(trace);
+
+  ASSERT_EQ(m.moved.size(), 2u);
+  EXPECT_NEAR(m.isolate[0], 10e3, 1);
+  EXPECT_NEAR(m.moved[0], 30e3, 1);
+  EXPECT_NEAR(m.copy[0], 3e3, 1);
+  EXPECT_NEAR(m.isolate[1], 5e3, 1);
+  EXPECT_NEAR(m.moved[1], 15e3, 1);
+  EXPECT_NEAR(m.copy[1], 2e3, 1);
 }
 
 TEST(Initramfs, IsANewcArchiveWithParentsFirstAndATrailer) {

@@ -1,0 +1,108 @@
+// The Migrator's steps in time: a base page of node 0 moved to node 1 on
+// the small test machine, with an executor that only records the end.
+#include "migrate/migrator.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "numa/skip_rules.h"
+#include "support/mm_fixture.h"
+
+namespace mmsim::migrate {
+namespace {
+
+using testing::kRW;
+using testing::MmWorld;
+
+struct Ended final : Executor {
+  void on_unmapped(Migration&, mm::Mm&, Vpn, uint32_t, double, Tick) override {}
+  bool holds_reference(const Migration&, const Waiter&) override { return false; }
+  void release(const Migration&, const Waiter&, Tick, bool) override {}
+  void finished(const Migration& m, Tick now) override {
+    at = now;
+    success = m.success;
+  }
+  Tick at = Tick::max();
+  bool success = false;
+};
+
+// A page written on node 0, its PTE made a NUMA hinting one (so no TLB to
+// flush), and a migrator to move it.
+struct OnePage {
+  OnePage() : mm(w.mgr.mm_alloc()), migrator(queue, w.mgr, w.topo, w.costs, {}, ended) {
+    a = w.map(*mm, 1, kRW);
+    EXPECT_EQ(w.fault(*mm, a, true, 0), mm::FaultStatus::kOk);
+    pfn = Pfn(mm->pgtable().get(a).pfn);
+    const numa::ProtNumaFilter filter(numa::NumaConfig{}, std::nullopt, w.mgr.tiers(), 0);
+    w.mgr.change_prot_numa(*mm, *mm->find_vma(a), a, Vpn(a.v + 1), filter, CpuId(0));
+    EXPECT_TRUE(mm->pgtable().get(a).protnone());
+  }
+  ~OnePage() { w.teardown(*mm); }
+  CpuId node1_cpu() const { return w.topo.node(NodeId(1)).cpus.front(); }
+
+  MmWorld w;
+  std::shared_ptr<mm::Mm> mm;
+  sim::EventQueue queue;
+  Ended ended;
+  Migrator migrator;
+  Vpn a;
+  Pfn pfn;
+};
+
+TEST(Migrator, ThePteStaysUntilTheFolioIsIsolatedAndItsDestinationAllocated) {
+  OnePage p;
+  const Tick unmap = to_tick(p.w.costs.migrate_isolate_ns + p.w.costs.page_alloc_ns);
+  ASSERT_GT(unmap, Tick(1));
+
+  p.migrator.start(p.pfn, NodeId(1), 1, p.node1_cpu(), Tick(0));
+  p.queue.run(Tick(unmap.ns - 1));
+  // Isolated and locked, its hinting PTE still there: another task's
+  // hinting fault finds it so and gives up.
+  EXPECT_TRUE(p.migrator.migrating(p.pfn));
+  EXPECT_FALSE(p.w.mgr.folios().folio(p.pfn).test(mm::Folio::kLru));
+  EXPECT_TRUE(p.mm->pgtable().get(p.a).protnone());
+  p.queue.run(unmap);
+  EXPECT_TRUE(p.mm->pgtable().get(p.a).migration());
+  p.queue.run();
+
+  EXPECT_TRUE(p.ended.success);
+  EXPECT_EQ(p.w.folio_at(*p.mm, p.a).node, NodeId(1));
+  p.w.expect_consistent();
+}
+
+TEST(Migrator, ItsStepsTakeTheIsolationAllocationPtesCopyAndFolioWork) {
+  OnePage p;
+  const cost::CostProfile& c = p.w.costs;
+  const double copy = p.w.mgr.cache().page_copy_ns(NodeId(1), NodeId(0), NodeId(1));
+
+  p.migrator.start(p.pfn, NodeId(1), 1, p.node1_cpu(), Tick(0));
+  p.queue.run();
+
+  // Each step's time rounds to a tick on its own.
+  const Tick expected = to_tick(c.migrate_isolate_ns + c.page_alloc_ns) + to_tick(c.pte_clear_ns) +
+                        to_tick(c.pte_set_ns + c.migrate_folio_ns) + to_tick(copy);
+  EXPECT_EQ(p.ended.at, expected);
+}
+
+TEST(Migrator, WithoutAPageOnTheTargetNodeNothingIsUnmapped) {
+  OnePage p;
+  std::vector<Pfn> taken;
+  while (auto f = p.w.mgr.folios().alloc_on(NodeId(1), mm::Mark::kLow)) taken.push_back(*f);
+
+  p.migrator.start(p.pfn, NodeId(1), 1, p.node1_cpu(), Tick(0));
+  while (!p.queue.empty()) {
+    p.queue.run(p.queue.next_time());
+    EXPECT_FALSE(p.mm->pgtable().get(p.a).migration());
+  }
+
+  EXPECT_FALSE(p.ended.success);
+  EXPECT_EQ(p.w.mgr.vmstat()[mm::Vm::pgmigrate_fail], 1);
+  EXPECT_TRUE(p.w.mgr.folios().folio(p.pfn).test(mm::Folio::kLru));  // put back
+  for (const Pfn f : taken) p.w.mgr.folios().free(f);
+  p.w.expect_consistent();
+}
+
+}  // namespace
+}  // namespace mmsim::migrate
