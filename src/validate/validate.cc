@@ -213,7 +213,9 @@ MigrationTimes misplaced_migration_ns(const std::string& trace) {
   MigrationTimes out;
   struct Open {
     double start = -1, unmap = -1, copy_start = -1, copied = 0;
+    double flush_start = -1, flushed_isolating = 0, flushed_moving = 0;
     int copies = 0;
+    bool switched = false;  // its task was off its CPU meanwhile
   };
   std::map<std::string, Open> open;  // by task-pid
   std::istringstream in(trace);
@@ -227,7 +229,15 @@ MigrationTimes misplaced_migration_ns(const std::string& trace) {
     const auto it = open.find(t->task);
     if (it == open.end()) continue;
     Open& o = it->second;
-    if (t->event == "migrate_unmap") {
+    if (t->event == "sched_switch") {
+      o.switched = true;
+    } else if (t->event == "tlb_flush") {
+      o.flush_start = t->at_ns;
+    } else if (t->event == "tlb_flush_ret") {
+      double& flushed = o.unmap < 0 ? o.flushed_isolating : o.flushed_moving;
+      if (o.flush_start >= 0) flushed += t->at_ns - o.flush_start;
+      o.flush_start = -1;
+    } else if (t->event == "migrate_unmap") {
       if (o.unmap < 0) o.unmap = t->at_ns;
     } else if (t->event == "migrate_copy") {
       o.copy_start = t->at_ns;
@@ -243,9 +253,10 @@ MigrationTimes misplaced_migration_ns(const std::string& trace) {
                              trace_field(t->rest, "nr_failed") == 0 &&
                              trace_field(t->rest, "nr_thp_succeeded") == 0 &&
                              trace_field(t->rest, "nr_thp_failed") == 0;
-      if (base_page && o.unmap >= o.start && t->at_ns >= o.unmap && o.copies == 1) {
-        out.isolate.push_back(o.unmap - o.start);
-        out.moved.push_back(t->at_ns - o.unmap);
+      if (base_page && !o.switched && o.unmap >= o.start && t->at_ns >= o.unmap && o.copies == 1 &&
+          o.flush_start < 0) {
+        out.isolate.push_back(std::max(0.0, o.unmap - o.start - o.flushed_isolating));
+        out.moved.push_back(std::max(0.0, t->at_ns - o.unmap - o.flushed_moving));
         out.copy.push_back(o.copied);
       }
       open.erase(it);
@@ -399,12 +410,14 @@ mount -t debugfs debugfs /sys/kernel/debug
     // migrate_misplaced_page isolates, then migrates; 6.12 isolates in
     // migrate_misplaced_folio_prepare first), its unmap (try_to_migrate),
     // its copy (folio_copy; folio_mc_copy from 6.12) and migrate_pages'
-    // tracepoint at its end.
+    // tracepoint at its end; and the TLB shootdowns (native_flush_tlb_multi)
+    // and context switches that may fall inside it.
     const bool prepare = *KernelVersion::parse(scan_trace_series) >= KernelVersion{6, 12};
     s += fmt::format(
         " \\\n    'p:mmsim/migrate_misplaced {0}' \\\n"
         "    'p:mmsim/migrate_unmap try_to_migrate' \\\n    'p:mmsim/migrate_copy {1}' \\\n"
-        "    'r:mmsim/migrate_copy_ret {1}'",
+        "    'r:mmsim/migrate_copy_ret {1}' \\\n    'p:mmsim/tlb_flush native_flush_tlb_multi' \\\n"
+        "    'r:mmsim/tlb_flush_ret native_flush_tlb_multi'",
         prepare ? "migrate_misplaced_folio_prepare" : "migrate_misplaced_page",
         prepare ? "folio_mc_copy" : "folio_copy");
     // --kprobe: each as mmsim/probe_SYMBOL (checked in run_validate: no quote).
@@ -418,6 +431,7 @@ done
 echo 1 > $T/events/mmsim/enable || trace_ok=0
 [ -d $T/events/sched/sched_skip_vma_numa ] && echo 1 > $T/events/sched/sched_skip_vma_numa/enable
 echo 1 > $T/events/migrate/mm_migrate_pages/enable || trace_ok=0
+echo 1 > $T/events/sched/sched_switch/enable || trace_ok=0
 echo 8192 > $T/buffer_size_kb
 missing=
 )";
@@ -826,7 +840,17 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     moved.moved.insert(moved.moved.end(), m.moved.begin(), m.moved.end());
     moved.copy.insert(moved.copy.end(), m.copy.begin(), m.copy.end());
   }
-  if (moved.moved.size() >= 5) {
+  // A few dozen are too few: under TCG a vCPU the host deschedules stalls
+  // whatever runs on it for milliseconds, which the medians of thousands
+  // (6.1's sweeps) shrug off and those of a handful (6.12's, mostly THPs)
+  // do not.
+  constexpr size_t kEnoughMigrations = 100;
+  if (!moved.moved.empty() && moved.moved.size() < kEnoughMigrations) {
+    notes.push_back(fmt::format(
+        "the guest timed {} base-page NUMA migrations, fewer than {}: the simulation keeps "
+        "its migrate_isolate_ns, page_copy_ns and migrate_folio_ns",
+        moved.moved.size(), kEnoughMigrations));
+  } else if (!moved.moved.empty()) {
     auto median = [](std::vector<double>& v) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];

@@ -97,7 +97,9 @@ std::vector<double> scan_flush_ns(const std::string& trace);
 // The guest's NUMA migrations of single base pages as its scan trace shows
 // them, in ns, in trace order: from the hinting fault's isolation of the
 // page to its unmap (try_to_migrate), from the unmap to migrate_pages' end,
-// and its copy within that.
+// and its copy within that. The TLB shootdowns inside are taken out (the
+// simulation prices a flush where its own rules send one), and a migration
+// whose task was switched out meanwhile is left out.
 struct MigrationTimes {
   std::vector<double> isolate;
   std::vector<double> moved;

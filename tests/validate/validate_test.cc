@@ -74,7 +74,8 @@ TEST(ScanTrace, AFlushIsTheTimeOfAScanCallThatChangedOneToSixteenPtes) {
   EXPECT_NEAR(f[0], 12e6, 1);
 }
 
-TEST(ScanTrace, BaseMigrationStepsAreTimedPerTaskAndThpOrFailedOnesLeftOut) {
+TEST(ScanTrace,
+     BaseMigrationStepsAreTimedPerTaskWithoutTheirFlushesThpFailedOrSwitchedOnesLeftOut) {
   auto line = [](const char* task, const char* at, const char* event) {
     return fmt::format("  {}  [002] .....  {}: {}\n", task, at, event);
   };
@@ -104,17 +105,38 @@ TEST(ScanTrace, BaseMigrationStepsAreTimedPerTaskAndThpOrFailedOnesLeftOut) {
       line("reader-125", "4.002006", "migrate_copy: (folio_copy+0x0/0x80)") +
       line("reader-125", "4.002008",
            "migrate_copy_ret: (migrate_folio_extra+0x3c/0x70 <- folio_copy)") +
-      line("reader-125", "4.002020", ok.c_str());
+      line("reader-125", "4.002020", ok.c_str()) +
+      // Switched out meanwhile: left out. A TLB shootdown inside is taken out.
+      line("reader-125", "4.003000", "migrate_misplaced: (migrate_misplaced_page+0x0/0x7d0)") +
+      line("reader-125", "4.003001",
+           "sched_switch: prev_comm=reader prev_pid=125 prev_prio=120 prev_state=R+ ==> "
+           "next_comm=kworker/2:1 next_pid=41 next_prio=120") +
+      line("reader-125", "4.003900", "migrate_unmap: (try_to_migrate+0x0/0x110)") +
+      line("reader-125", "4.003901", "migrate_copy: (folio_copy+0x0/0x80)") +
+      line("reader-125", "4.003903",
+           "migrate_copy_ret: (migrate_folio_extra+0x3c/0x70 <- folio_copy)") +
+      line("reader-125", "4.003910", ok.c_str()) +
+      line("reader-126", "4.004000", "migrate_misplaced: (migrate_misplaced_page+0x0/0x7d0)") +
+      line("reader-126", "4.004010", "migrate_unmap: (try_to_migrate+0x0/0x110)") +
+      line("reader-126", "4.004011", "tlb_flush: (native_flush_tlb_multi+0x0/0x100)") +
+      line("reader-126", "4.004019",
+           "tlb_flush_ret: (flush_tlb_mm_range+0xe1/0x140 <- native_flush_tlb_multi)") +
+      line("reader-126", "4.004021", "migrate_copy: (folio_copy+0x0/0x80)") +
+      line("reader-126", "4.004023",
+           "migrate_copy_ret: (migrate_folio_extra+0x3c/0x70 <- folio_copy)") +
+      line("reader-126", "4.004030", ok.c_str());
 
   const MigrationTimes m = misplaced_migration_ns(trace);
 
-  ASSERT_EQ(m.moved.size(), 2u);
+  ASSERT_EQ(m.moved.size(), 3u);
   EXPECT_NEAR(m.isolate[0], 10e3, 1);
   EXPECT_NEAR(m.moved[0], 30e3, 1);
   EXPECT_NEAR(m.copy[0], 3e3, 1);
   EXPECT_NEAR(m.isolate[1], 5e3, 1);
   EXPECT_NEAR(m.moved[1], 15e3, 1);
   EXPECT_NEAR(m.copy[1], 2e3, 1);
+  EXPECT_NEAR(m.isolate[2], 10e3, 1);
+  EXPECT_NEAR(m.moved[2], 12e3, 1);  // 20 us less the flush's 8
 }
 
 TEST(Initramfs, IsANewcArchiveWithParentsFirstAndATrailer) {
