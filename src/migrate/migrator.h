@@ -87,8 +87,9 @@ class Migrator final : public sim::EventHandler {
            const cost::CostProfile& costs, MigrateConfig config, Executor& executor);
 
   // migrate_misplaced_page of `folio` to `target` by task `pid` on `cpu`:
-  // locks the folio and starts the first pass at `at`. REQUIRES: the folio
-  // is not already migrating. Returns the migration's id.
+  // isolates and locks the folio at `at`; the first pass starts
+  // migrate_isolate_ns + page_alloc_ns later. REQUIRES: the folio is not
+  // already migrating. Returns the migration's id.
   uint32_t start(Pfn folio, NodeId target, uint32_t pid, CpuId cpu, Tick at);
   bool migrating(Pfn folio) const { return by_folio_.count(folio.v) != 0; }
   bool active(uint32_t id) const { return migrations_.count(id) != 0; }
