@@ -24,6 +24,7 @@
 #include "report/report.h"
 #include "scenario/simulation.h"
 #include "util/atomic_file.h"
+#include "util/stats.h"
 #include "validate/guest.h"
 #include "validate/initramfs.h"
 #include "validate/kernels.h"
@@ -845,18 +846,17 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   // (6.1's sweeps) shrug off and those of a handful (6.12's, mostly THPs)
   // do not.
   constexpr size_t kEnoughMigrations = 100;
-  if (!moved.moved.empty() && moved.moved.size() < kEnoughMigrations) {
+  const size_t timed = moved.moved.size();
+  if (timed > 0 && timed < kEnoughMigrations) {
     notes.push_back(fmt::format(
         "the guest timed {} base-page NUMA migrations, fewer than {}: the simulation keeps "
         "its migrate_isolate_ns, page_copy_ns and migrate_folio_ns",
-        moved.moved.size(), kEnoughMigrations));
-  } else if (!moved.moved.empty()) {
-    auto median = [](std::vector<double>& v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    const double isolate = median(moved.isolate), window = median(moved.moved),
-                 copy = median(moved.copy);
+        timed, kEnoughMigrations));
+  } else if (timed > 0) {
+    // The upper of the middle two, as the flush cost's median above.
+    const double isolate = util::percentile(std::move(moved.isolate), 0.5),
+                 window = util::percentile(std::move(moved.moved), 0.5),
+                 copy = util::percentile(std::move(moved.copy), 0.5);
     // The model's copy between two nodes is page_copy_ns scaled by its
     // DRAM times: the mean over the node pairs, copied by the destination's CPU.
     const topo::Topology& topo = pr.run->topology;
@@ -888,7 +888,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
           "{} in the simulation, measured in the guest: its {} base-page NUMA migrations "
           "took {:.1f} us to isolate, {:.1f} us from unmap to end, {:.1f} us of it the copy "
           "(medians); the model's copy between two nodes is {:.2f} x page_copy_ns",
-          set, moved.moved.size(), isolate * 1e-3, window * 1e-3, copy * 1e-3, scale));
+          set, timed, isolate * 1e-3, window * 1e-3, copy * 1e-3, scale));
     }
   }
 
