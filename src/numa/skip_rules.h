@@ -53,6 +53,8 @@ class ProtNumaFilter final : public mm::ProtNumaSkip {
   ProtNumaFilter(const NumaConfig& config, std::optional<NodeId> target_node,
                  const mm::MemoryTiers& tiers, uint32_t now_ms)
       : config_(config), target_node_(target_node), tiers_(tiers), now_ms_(now_ms) {}
+  // The filter keeps a reference: a temporary config would dangle.
+  ProtNumaFilter(NumaConfig&&, std::optional<NodeId>, const mm::MemoryTiers&, uint32_t) = delete;
   bool skip(const mm::Vma& vma, const mm::Pte& pte, const mm::Folio* folio) const override;
   // change_huge_pmd tests none of change_pte_range's rules but the
   // tiering-only mode's top-tier one (read in 6.1 and 6.12; taken to have

@@ -35,7 +35,8 @@ struct OnePage {
     a = w.map(*mm, 1, kRW);
     EXPECT_EQ(w.fault(*mm, a, true, 0), mm::FaultStatus::kOk);
     pfn = Pfn(mm->pgtable().get(a).pfn);
-    const numa::ProtNumaFilter filter(numa::NumaConfig{}, std::nullopt, w.mgr.tiers(), 0);
+    const numa::NumaConfig config;
+    const numa::ProtNumaFilter filter(config, std::nullopt, w.mgr.tiers(), 0);
     w.mgr.change_prot_numa(*mm, *mm->find_vma(a), a, Vpn(a.v + 1), filter, CpuId(0));
     EXPECT_TRUE(mm->pgtable().get(a).protnone());
   }
