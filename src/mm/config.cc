@@ -96,6 +96,23 @@ std::span<const Switch<MmConfig>> mm_switches() {
        [](const MmConfig& c) { return static_cast<int64_t>(c.pgfault_per_attempt); },
        [](MmConfig& c, int64_t v) { c.pgfault_per_attempt = v != 0; }},
       {{.section = "kernel",
+        .key = "prot_numa_savedwrite",
+        .kind = SwitchKind::kBool,
+        .doc = "a NUMA hinting PTE or PMD keeps its write bit (change_pte_range's "
+               "pte_mk_savedwrite, x86's generic fallback pte_mkwrite @6.1), so the migration "
+               "that a hinting fault starts makes a writable migration entry and the moved page "
+               "stays writable. From 6.2 (6a56ccbcf6c6 \"mm/autonuma: use "
+               "can_change_(pte|pmd)_writable() to replace savedwrite\": absent from 6.1.192, "
+               "in 6.2.12) PAGE_NONE drops the write bit: the migration entry is read-only "
+               "(readable-exclusive), remove_migration_pte maps the new page read-only and the "
+               "next write faults and reuses it (do_wp_page, do_huge_pmd_wp_page @6.12); a "
+               "hinting fault whose migration fails after isolating the folio maps it "
+               "read-only too (do_numa_page out_map)",
+        .default_value = 0,
+        .presets = {{.until = {6, 1}, .value = 1}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.prot_numa_savedwrite); },
+       [](MmConfig& c, int64_t v) { c.prot_numa_savedwrite = v != 0; }},
+      {{.section = "kernel",
         .key = "workingset_restore_stat",
         .kind = SwitchKind::kBool,
         .doc = "/proc/vmstat counts refaults of pages that had been active, workingset_restore "

@@ -76,6 +76,13 @@ struct MmConfig {
   // (handle_mm_fault's entry), so a retried fault counts twice; from 6.5 once
   // the fault completes (mm_account_fault).
   bool pgfault_per_attempt = false;
+  // A NUMA hinting entry (PROT_NONE PTE or PMD) keeps the write bit
+  // (pte_mk_savedwrite, on x86 the write bit itself), so a migration from it
+  // leaves the page writable. Without it (6.2+) the entry has no write bit:
+  // the migration entry is read-only and the first write after the move
+  // takes a fault that reuses the page; a hinting fault whose migration
+  // fails after isolating the folio maps it read-only too.
+  bool prot_numa_savedwrite = false;
   // workingset_restore (_anon/_file as the refault counter is split): a
   // refault of a page that had been active (4.20+).
   bool workingset_restore_stat = true;

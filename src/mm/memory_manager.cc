@@ -1534,30 +1534,31 @@ ProtNumaResult MemoryManager::change_prot_numa(Mm& mm, Vma& vma, Vpn start, Vpn 
 
 namespace {
 
-// pte_modify with the VMA's protection: accessible, the saved write bit
-// back, young (the faulting access).
-Pte numa_pte_modify(Pte pte) {
-  pte.flags = static_cast<uint8_t>(pte.flags & ~Pte::kProtNone);
-  if (pte.flags & Pte::kSavedWrite)
-    pte.flags = static_cast<uint8_t>((pte.flags & ~Pte::kSavedWrite) | Pte::kWrite);
-  pte.flags |= Pte::kYoung;
+// pte_modify with the VMA's protection: accessible, young (the faulting
+// access), and writable if the saved write bit says so. (Without savedwrite,
+// 6.2+, do_numa_page asks can_change_pte_writable instead: for the entries
+// the model writes-protects, its answer is the write bit the scan took.)
+Pte numa_pte_modify(Pte pte, bool writable) {
+  const bool write = writable && (pte.flags & Pte::kSavedWrite);
+  pte.flags = static_cast<uint8_t>(pte.flags & ~(Pte::kProtNone | Pte::kSavedWrite));
+  pte.flags |= Pte::kYoung | (write ? Pte::kWrite : 0);
   return pte;
 }
 
 }  // namespace
 
 Pte MemoryManager::numa_pte_restored(const Mm& mm, Vpn vpn) const {
-  return numa_pte_modify(mm.pgtable().get(vpn));  // a huge PMD's view at vpn
+  return numa_pte_modify(mm.pgtable().get(vpn), true);  // a huge PMD's view at vpn
 }
 
-Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn) {
+Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn, bool writable) {
   PteTable& t = mm.pgtable().table_alloc(vpn);
   const uint32_t i = vpn.v & (kPtesPerTable - 1);
   if (t.huge()) {
-    t.set_pmd(numa_pte_modify(t.pmd()));  // do_huge_pmd_numa_page
+    t.set_pmd(numa_pte_modify(t.pmd(), writable));  // do_huge_pmd_numa_page
     return t.get(i);
   }
-  const Pte pte = numa_pte_modify(t.get(i));
+  const Pte pte = numa_pte_modify(t.get(i), writable);
   t.set(i, pte);
   return pte;
 }
@@ -1569,9 +1570,17 @@ MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
   rmap_walk(folio, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
   s.unmapped.reserve(maps.size());
   // The entry remembers the write permission and the young and dirty bits
-  // (6.0 on x86).
-  auto entry = [](Pte pte) {
-    const bool write = pte.flags & (Pte::kWrite | Pte::kSavedWrite);
+  // (6.0 on x86). A NUMA hinting entry has the write bit only with
+  // savedwrite (up to 6.1); from 6.2 its migration entry is read-only
+  // (readable-exclusive for an anonymous page), and remove_migration_pte
+  // maps the new page read-only. SIMPLIFICATION: a page of a PTE-mapped
+  // large folio keeps its write permission, since the model's do_wp_page
+  // copies such a page where the kernel reuses it (PageAnonExclusive).
+  const bool large = folios_.folio(folio).large();
+  auto entry = [&](Pte pte, bool pte_mapped) {
+    const bool saved =
+        (pte.flags & Pte::kSavedWrite) && (config_.prot_numa_savedwrite || (large && pte_mapped));
+    const bool write = (pte.flags & Pte::kWrite) || saved;
     pte.flags = static_cast<uint8_t>(Pte::kMigration | (write ? Pte::kSavedWrite : 0) |
                                      (pte.flags & (Pte::kDirty | Pte::kYoung)));
     return pte;
@@ -1585,7 +1594,7 @@ MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
       // whatever its state (5.13+). SIMPLIFICATION: up to 5.12 a hinting
       // fault's THP moved by migrate_misplaced_transhuge_page, which set the
       // new PMD over the PROT_NONE one without a flush; the model flushes.
-      t.set_pmd(entry(t.pmd()));
+      t.set_pmd(entry(t.pmd(), false));
       flush_ns = flush_tlb_range(*mm, cpu, pages);
     } else {
       // ptep_clear_flush (or, batched, set_tlb_ubc_flush_pending) flushes
@@ -1595,7 +1604,7 @@ MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
       // flush is pending; a scan here marks and flushes in one step.)
       const uint32_t i = vpn.v & (kPtesPerTable - 1);
       const Pte old = t.get(i);
-      t.set(i, entry(old));
+      t.set(i, entry(old, true));
       if (old.accessible()) flush_ns = flush_tlb_range(*mm, cpu, 1);
     }
     // One entry cleared per mapping, in turn.

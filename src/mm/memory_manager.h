@@ -245,10 +245,11 @@ class MemoryManager {
   // restored. The page table is not changed.
   Pte numa_pte_restored(const Mm& mm, Vpn vpn) const;
   // do_numa_page's out_map: makes the PTE (or the huge PMD,
-  // do_huge_pmd_numa_page) accessible again, as numa_pte_restored shows it.
-  // A page to be migrated keeps its PROT_NONE entry until the migration
-  // replaces it. The time is costs().pte_protect_ns.
-  Pte restore_numa_pte(Mm& mm, Vpn vpn);
+  // do_huge_pmd_numa_page) accessible again, as numa_pte_restored shows it,
+  // but read-only unless `writable`. A page to be migrated keeps its
+  // PROT_NONE entry until the migration replaces it. The time is
+  // costs().pte_protect_ns.
+  Pte restore_numa_pte(Mm& mm, Vpn vpn, bool writable = true);
   // Migration (mm/migrate.c). migrate_unmap replaces every PTE mapping the
   // folio with a migration entry (try_to_migrate via the rmap), flushing the
   // TLB of each mm whose entry was accessible (and for each huge PMD); it

@@ -364,9 +364,9 @@ HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu
   return d;
 }
 
-void Balancer::restore_numa_mapping(mm::Mm& mm, Vpn vpn) {
+void Balancer::restore_numa_mapping(mm::Mm& mm, Vpn vpn, bool writable) {
   const bool pmd_mapped = mm.pgtable().table(vpn)->huge();
-  const mm::Pte pte = mm_.restore_numa_pte(mm, vpn);
+  const mm::Pte pte = mm_.restore_numa_pte(mm, vpn, writable);
   const Pfn head = mm_.folio_head(Pfn(pte.pfn));
   const mm::Folio& folio = mm_.folios().folio(head);
   if (!folio.large() || pmd_mapped || !cfg_.pte_mapped_thp_hinting) return;
@@ -380,7 +380,7 @@ void Balancer::restore_numa_mapping(mm::Mm& mm, Vpn vpn) {
   for (uint64_t p = lo; p < hi; ++p) {
     const mm::Pte other = mm.pgtable().get(Vpn(p));
     if (other.protnone() && mm_.folio_head(Pfn(other.pfn)) == head)
-      mm_.restore_numa_pte(mm, Vpn(p));
+      mm_.restore_numa_pte(mm, Vpn(p), writable);
   }
 }
 

@@ -160,8 +160,9 @@ class Balancer {
   HintDecision do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, Tick now);
   // do_numa_page's out_map: the hinting PTE (or huge PMD) at vpn made
   // accessible again, and from 6.10 (pte_mapped_thp_hinting) the other
-  // hinting PTEs of its PTE-mapped large folio in the same page table.
-  void restore_numa_mapping(mm::Mm& mm, Vpn vpn);
+  // hinting PTEs of its PTE-mapped large folio in the same page table;
+  // read-only unless `writable`.
+  void restore_numa_mapping(mm::Mm& mm, Vpn vpn, bool writable = true);
   // migrate_misplaced_page's refusals (numamigrate_isolate_page, the
   // 3.8-4.18 rate limit), and a THP's: may this folio (by its head) go to
   // `target` now?

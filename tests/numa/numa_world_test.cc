@@ -342,6 +342,124 @@ body = [ { op = "loop", duration = "5ms", body = [ { op = "sweep", region = "r1"
   EXPECT_EQ(ran.vm("nr_shmem"), 256);  // the region's pages, each once in the page cache
 }
 
+// One thread on node 1 writes, over and over, 4 MiB of base pages that
+// main wrote on node 0: NUMA balancing moves them to node 1.
+std::string moved_writes(const std::string& version, const std::string& balancing) {
+  return R"(
+[machine]
+preset = "2s-16c"
+cores_per_socket = 2
+mem_per_node = "64MiB"
+[kernel]
+version = ")" +
+         version + R"("
+numa_balancing = )" +
+         balancing + R"(
+transparent_hugepage = "never"
+numa_balancing_scan_delay_ms = 10
+[run]
+program = "main"
+process_image = "mapped"
+[[programs.main]]
+op = "pin"
+nodes = [0]
+[[programs.main]]
+op = "map"
+region = "data"
+size = "4MiB"
+[[programs.main]]
+op = "touch"
+region = "data"
+mode = "write"
+[[programs.main]]
+op = "threads"
+count = 1
+program = "writer"
+[[programs.main]]
+op = "wait"
+[[programs.writer]]
+op = "pin"
+nodes = [1]
+[[programs.writer]]
+op = "loop"
+duration = "2s"
+body = [ { op = "sweep", region = "data", mode = "write", elem_size = 8 } ]
+)";
+}
+
+TEST(NumaSavedWrite, UpTo6_1APageMovedByAHintingFaultStaysWritable) {
+  // The hinting PTE kept its write bit, so did the migration entry: the
+  // writer's only faults beyond the hinting ones are the first touches.
+  const auto off = run_text(moved_writes("6.1", "0"), {"noise.enabled=false"});
+  const auto on = run_text(moved_writes("6.1", "1"), {"noise.enabled=false"});
+  ASSERT_GT(on.vm("numa_pages_migrated"), 1000);
+  EXPECT_EQ(on.vm("pgfault") - on.vm("numa_hint_faults"), off.vm("pgfault"));
+}
+
+TEST(NumaSavedWrite, From6_2APageMovedByAHintingFaultIsReadOnlyUntilItsNextWrite) {
+  // No saved write bit: the migration entry is read-only, and the first
+  // write after the move takes one more fault, which reuses the page.
+  const auto off = run_text(moved_writes("6.12", "0"), {"noise.enabled=false"});
+  const auto on = run_text(moved_writes("6.12", "1"), {"noise.enabled=false"});
+  const int64_t migrated = on.vm("numa_pages_migrated");
+  ASSERT_GT(migrated, 1000);
+  EXPECT_EQ(on.vm("pgfault") - on.vm("numa_hint_faults") - migrated, off.vm("pgfault"));
+  EXPECT_EQ(on.vm("pgalloc_normal"), off.vm("pgalloc_normal") + migrated);  // reused, not copied
+  EXPECT_TRUE(on.result.check_failures.empty());
+}
+
+// As moved_writes, but a hog fills node 1 while the first migration
+// isolates its page (an isolation made 100 ms long for it), so the
+// migration finds no destination page (ENOMEM) before it unmaps anything;
+// the later ones are refused up front (migrate_balanced_pgdat).
+std::string unmoved_writes(const std::string& version, const std::string& balancing) {
+  std::string s = moved_writes(version, balancing);
+  const std::string wait = "[[programs.main]]\nop = \"wait\"\n";
+  s.replace(s.find(wait), wait.size(), R"([[programs.main]]
+op = "threads"
+count = 1
+program = "hog"
+)" + wait);
+  return s + R"(
+[[programs.hog]]
+op = "pin"
+nodes = [1]
+[[programs.hog]]
+op = "sleep"
+duration = "30ms"
+[[programs.hog]]
+op = "map"
+region = "big"
+size = "64MiB"
+[[programs.hog]]
+op = "touch"
+region = "big"
+mode = "write"
+[[programs.hog]]
+op = "sleep"
+duration = "2s"
+)";
+}
+
+TEST(NumaMigration, From6_2AMigrationThatFindsNoPageLeavesThePageMappedReadOnly) {
+  // do_numa_page's out_map maps the page again once its migration failed,
+  // read-only from 6.2 (the write permission it read before dropping the
+  // page-table lock is not trusted): one write fault follows, and no second
+  // hinting fault on an entry left PROT_NONE.
+  const std::vector<std::string> sets = {"noise.enabled=false",
+                                         "costs.migrate_isolate_ns=100000000"};
+  for (const std::string version : {"6.1", "6.12"}) {
+    const auto off = run_text(unmoved_writes(version, "0"), sets);
+    const auto on = run_text(unmoved_writes(version, "1"), sets);
+    EXPECT_EQ(on.vm("pgmigrate_fail"), 1) << version;
+    EXPECT_EQ(on.vm("numa_pages_migrated"), 0) << version;
+    const int64_t write_faults = version == "6.1" ? 0 : 1;
+    EXPECT_EQ(on.vm("pgfault") - on.vm("numa_hint_faults"), off.vm("pgfault") + write_faults)
+        << version;
+    EXPECT_TRUE(on.result.check_failures.empty()) << version;
+  }
+}
+
 TEST(NumaBalancing, AScanPeriodOfZeroTicksOncePerTickNotForever) {
   // A 1 MB scan size puts task_scan_min's floor at 0 ms, and 2 ms over a few
   // scan windows rounds to 0: task_tick_numa then acts at every scheduler
