@@ -1537,7 +1537,7 @@ namespace {
 // pte_modify with the VMA's protection: accessible, young (the faulting
 // access), and writable if the saved write bit says so. (Without savedwrite,
 // 6.2+, do_numa_page asks can_change_pte_writable instead: for the entries
-// the model writes-protects, its answer is the write bit the scan took.)
+// the model write-protects, its answer is the write bit the scan took.)
 Pte numa_pte_modify(Pte pte, bool writable) {
   const bool write = writable && (pte.flags & Pte::kSavedWrite);
   pte.flags = static_cast<uint8_t>(pte.flags & ~(Pte::kProtNone | Pte::kSavedWrite));

@@ -321,6 +321,7 @@ void Balancer::scan_done(uint32_t pid, double scan_cost_ns) {
 
 HintDecision Balancer::do_numa_page(uint32_t pid, mm::Mm& mm, Vpn vpn, CpuId cpu, Tick now) {
   HintDecision d;
+  d.vpn = vpn;
   const bool pmd_mapped = mm.pgtable().table(vpn)->huge();
   // Up to 5.12 the PTE is present again before any migration (whose unmap
   // then flushes it); from 5.13 only when nothing moves.
@@ -382,6 +383,12 @@ void Balancer::restore_numa_mapping(mm::Mm& mm, Vpn vpn, bool writable) {
     if (other.protnone() && mm_.folio_head(Pfn(other.pfn)) == head)
       mm_.restore_numa_pte(mm, Vpn(p), writable);
   }
+}
+
+void Balancer::restore_after_failed_migration(mm::Mm& mm, const HintDecision& d, Pfn folio) {
+  const mm::Pte pte = mm.pgtable().get(d.vpn);
+  if (pte.protnone() && mm_.folio_head(Pfn(pte.pfn)) == folio)
+    restore_numa_mapping(mm, d.vpn, mm_.config().prot_numa_savedwrite);
 }
 
 bool Balancer::should_numa_migrate_memory(uint32_t pid, mm::Folio& folio, NodeId src, NodeId dst,

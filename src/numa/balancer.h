@@ -100,6 +100,7 @@ struct HintDecision {
   uint32_t flags = 0;
   uint32_t last_cpupid = kCpupidUnset;
   NodeId page_node;
+  Vpn vpn{0};  // the faulting page
   // Pages task_numa_fault counts: the folio's (512 for a THP); 0 when the
   // fault counts nothing (a page of a PTE-mapped THP up to 6.9, which
   // do_numa_page only makes accessible again).
@@ -163,6 +164,11 @@ class Balancer {
   // hinting PTEs of its PTE-mapped large folio in the same page table;
   // read-only unless `writable`.
   void restore_numa_mapping(mm::Mm& mm, Vpn vpn, bool writable = true);
+  // do_numa_page after a migration of `folio` that unmapped nothing (no
+  // destination page): out_map makes the hinting entry accessible again if
+  // it is still the one the fault found; from 6.2 read-only, as the write
+  // permission read before dropping the page-table lock is not trusted.
+  void restore_after_failed_migration(mm::Mm& mm, const HintDecision& d, Pfn folio);
   // migrate_misplaced_page's refusals (numamigrate_isolate_page, the
   // 3.8-4.18 rate limit), and a THP's: may this folio (by its head) go to
   // `target` now?

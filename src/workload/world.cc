@@ -838,7 +838,6 @@ bool World::numa_hint_fault(TaskExec& t, Vpn vpn, Pfn pfn) {
   }
   // migrate_misplaced_page: the task stays in the kernel until it is done.
   t.pending_hint = d;
-  t.pending_hint_vpn = vpn;
   ++t.gen;
   t.blocked_on = 0;
   const uint32_t mig = migrator_.start(pfn, *d.target, t.task.pid, t.task.cpu, t.clock);
@@ -913,17 +912,10 @@ void World::finished(const migrate::Migration& m, Tick now) {
   }
   t.task.times.sys_ns += static_cast<double>((now - t.clock).ns);
   t.clock = now;
-  if (m.nomem) {
-    // No destination page: nothing was unmapped, and do_numa_page's out_map
-    // makes its hinting entry accessible again if it is still the one it
-    // faulted on. From 6.2 it is read-only: the write permission it read
-    // is not trusted after dropping the page-table lock.
-    mm::Mm& mm = *t.proc->mm;
-    const mm::Pte pte = mm.pgtable().get(t.pending_hint_vpn);
-    if (pte.protnone() && mm_.folio_head(Pfn(pte.pfn)) == m.folio)
-      balancer_.restore_numa_mapping(mm, t.pending_hint_vpn, mm_.config().prot_numa_savedwrite);
-  }
   const numa::HintDecision hint = t.pending_hint;
+  // No destination page: nothing was unmapped, and the hinting entry is
+  // still there for do_numa_page's out_map.
+  if (m.nomem) balancer_.restore_after_failed_migration(*t.proc->mm, hint, m.folio);
   finish_hint_fault(t, hint, m.success ? m.target : hint.page_node,
                     hint.flags | (m.success ? numa::kTnfMigrated : numa::kTnfMigrateFail));
   if (t.task.state == sched::TaskState::kRunning) schedule_run(t, t.clock);

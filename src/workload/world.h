@@ -219,7 +219,6 @@ class World final : public sim::EventHandler,
     std::vector<std::pair<uint32_t, Tick>> reaches;  // (migration, when) for run-ahead
     // The hinting fault whose migration the task is in (migrate::Executor::finished).
     numa::HintDecision pending_hint;
-    Vpn pending_hint_vpn{0};
     // Hinting faults since its last NUMA scan pass (for the trace): all,
     // on its own node, and refused a migration.
     uint64_t hint_faults = 0, hint_local = 0, hint_refused = 0;
