@@ -106,6 +106,7 @@ World::~World() {
     if (t->proc.use_count() == 1 && t->proc->mm) mm_.exit_mmap(*t->proc->mm, CpuId(0));
     t->proc.reset();
   }
+  if (collector_) mm_.exit_mmap(*collector_->mm, CpuId(0));
 }
 
 void World::record_error(const TaskExec& t, const std::string& what) {
@@ -160,13 +161,19 @@ RunResult World::run() {
       errors_.push_back("file " + f.name +
                         ": memory ran out while caching it; the rest stays on disk");
   }
-  const mm::VmStat before = mm_.vmstat();
 
+  // mmsim-exec's collector forks the first task after it read the
+  // counters (the collector's own faults come before, uncounted).
+  collector_ = make_collector();
+  const mm::VmStat before = mm_.vmstat();
   auto proc = std::make_shared<Process>();
   proc->mm = mm_.mm_alloc();
   proc->mm->observer = this;
   proc->mm->memcg = memcg_.enabled() ? workload_.init_cgroup : 0;
-  map_process_image(*proc);
+  mm_.dup_mmap(*collector_->mm, *proc->mm, CpuId(0));
+  proc->image_pages = collector_->image_pages;
+  proc->image_read_pages = collector_->image_read_pages;
+  proc->image_thread_pages = collector_->image_thread_pages;
   proc->regions.resize(workload_.regions.size());
   const uint32_t init = spawn(0, proc, workload_.init_program, Tick(0));
   tasks_[init]->task.comm = workload_.init_comm;
@@ -1154,20 +1161,25 @@ void World::map_process_image(Process& proc) {
     uint64_t pages;
     uint32_t flags;
     const char* name;
-    // Its pages in use, counted from its start (or, for [stack], from its
-    // top), as /proc/PID/smaps showed them resident while mmsim-exec's
-    // threads swept (numa02, Debian 12 host, 2026-12-03).
-    uint64_t in_use;
+    // Its pages in use, one character a page from its start: 'w' written by
+    // the process's tasks, 'r' only read (shared with the collector, which
+    // wrote it, from the fork on), 't' written once the process has a
+    // thread, '.' not in use. From /proc/PID/pagemap (present, exclusively
+    // mapped) and smaps of mmsim-exec's first task, one thread and with two
+    // more sweeping, and of its collector (Debian 12 host, 2026-12-05; the
+    // in-use counts as smaps showed them under numa02, 2026-12-03).
+    std::string_view use;
   };
   constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
   // Addresses as a non-PIE static binary has them, with the heap and
   // [stack] at fixed stand-ins for their randomised places: the heap low,
-  // [stack] at the top.
+  // [stack] at the top. The bss's first page holds glibc's locks (stdio's,
+  // the exit functions'), which it takes only with threads.
   static constexpr Image kImage[] = {
-      {0x55b000, 3, kRw, "mmsim-exec data", 3},
-      {0x55f000, 6, kRw, "mmsim-exec bss", 3},
-      {0x1000000, 34, kRw, "[heap]", 10},
-      {0x7ffffffde000, 33, kRw, "[stack]", 7},
+      {0x55b000, 3, kRw, "mmsim-exec data", "www"},
+      {0x55f000, 6, kRw, "mmsim-exec bss", "t...ww"},
+      {0x1000000, 34, kRw, "[heap]", "wr.................wwwrrrrr......."},
+      {0x7ffffffde000, 33, kRw, "[stack]", "............rr..............wwrrr"},
   };
   auto map = [&](const Image& i) {
     mm::MmapArgs a;
@@ -1176,9 +1188,13 @@ void World::map_process_image(Process& proc) {
     a.vm_flags = i.flags;
     a.name = i.name;
     const Vpn at = mm_.mmap(*proc.mm, a, CpuId(0)).addr;
-    const bool stack = std::string_view(i.name) == "[stack]";
-    for (uint64_t k = 0; k < i.in_use; ++k)
-      proc.image_pages.push_back(Vpn(at.v + (stack ? i.pages - 1 - k : k)));
+    check(i.use.empty() || i.use.size() == i.pages, "an image VMA's use has a page each");
+    for (uint64_t k = 0; k < i.use.size(); ++k) {
+      const Vpn v(at.v + k);
+      if (i.use[k] == 'w') proc.image_pages.push_back(v);
+      if (i.use[k] == 'r') proc.image_read_pages.push_back(v);
+      if (i.use[k] == 't') proc.image_thread_pages.push_back(v);
+    }
   };
   for (const Image& i : kImage) map(i);
   // map_vdso: [vvar] (4 pages: the vDSO's data, pvclock, hvclock and time
@@ -1193,24 +1209,51 @@ void World::map_process_image(Process& proc) {
   const uint64_t vdso_at = in_mmap_area
                                ? proc.mm->get_unmapped_area(kVvarPages + kVdsoPages).v << kPageShift
                                : uint64_t{0x7ffffffd0000};
-  map({vdso_at, kVvarPages, mm::Vma::kRead | mm::Vma::kPfnMap, "[vvar]", 0});
+  map({vdso_at, kVvarPages, mm::Vma::kRead | mm::Vma::kPfnMap, "[vvar]", ""});
   map({vdso_at + (kVvarPages << kPageShift), kVdsoPages, mm::Vma::kRead | mm::Vma::kExec, "[vdso]",
-       0});
+       ""});
+}
+
+std::shared_ptr<World::Process> World::make_collector() {
+  // mmsim-exec's top-level process reads the plan, makes the files, then
+  // forks the first task and waits: the first process starts with the
+  // collector's image, its pages shared copy-on-write. A page a task writes
+  // becomes its own at the write (on the task's node, charged to its
+  // memcg); one it only reads stays shared, which change_prot_numa leaves
+  // unmarked from 4.16. The collector runs on CPU 0 in the root memcg.
+  auto c = std::make_shared<Process>();
+  c->mm = mm_.mm_alloc();
+  c->mm->observer = this;
+  map_process_image(*c);
+  if (!workload_.image_in_use) return c;
+  mm::FaultCtx ctx{CpuId(0), mm_.topology().cpu(CpuId(0)).node};
+  for (const auto* pages : {&c->image_pages, &c->image_read_pages, &c->image_thread_pages}) {
+    for (const Vpn v : *pages) {
+      // Memory too short for even this (a hostile min_free_kbytes): the
+      // first task faults what is missing and meets the shortage itself.
+      if (mm_.handle_mm_fault(*c->mm, v, true, ctx).status != mm::FaultStatus::kOk) return c;
+    }
+  }
+  return c;
 }
 
 World::Step World::touch_image(TaskExec& t) {
   mm::Mm& mm = *t.proc->mm;
-  auto touch = [&](const std::vector<Vpn>& pages) {
+  auto touch = [&](const std::vector<Vpn>& pages, bool write) {
     for (const Vpn v : pages) {
-      if (mm.pgtable().get(v).writable()) continue;
+      const mm::Pte pte = mm.pgtable().get(v);
+      if (write ? pte.writable() : pte.accessible()) continue;
       // The kernel's work: only in time order.
       if (t.clock > horizon()) return Step::kYield;
-      if (!fault(t, v, true)) return Step::kStopped;
+      if (!fault(t, v, write)) return Step::kStopped;
     }
     return Step::kNext;
   };
-  Step s = touch(t.proc->image_pages);
-  if (s == Step::kNext) s = touch(t.own_image_pages);
+  const bool threaded = t.proc->threaded;
+  Step s = touch(t.proc->image_pages, true);
+  if (s == Step::kNext) s = touch(t.proc->image_thread_pages, threaded);
+  if (s == Step::kNext) s = touch(t.proc->image_read_pages, false);
+  if (s == Step::kNext) s = touch(t.own_image_pages, true);
   if (s == Step::kNext) t.touch_image = false;
   return s;
 }
@@ -1315,6 +1358,9 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
   std::vector<Vpn> own_pages = t.own_image_pages;  // fork: the child runs on the same stack
   if (!thread) {
     child_proc->image_pages = t.proc->image_pages;
+    child_proc->image_read_pages = t.proc->image_read_pages;
+    child_proc->image_thread_pages = t.proc->image_thread_pages;
+    child_proc->threaded = t.proc->threaded;
     child_proc->aligned_heap_area = t.proc->aligned_heap_area;  // the parent's memory
   }
   Vpn stack_block;
@@ -1339,6 +1385,13 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     // backed its scan period off: local + shared = 0.) A fresh anonymous
     // page: only a kill stops the fault.
     if (!fault(t, own_pages.front(), true)) return Step::kStopped;
+    // The first thread: from now on glibc takes its locks, in the bss.
+    if (!t.proc->threaded) {
+      t.proc->threaded = true;
+      for (const Vpn v : t.proc->image_thread_pages) {
+        if (!t.proc->mm->pgtable().get(v).writable() && !fault(t, v, true)) return Step::kStopped;
+      }
+    }
   }
   const uint32_t child = spawn(t.task.pid, child_proc, op.program, t.clock, t.cursor, op.count);
   exec(child).own_image_pages = std::move(own_pages);

@@ -147,8 +147,14 @@ class World final : public sim::EventHandler,
     std::shared_ptr<mm::Mm> mm;
     std::vector<Region> regions;
     // The pages of its image every task of it keeps in use (data, bss,
-    // heap, the top of [stack]: see map_process_image).
+    // heap, the top of [stack]: see map_process_image): those its tasks
+    // write, those they only read (shared with mmsim-exec's collector, the
+    // first process's parent, until a write), and those they write once
+    // the process has threads (glibc's locks are taken then).
     std::vector<Vpn> image_pages;
+    std::vector<Vpn> image_read_pages;
+    std::vector<Vpn> image_thread_pages;
+    bool threaded = false;  // it has created a thread
     // Its tasks' latest zero-fill faults, one a task, that may still be under way.
     std::vector<FaultInFlight> faults_in_flight;
     // glibc's aligned_heap_area: where the next thread arena is tried first,
@@ -257,6 +263,9 @@ class World final : public sim::EventHandler,
   // The mappings every process of the run has besides the scenario's
   // regions, and those each thread adds (see world.cc).
   void map_process_image(Process& proc);
+  // mmsim-exec's collector: maps and faults in the image the first process
+  // is then forked from (see world.cc). Its own faults come before the run.
+  std::shared_ptr<Process> make_collector();
   // False if the mm has no room for them (vm.max_map_count); else the
   // thread's pages in use in *pages and its stack block's start in *block.
   bool map_thread_image(Process& proc, CpuId cpu, std::vector<Vpn>* pages, Vpn* block);
@@ -264,8 +273,9 @@ class World final : public sim::EventHandler,
   // MADV_DONTNEED from its stack block's start to 16 KiB
   // (PTHREAD_STACK_MIN) below the page its last frame is in.
   void release_thread_stack(TaskExec& t);
-  // Touches what of the task's image pages it cannot write (first use, a
-  // NUMA mark, a COW after fork): kNext when all are writable.
+  // Touches what of the task's image pages it cannot use (first use, a
+  // NUMA mark, a COW after fork): writes those it writes, reads those it
+  // reads; kNext when all are usable.
   Step touch_image(TaskExec& t);
   Step exec_syscall(TaskExec& t, const Op& op);
   // The pin op: sched_setaffinity of the task itself.
@@ -405,6 +415,7 @@ class World final : public sim::EventHandler,
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires
   uint64_t next_segment_ = 1;
   std::vector<std::unique_ptr<TaskExec>> tasks_;    // by pid; [0] unused
+  std::shared_ptr<Process> collector_;              // the first process's parent
   std::vector<std::vector<uint32_t>> tasks_by_mm_;  // by mm id
   static constexpr size_t kMaxErrorsKept = 100;
   std::vector<std::string> errors_;  // the first kMaxErrorsKept
