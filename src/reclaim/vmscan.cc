@@ -441,8 +441,9 @@ Vmscan::Step Vmscan::kswapd_step(NodeId node, Tick now) {
     ScanControl sc;
     sc.who = Reclaimer::kKswapd;
     sc.priority = k.priority;
-    sc.cpu =
-        mm_.topology().node(node).cpus.empty() ? CpuId(0) : mm_.topology().node(node).cpus.front();
+    sc.cpu = k.cpu                                    ? *k.cpu
+             : mm_.topology().node(node).cpus.empty() ? CpuId(0)
+                                                      : mm_.topology().node(node).cpus.front();
     // kswapd_shrink_node: reclaim up to the high watermark (at least
     // SWAP_CLUSTER_MAX); a pass that scanned less, or freed nothing, raises
     // the priority for the next.

@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -61,6 +62,9 @@ struct Kswapd {
   int failures = 0;        // kswapd_failures: runs that reclaimed nothing
   Tick nap_end;            // kNapping: when the 100 ms nap ends
   double cpu_ns = 0;       // its CPU time so far
+  // Where it runs (its flushes leave from there): set by the caller at its
+  // wakeup; none: its node's first CPU.
+  std::optional<CpuId> cpu;
 };
 
 class Vmscan final : public mm::ReclaimHooks {
@@ -80,6 +84,7 @@ class Vmscan final : public mm::ReclaimHooks {
   // the end of a nap.
   Step kswapd_step(NodeId node, Tick now);
   const Kswapd& kswapd(NodeId node) const { return kswapd_[node.v]; }
+  void set_kswapd_cpu(NodeId node, CpuId cpu) { kswapd_[node.v].cpu = cpu; }
   // A wakeup_kswapd the allocator asked for since the last call (nodes to
   // start); the caller (the World) schedules them.
   bool wakeups_pending() const { return !wakeups_.empty(); }

@@ -29,11 +29,12 @@ RunQueues::RunQueues(const topo::Topology& topo)
       slice_end_(topo.nr_cpus()),
       free_from_(topo.nr_cpus()) {}
 
-CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node,
-                                         const std::vector<CpuId>& allowed) const {
+CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node, const std::vector<CpuId>& allowed,
+                                         std::optional<CpuId> outside_parent) const {
   auto ok = [&](CpuId c) {
     return allowed.empty() || std::binary_search(allowed.begin(), allowed.end(), c);
   };
+  auto nr = [&](CpuId c) { return nr_[c.v] + (outside_parent == c ? 1 : 0); };
   // A node's statistics over the CPUs the task may use
   // (update_sg_wakeup_stats): tasks, CPUs, idle CPUs.
   struct Stats {
@@ -46,8 +47,8 @@ CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node,
     for (CpuId c : n.cpus) {
       if (!ok(c)) continue;
       ++s.cpus;
-      s.tasks += nr_[c.v];
-      if (nr_[c.v] == 0) ++s.idle;
+      s.tasks += nr(c);
+      if (nr(c) == 0) ++s.idle;
     }
     return s;
   };
@@ -116,16 +117,16 @@ CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node,
   auto core_busy = [&](const topo::Cpu& c) {
     for (CpuId o : best->cpus) {
       const topo::Cpu& oc = topo_.cpu(o);
-      if (oc.socket == c.socket && oc.core == c.core && nr_[o.v] > 0) return true;
+      if (oc.socket == c.socket && oc.core == c.core && nr(o) > 0) return true;
     }
     return false;
   };
   for (CpuId c : best->cpus) {
-    if (ok(c) && nr_[c.v] == 0 && !core_busy(topo_.cpu(c))) return c;
+    if (ok(c) && nr(c) == 0 && !core_busy(topo_.cpu(c))) return c;
   }
   std::optional<CpuId> pick;
   for (CpuId c : best->cpus) {
-    if (ok(c) && (!pick || nr_[c.v] < nr_[pick->v])) pick = c;
+    if (ok(c) && (!pick || nr(c) < nr(*pick))) pick = c;
   }
   return *pick;
 }
@@ -144,7 +145,8 @@ Scheduler::Scheduler(const topo::Topology& topo, double context_switch_ns, Execu
 }
 
 Task& Scheduler::new_task(uint32_t tgid, uint32_t ppid, std::string comm, mm::Mm& mm,
-                          NodeId parent_node, Tick at, std::vector<CpuId> cpus_allowed) {
+                          NodeId parent_node, Tick at, std::vector<CpuId> cpus_allowed,
+                          std::optional<CpuId> outside_parent) {
   auto owned = std::make_unique<Task>();
   Task& t = *owned;
   t.pid = static_cast<uint32_t>(tasks_.size());
@@ -154,7 +156,7 @@ Task& Scheduler::new_task(uint32_t tgid, uint32_t ppid, std::string comm, mm::Mm
   t.comm = std::move(comm);
   t.mm = &mm;
   t.cpus_allowed = std::move(cpus_allowed);
-  t.cpu = rq_.select_cpu_for_new_task(parent_node, t.cpus_allowed);
+  t.cpu = rq_.select_cpu_for_new_task(parent_node, t.cpus_allowed, outside_parent);
   ++placements_;
   t.node = topo_.cpu_to_node(t.cpu);
   t.start_time = at;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,9 +90,11 @@ class RunQueues {
   // then in it an idle CPU on an idle core, an idle CPU, or the CPU with the
   // fewest tasks (ties: lowest id). Only CPUs of `allowed` count (empty:
   // every CPU), as find_idlest_group and find_idlest_group_cpu look only at
-  // the task's cpus_ptr.
+  // the task's cpus_ptr. `outside_parent`: a parent that is no task here
+  // (mmsim-exec's collector) runs on that CPU at the fork, a task there.
   // REQUIRES: `allowed` names CPUs of the machine.
-  CpuId select_cpu_for_new_task(NodeId parent_node, const std::vector<CpuId>& allowed = {}) const;
+  CpuId select_cpu_for_new_task(NodeId parent_node, const std::vector<CpuId>& allowed = {},
+                                std::optional<CpuId> outside_parent = {}) const;
   void set_numa_imbalance(NumaImbalance rule) { rule_ = rule; }
   NumaImbalance numa_imbalance() const { return rule_; }
   const NumaDomains& domains() const { return domains_; }
@@ -177,8 +180,11 @@ class Scheduler {
   // A new task (fork/clone) of `mm`, given its pid (the next one) and placed
   // on a CPU by select_task_rq from the parent's node. tgid 0: its own pid.
   // It inherits `cpus_allowed` (the parent's mask; empty: every CPU).
+  // `outside_parent`: ppid is 0 and the parent, no task of the run, runs
+  // on that CPU (see RunQueues::select_cpu_for_new_task).
   Task& new_task(uint32_t tgid, uint32_t ppid, std::string comm, mm::Mm& mm, NodeId parent_node,
-                 Tick at, std::vector<CpuId> cpus_allowed = {});
+                 Tick at, std::vector<CpuId> cpus_allowed = {},
+                 std::optional<CpuId> outside_parent = {});
   // wake_up_new_task: the new task runs at once if its CPU is idle, else it
   // queues there.
   void wake_up_new_task(Task& t, Tick at);

@@ -232,12 +232,17 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   mm::Mm& mm = *proc->mm;
   const uint32_t pid = static_cast<uint32_t>(sched_.nr_tasks());
   if (new_mm) proc->tgid = pid;
-  const NodeId parent_node = parent_pid ? sched_.task(parent_pid).node : NodeId(0);
+  // The first task's parent is mmsim-exec's collector, running on its CPU
+  // as it forks: a busy CPU for select_task_rq.
+  const std::optional<CpuId> collector_cpu =
+      parent_pid ? std::nullopt : std::optional<CpuId>(kCollectorCpu);
+  const NodeId parent_node =
+      parent_pid ? sched_.task(parent_pid).node : mm_.topology().cpu_to_node(kCollectorCpu);
   // fork and clone copy the parent's affinity (dup_task_struct).
   std::vector<CpuId> allowed =
       parent_pid ? sched_.task(parent_pid).cpus_allowed : std::vector<CpuId>{};
   sched::Task& task = sched_.new_task(proc->tgid, parent_pid, workload_.programs[program].name, mm,
-                                      parent_node, at, std::move(allowed));
+                                      parent_node, at, std::move(allowed), collector_cpu);
   check(task.pid == pid, "the scheduler and the executor number tasks alike");
   tasks_.push_back(std::make_unique<TaskExec>(task));
   TaskExec& t = *tasks_.back();
@@ -383,6 +388,17 @@ void World::start_kthreads(Tick at) {
 void World::wake_kswapds(Tick at) {
   for (NodeId n : vmscan_.take_wakeups()) {
     if (!vmscan_.kswapd_wake(n, at)) continue;
+    // The wakeup puts it on an idle CPU of its node (of the machine for a
+    // node without CPUs, kswapd's cpumask then) if there is one
+    // (select_idle_sibling), else on the first, beside the task there: its
+    // TLB flushes reach a running task by IPI, as they would.
+    std::vector<CpuId> cpus = mm_.topology().node(n).cpus;
+    if (cpus.empty()) {
+      for (const auto& c : mm_.topology().cpus()) cpus.push_back(c.id);
+    }
+    const auto idle =
+        std::find_if(cpus.begin(), cpus.end(), [&](CpuId c) { return sched_.current(c) == 0; });
+    vmscan_.set_kswapd_cpu(n, idle != cpus.end() ? *idle : cpus.front());
     // It runs once the scheduler has switched to it.
     queue_.schedule(at + to_tick(costs_.context_switch_ns), this, kKswapd, n.v, ++kswapd_gen_[n.v]);
   }
@@ -1220,13 +1236,14 @@ std::shared_ptr<World::Process> World::make_collector() {
   // collector's image, its pages shared copy-on-write. A page a task writes
   // becomes its own at the write (on the task's node, charged to its
   // memcg); one it only reads stays shared, which change_prot_numa leaves
-  // unmarked from 4.16. The collector runs on CPU 0 in the root memcg.
+  // unmarked from 4.16. The collector runs on kCollectorCpu, in the root
+  // memcg.
   auto c = std::make_shared<Process>();
   c->mm = mm_.mm_alloc();
   c->mm->observer = this;
   map_process_image(*c);
   if (!workload_.image_in_use) return c;
-  mm::FaultCtx ctx{CpuId(0), mm_.topology().cpu(CpuId(0)).node};
+  mm::FaultCtx ctx{kCollectorCpu, mm_.topology().cpu_to_node(kCollectorCpu)};
   for (const auto* pages : {&c->image_pages, &c->image_read_pages, &c->image_thread_pages}) {
     for (const Vpn v : *pages) {
       // Memory too short for even this (a hostile min_free_kbytes): the

@@ -414,8 +414,12 @@ class World final : public sim::EventHandler,
   sim::Noise noise_;
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires
   uint64_t next_segment_ = 1;
-  std::vector<std::unique_ptr<TaskExec>> tasks_;    // by pid; [0] unused
-  std::shared_ptr<Process> collector_;              // the first process's parent
+  std::vector<std::unique_ptr<TaskExec>> tasks_;  // by pid; [0] unused
+  std::shared_ptr<Process> collector_;            // the first process's parent
+  // Where the collector runs. A guest's (6.12, 2 nodes of 2 CPUs, sched_switch
+  // trace) ran on node 0 and its first task began on node 1, as
+  // select_task_rq puts a fork beside a busy parent.
+  static constexpr CpuId kCollectorCpu{0};
   std::vector<std::vector<uint32_t>> tasks_by_mm_;  // by mm id
   static constexpr size_t kMaxErrorsKept = 100;
   std::vector<std::string> errors_;  // the first kMaxErrorsKept

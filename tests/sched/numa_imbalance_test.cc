@@ -102,6 +102,19 @@ TEST(ForkPlacement, FromSixZeroANewTaskStaysWhileTheImbalanceIsSmallAndTheNodeLi
   EXPECT_EQ(fork_nodes(t, NumaImbalance::k60, 4), (std::vector<uint16_t>{0, 1, 1, 0}));
 }
 
+TEST(ForkPlacement, AParentOutsideTheRunCountsAsATaskOnItsCpu) {
+  // mmsim-exec's collector forks the first task from CPU 0: 6.0's rule
+  // with 2 CPUs a package (imb_numa_nr 1) sends it to node 1, as a 6.12
+  // guest did; 5.10's keeps it beside the collector, on CPU 1.
+  const topo::Topology t = two_by(2);
+  RunQueues rq(t);
+  rq.set_numa_imbalance(NumaImbalance::k60);
+  EXPECT_EQ(rq.select_cpu_for_new_task(NodeId(0)), CpuId(0)) << "no parent: an idle machine";
+  EXPECT_EQ(rq.select_cpu_for_new_task(NodeId(0), {}, CpuId(0)), CpuId(2));
+  rq.set_numa_imbalance(NumaImbalance::k510);
+  EXPECT_EQ(rq.select_cpu_for_new_task(NodeId(0), {}, CpuId(0)), CpuId(1));
+}
+
 TEST(ForkPlacement, ANewTaskKeepsToItsAllowedCpusUnderEveryRule) {
   const topo::Topology t = two_by(4);
   for (NumaImbalance rule : {NumaImbalance::kLoad, NumaImbalance::k510, NumaImbalance::k60}) {

@@ -38,6 +38,10 @@ program = "main"
 process_image = "mapped"
 
 [[programs.main]]
+op = "pin"
+nodes = [0]
+
+[[programs.main]]
 op = "map"
 region = "buf"
 size = "64MiB"

@@ -50,9 +50,12 @@ std::string mempolicy(const std::string& nodes) {
   return "\n[[programs.main]]\nop = \"mempolicy\"\npolicy = \"bind\"\nnodes = " + nodes + "\n";
 }
 
+// main on node 0 (it starts beside mmsim-exec's collector, on node 1).
+const std::string kPin0 = "\n[[programs.main]]\nop = \"pin\"\nnodes = [0]\n";
+
 TEST(TaskMempolicy, ABindPolicyPutsTheTasksNewPagesOnItsNodes) {
-  const auto local = run_text(with_main(kMapData + kTouchData), kQuiet);
-  const auto bound = run_text(with_main(mempolicy("[1]") + kMapData + kTouchData), kQuiet);
+  const auto local = run_text(with_main(kPin0 + kMapData + kTouchData), kQuiet);
+  const auto bound = run_text(with_main(kPin0 + mempolicy("[1]") + kMapData + kTouchData), kQuiet);
   ASSERT_EQ(local.result.tasks[0].node, 0);
   EXPECT_GE(local.vm("numa_local"), 1024);
   EXPECT_LT(local.vm("numa_other"), 1024);
@@ -80,7 +83,7 @@ size = "4MiB"
 policy = "bind"
 nodes = [0]
 )";
-  const auto ran = run_text(with_main(mempolicy("[1]") + map_on_0 + kTouchData), kQuiet);
+  const auto ran = run_text(with_main(kPin0 + mempolicy("[1]") + map_on_0 + kTouchData), kQuiet);
   EXPECT_GE(ran.vm("numa_local"), 1024);
   EXPECT_LT(ran.vm("numa_other"), 1024);
 }
