@@ -174,6 +174,10 @@ RunResult World::run() {
   proc->image_pages = collector_->image_pages;
   proc->image_read_pages = collector_->image_read_pages;
   proc->image_thread_pages = collector_->image_thread_pages;
+  proc->stack_pages = collector_->stack_pages;
+  proc->stack_read_pages = collector_->stack_read_pages;
+  proc->hot_pages = collector_->hot_pages;
+  proc->main_hot_pages = collector_->main_hot_pages;
   proc->regions.resize(workload_.regions.size());
   const uint32_t init = spawn(0, proc, workload_.init_program, Tick(0));
   tasks_[init]->task.comm = workload_.init_comm;
@@ -1183,7 +1187,14 @@ void World::map_process_image(Process& proc) {
     // thread, '.' not in use. From /proc/PID/pagemap (present, exclusively
     // mapped) and smaps of mmsim-exec's first task, one thread and with two
     // more sweeping, and of its collector (Debian 12 host, 2026-12-05; the
-    // in-use counts as smaps showed them under numa02, 2026-12-03).
+    // in-use counts as smaps showed them under numa02, 2026-12-03). Of
+    // these, a task touches again after a scan pass marks them only 'W'
+    // and 't' (every task: glibc's locks, two heap pages, and the page of
+    // [stack] that holds the executor's run state) and 'M' (the main
+    // thread's frames): the hinting faults a 6.1 guest took on image pages
+    // in validate/anon-migrate-threads.toml (kprobe on mpol_misplaced with
+    // the address; every other page faulted, if at all, once, as the run
+    // ended).
     std::string_view use;
   };
   constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
@@ -1194,8 +1205,8 @@ void World::map_process_image(Process& proc) {
   static constexpr Image kImage[] = {
       {0x55b000, 3, kRw, "mmsim-exec data", "www"},
       {0x55f000, 6, kRw, "mmsim-exec bss", "t...ww"},
-      {0x1000000, 34, kRw, "[heap]", "wr.................wwwrrrrr......."},
-      {0x7ffffffde000, 33, kRw, "[stack]", "............rr..............wwrrr"},
+      {0x1000000, 34, kRw, "[heap]", "wr.................WwWrrrrr......."},
+      {0x7ffffffde000, 33, kRw, "[stack]", "............rr..............MWrrr"},
   };
   auto map = [&](const Image& i) {
     mm::MmapArgs a;
@@ -1205,11 +1216,16 @@ void World::map_process_image(Process& proc) {
     a.name = i.name;
     const Vpn at = mm_.mmap(*proc.mm, a, CpuId(0)).addr;
     check(i.use.empty() || i.use.size() == i.pages, "an image VMA's use has a page each");
+    const bool stack = std::string_view(i.name) == "[stack]";
     for (uint64_t k = 0; k < i.use.size(); ++k) {
       const Vpn v(at.v + k);
-      if (i.use[k] == 'w') proc.image_pages.push_back(v);
-      if (i.use[k] == 'r') proc.image_read_pages.push_back(v);
-      if (i.use[k] == 't') proc.image_thread_pages.push_back(v);
+      const char c = i.use[k];
+      if (c == 'w' || c == 'W' || c == 'M')
+        (stack ? proc.stack_pages : proc.image_pages).push_back(v);
+      if (c == 'r') (stack ? proc.stack_read_pages : proc.image_read_pages).push_back(v);
+      if (c == 't') proc.image_thread_pages.push_back(v);
+      if (c == 'W') proc.hot_pages.push_back(v);
+      if (c == 'M') proc.main_hot_pages.push_back(v);
     }
   };
   for (const Image& i : kImage) map(i);
@@ -1244,7 +1260,8 @@ std::shared_ptr<World::Process> World::make_collector() {
   map_process_image(*c);
   if (!workload_.image_in_use) return c;
   mm::FaultCtx ctx{kCollectorCpu, mm_.topology().cpu_to_node(kCollectorCpu)};
-  for (const auto* pages : {&c->image_pages, &c->image_read_pages, &c->image_thread_pages}) {
+  for (const auto* pages : {&c->image_pages, &c->image_read_pages, &c->image_thread_pages,
+                            &c->stack_pages, &c->stack_read_pages}) {
     for (const Vpn v : *pages) {
       // Memory too short for even this (a hostile min_free_kbytes): the
       // first task faults what is missing and meets the shortage itself.
@@ -1267,11 +1284,24 @@ World::Step World::touch_image(TaskExec& t) {
     return Step::kNext;
   };
   const bool threaded = t.proc->threaded;
-  Step s = touch(t.proc->image_pages, true);
-  if (s == Step::kNext) s = touch(t.proc->image_thread_pages, threaded);
-  if (s == Step::kNext) s = touch(t.proc->image_read_pages, false);
+  const bool main_thread = t.task.pid == t.proc->tgid;
+  Step s = Step::kNext;
+  if (!t.image_faulted) {
+    // At its start: all it uses.
+    s = touch(t.proc->image_pages, true);
+    if (s == Step::kNext) s = touch(t.proc->image_thread_pages, threaded);
+    if (s == Step::kNext) s = touch(t.proc->image_read_pages, false);
+    if (s == Step::kNext && main_thread) s = touch(t.proc->stack_pages, true);
+    if (s == Step::kNext && main_thread) s = touch(t.proc->stack_read_pages, false);
+  } else {
+    // After a scan pass: what it keeps touching.
+    s = touch(t.proc->hot_pages, true);
+    if (s == Step::kNext && threaded) s = touch(t.proc->image_thread_pages, true);
+    if (s == Step::kNext && main_thread) s = touch(t.proc->main_hot_pages, true);
+  }
   if (s == Step::kNext) s = touch(t.own_image_pages, true);
   if (s == Step::kNext) t.touch_image = false;
+  if (s == Step::kNext) t.image_faulted = true;
   return s;
 }
 
@@ -1377,6 +1407,10 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     child_proc->image_pages = t.proc->image_pages;
     child_proc->image_read_pages = t.proc->image_read_pages;
     child_proc->image_thread_pages = t.proc->image_thread_pages;
+    child_proc->stack_pages = t.proc->stack_pages;
+    child_proc->stack_read_pages = t.proc->stack_read_pages;
+    child_proc->hot_pages = t.proc->hot_pages;
+    child_proc->main_hot_pages = t.proc->main_hot_pages;
     child_proc->threaded = t.proc->threaded;
     child_proc->aligned_heap_area = t.proc->aligned_heap_area;  // the parent's memory
   }

@@ -154,6 +154,12 @@ class World final : public sim::EventHandler,
     std::vector<Vpn> image_pages;
     std::vector<Vpn> image_read_pages;
     std::vector<Vpn> image_thread_pages;
+    // Those of [stack], which only the process's first task (its main
+    // thread) faults in: a thread runs on a stack of its own.
+    std::vector<Vpn> stack_pages, stack_read_pages;
+    // Those touched again after a scan pass marks them (see
+    // map_process_image): by every task, and by the main thread only.
+    std::vector<Vpn> hot_pages, main_hot_pages;
     bool threaded = false;  // it has created a thread
     // Its tasks' latest zero-fill faults, one a task, that may still be under way.
     std::vector<FaultInFlight> faults_in_flight;
@@ -234,6 +240,7 @@ class World final : public sim::EventHandler,
     // its mm.
     std::vector<Vpn> own_image_pages;
     bool touch_image = true;
+    bool image_faulted = false;  // its first touch of the image is done
     // A thread's stack block (its guard page first), which glibc hands back
     // to the kernel, all but the top, when the thread ends.
     std::optional<Vpn> stack_block;

@@ -66,10 +66,10 @@ const std::string kTiering61 = R"(version = "6.1"
 numa_balancing = 2
 demotion_enabled = true)";
 
-// Long enough for the third scan pass: the first promotes only what kswapd,
-// on the other CPU, frees while the task sweeps; a refused page waits for
-// its next scan (at 2, 4 and 8 s, then 16 s).
-const std::string kToTheFourthScan = "20s";
+// Long enough for the fourth scan pass: the first promotes only what
+// kswapd, on the other CPU, frees while the task sweeps; a refused page
+// waits for its next scan (at 2, 4 and 8 s, then 8 to 16 s later).
+const std::string kToTheFourthScan = "30s";
 
 TEST(Tiering, HotPagesOnCxlArePromotedAndColdDramPagesDemotedToMakeRoom) {
   const Ran r = run_text(hot_cold(kTiering61, "", kToTheFourthScan));

@@ -1,8 +1,9 @@
 // `[run] process_image = "in-use"`: besides the VMAs of the executor's image,
 // the pages it keeps resident in them (data 3, bss 3, heap 10, 7 of [stack]
 // for a process; the top 2 of a thread's stack, the first written by its
-// creator in pthread_create) are touched again after a NUMA scan pass marks
-// them. The first process is forked from mmsim-exec's collector, which
+// creator in pthread_create) are faulted in, and those a task keeps using
+// are touched again after a NUMA scan pass marks them. The first process
+// is forked from mmsim-exec's collector, which
 // faulted the image in: of its 23 pages the process writes 11 (3 data, 2
 // bss, 4 heap, 2 stack), its own copies from then on, and the bss's first
 // once it has a thread; it only reads the other 11, shared with the
@@ -131,6 +132,15 @@ TEST(ProcessImage, MarkedImagePagesAreTouchedAgainAndTakeHintingFaults) {
   // tasks fault them back.
   EXPECT_GT(in_use.vm("numa_pte_updates"), mapped.vm("numa_pte_updates"));
   EXPECT_GT(in_use.vm("numa_hint_faults"), mapped.vm("numa_hint_faults"));
+}
+
+TEST(ProcessImage, AfterAScanPassTasksTouchOnlyThePagesTheyKeepUsing) {
+  // One pass at 1 s marks the image's own pages; its threads then fault on
+  // the 2 heap pages and the [stack] page every task uses, glibc's locks in
+  // the bss, and their own stack tops (2 each). main, waiting, touches none.
+  const testing::Ran mapped = testing::run_text(scenario("mapped", 1, "1100ms"));
+  const testing::Ran in_use = testing::run_text(scenario("in-use", 1, "1100ms"));
+  EXPECT_EQ(in_use.vm("numa_hint_faults") - mapped.vm("numa_hint_faults"), 2 + 1 + 1 + 2 * 2);
 }
 
 TEST(ProcessImage, AMarkedThreadStackChargesItsWholeVmaToTheScanBudget) {
