@@ -171,13 +171,7 @@ RunResult World::run() {
   proc->mm->observer = this;
   proc->mm->memcg = memcg_.enabled() ? workload_.init_cgroup : 0;
   mm_.dup_mmap(*collector_->mm, *proc->mm, CpuId(0));
-  proc->image_pages = collector_->image_pages;
-  proc->image_read_pages = collector_->image_read_pages;
-  proc->image_thread_pages = collector_->image_thread_pages;
-  proc->stack_pages = collector_->stack_pages;
-  proc->stack_read_pages = collector_->stack_read_pages;
-  proc->hot_pages = collector_->hot_pages;
-  proc->main_hot_pages = collector_->main_hot_pages;
+  proc->image = collector_->image;
   proc->regions.resize(workload_.regions.size());
   const uint32_t init = spawn(0, proc, workload_.init_program, Tick(0));
   tasks_[init]->task.comm = workload_.init_comm;
@@ -1217,15 +1211,15 @@ void World::map_process_image(Process& proc) {
     const Vpn at = mm_.mmap(*proc.mm, a, CpuId(0)).addr;
     check(i.use.empty() || i.use.size() == i.pages, "an image VMA's use has a page each");
     const bool stack = std::string_view(i.name) == "[stack]";
+    ImagePages& img = proc.image;
     for (uint64_t k = 0; k < i.use.size(); ++k) {
       const Vpn v(at.v + k);
       const char c = i.use[k];
-      if (c == 'w' || c == 'W' || c == 'M')
-        (stack ? proc.stack_pages : proc.image_pages).push_back(v);
-      if (c == 'r') (stack ? proc.stack_read_pages : proc.image_read_pages).push_back(v);
-      if (c == 't') proc.image_thread_pages.push_back(v);
-      if (c == 'W') proc.hot_pages.push_back(v);
-      if (c == 'M') proc.main_hot_pages.push_back(v);
+      if (c == 'w' || c == 'W' || c == 'M') (stack ? img.stack_pages : img.pages).push_back(v);
+      if (c == 'r') (stack ? img.stack_read_pages : img.read_pages).push_back(v);
+      if (c == 't') img.thread_pages.push_back(v);
+      if (c == 'W') img.hot_pages.push_back(v);
+      if (c == 'M') img.main_hot_pages.push_back(v);
     }
   };
   for (const Image& i : kImage) map(i);
@@ -1260,8 +1254,9 @@ std::shared_ptr<World::Process> World::make_collector() {
   map_process_image(*c);
   if (!workload_.image_in_use) return c;
   mm::FaultCtx ctx{kCollectorCpu, mm_.topology().cpu_to_node(kCollectorCpu)};
-  for (const auto* pages : {&c->image_pages, &c->image_read_pages, &c->image_thread_pages,
-                            &c->stack_pages, &c->stack_read_pages}) {
+  const ImagePages& img = c->image;
+  for (const auto* pages :
+       {&img.pages, &img.read_pages, &img.thread_pages, &img.stack_pages, &img.stack_read_pages}) {
     for (const Vpn v : *pages) {
       // Memory too short for even this (a hostile min_free_kbytes): the
       // first task faults what is missing and meets the shortage itself.
@@ -1286,22 +1281,25 @@ World::Step World::touch_image(TaskExec& t) {
   const bool threaded = t.proc->threaded;
   const bool main_thread = t.task.pid == t.proc->tgid;
   Step s = Step::kNext;
+  const ImagePages& img = t.proc->image;
   if (!t.image_faulted) {
     // At its start: all it uses.
-    s = touch(t.proc->image_pages, true);
-    if (s == Step::kNext) s = touch(t.proc->image_thread_pages, threaded);
-    if (s == Step::kNext) s = touch(t.proc->image_read_pages, false);
-    if (s == Step::kNext && main_thread) s = touch(t.proc->stack_pages, true);
-    if (s == Step::kNext && main_thread) s = touch(t.proc->stack_read_pages, false);
+    s = touch(img.pages, true);
+    if (s == Step::kNext) s = touch(img.thread_pages, threaded);
+    if (s == Step::kNext) s = touch(img.read_pages, false);
+    if (s == Step::kNext && main_thread) s = touch(img.stack_pages, true);
+    if (s == Step::kNext && main_thread) s = touch(img.stack_read_pages, false);
   } else {
     // After a scan pass: what it keeps touching.
-    s = touch(t.proc->hot_pages, true);
-    if (s == Step::kNext && threaded) s = touch(t.proc->image_thread_pages, true);
-    if (s == Step::kNext && main_thread) s = touch(t.proc->main_hot_pages, true);
+    s = touch(img.hot_pages, true);
+    if (s == Step::kNext && threaded) s = touch(img.thread_pages, true);
+    if (s == Step::kNext && main_thread) s = touch(img.main_hot_pages, true);
   }
   if (s == Step::kNext) s = touch(t.own_image_pages, true);
-  if (s == Step::kNext) t.touch_image = false;
-  if (s == Step::kNext) t.image_faulted = true;
+  if (s == Step::kNext) {
+    t.touch_image = false;
+    t.image_faulted = true;
+  }
   return s;
 }
 
@@ -1404,13 +1402,7 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
   }
   std::vector<Vpn> own_pages = t.own_image_pages;  // fork: the child runs on the same stack
   if (!thread) {
-    child_proc->image_pages = t.proc->image_pages;
-    child_proc->image_read_pages = t.proc->image_read_pages;
-    child_proc->image_thread_pages = t.proc->image_thread_pages;
-    child_proc->stack_pages = t.proc->stack_pages;
-    child_proc->stack_read_pages = t.proc->stack_read_pages;
-    child_proc->hot_pages = t.proc->hot_pages;
-    child_proc->main_hot_pages = t.proc->main_hot_pages;
+    child_proc->image = t.proc->image;
     child_proc->threaded = t.proc->threaded;
     child_proc->aligned_heap_area = t.proc->aligned_heap_area;  // the parent's memory
   }
@@ -1439,7 +1431,7 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     // The first thread: from now on glibc takes its locks, in the bss.
     if (!t.proc->threaded) {
       t.proc->threaded = true;
-      for (const Vpn v : t.proc->image_thread_pages) {
+      for (const Vpn v : t.proc->image.thread_pages) {
         if (!t.proc->mm->pgtable().get(v).writable() && !fault(t, v, true)) return Step::kStopped;
       }
     }

@@ -142,24 +142,27 @@ class World final : public sim::EventHandler,
     uint32_t pid = 0;
     Tick done;
   };
+  // The pages of a process's image in use (data, bss, heap, [stack]).
+  struct ImagePages {
+    // Those its tasks write, those they only read (shared with mmsim-exec's
+    // collector, the first process's parent, until a write), and those
+    // they write once the process has threads (glibc's locks are taken
+    // then).
+    std::vector<Vpn> pages, read_pages, thread_pages;
+    // Those of [stack], which only the process's first task (its main
+    // thread) faults in: a thread runs on a stack of its own.
+    std::vector<Vpn> stack_pages, stack_read_pages;
+    // Those touched again after a scan pass marks them: by every task, and
+    // by the main thread only.
+    std::vector<Vpn> hot_pages, main_hot_pages;
+  };
   struct Process {
     uint32_t tgid = 0;
     std::shared_ptr<mm::Mm> mm;
     std::vector<Region> regions;
-    // The pages of its image every task of it keeps in use (data, bss,
-    // heap, the top of [stack]: see map_process_image): those its tasks
-    // write, those they only read (shared with mmsim-exec's collector, the
-    // first process's parent, until a write), and those they write once
-    // the process has threads (glibc's locks are taken then).
-    std::vector<Vpn> image_pages;
-    std::vector<Vpn> image_read_pages;
-    std::vector<Vpn> image_thread_pages;
-    // Those of [stack], which only the process's first task (its main
-    // thread) faults in: a thread runs on a stack of its own.
-    std::vector<Vpn> stack_pages, stack_read_pages;
-    // Those touched again after a scan pass marks them (see
-    // map_process_image): by every task, and by the main thread only.
-    std::vector<Vpn> hot_pages, main_hot_pages;
+    // The pages of its image its tasks keep in use (see map_process_image):
+    // copied whole by fork.
+    ImagePages image;
     bool threaded = false;  // it has created a thread
     // Its tasks' latest zero-fill faults, one a task, that may still be under way.
     std::vector<FaultInFlight> faults_in_flight;
