@@ -313,8 +313,13 @@ void Balancer::vma_set_access_pid_bit(uint32_t pid, mm::Vma& vma) {
 }
 
 void Balancer::scan_done(uint32_t pid, double scan_cost_ns) {
-  // task_numa_work: charge the scan 32 times over against the next scan's runtime.
-  task(pid).node_stamp_ns += static_cast<int64_t>(kScanOverheadFactor * scan_cost_ns);
+  // task_numa_work charges the scan 32 times over against the next scan's
+  // runtime, as far as sum_exec_runtime saw it: that moves only at
+  // update_curr, here the scheduler ticks inside the scan (it began at the
+  // tick that queued it). A scan shorter than a tick costs nothing.
+  const int64_t tick = cfg_.tick_ns();
+  const int64_t seen = static_cast<int64_t>(scan_cost_ns) / tick * tick;
+  task(pid).node_stamp_ns += kScanOverheadFactor * seen;
 }
 
 // do_numa_page, should_numa_migrate_memory -----------------------------------
@@ -519,10 +524,16 @@ bool Balancer::migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick 
 
 // task_numa_fault, task_numa_placement, update_task_scan_period ------------
 
-std::optional<NodeId> Balancer::task_numa_fault(uint32_t pid, const mm::Mm& mm,
+std::optional<NodeId> Balancer::task_numa_fault(uint32_t pid, CpuId cpu, const mm::Mm& mm,
                                                 uint32_t last_cpupid, NodeId mem_node,
                                                 NodeId cpu_node, int pages, uint32_t flags,
                                                 Tick now, int64_t runtime_ns) {
+  if (scan_sink_) {
+    const auto cpupid = last_cpupid == kCpupidUnset ? -1 : static_cast<int64_t>(last_cpupid);
+    scan_sink_(pid, cpu, now, "task_numa_fault",
+               fmt::format("last_cpupid={} mem_node={} pages={} flags=0x{:x}", cpupid, mem_node.v,
+                           pages, flags));
+  }
   // No statistics from a fault on a slow-tier page in tiering mode, or
   // from one without a cpupid: it says nothing about where the task runs.
   if (cfg_.promote_hot_threshold && !mm_.tiers().toptier(mem_node) &&
@@ -549,12 +560,19 @@ std::optional<NodeId> Balancer::task_numa_fault(uint32_t pid, const mm::Mm& mm,
     if (view_.task_node(pid).v != t.preferred_nid)
       move = NodeId(static_cast<uint16_t>(t.preferred_nid));
   };
+  const int64_t period_before = t.scan_period_ms;
+  const int64_t locality_before[3] = {t.locality[0], t.locality[1], t.locality[2]};
   if (cfg_.placement_every_fault) {
     task_numa_placement(pid, mm, now, runtime_ns);
     if (now > t.migrate_retry) migrate_preferred();
   } else if (now > t.migrate_retry) {
     task_numa_placement(pid, mm, now, runtime_ns);
     migrate_preferred();
+  }
+  if (scan_sink_ && t.scan_period_ms != period_before) {
+    scan_sink_(pid, cpu, now, "update_task_scan_period",
+               fmt::format("numa_scan_period={} remote={} local={} failed={}", t.scan_period_ms,
+                           locality_before[0], locality_before[1], locality_before[2]));
   }
   if (flags & kTnfMigrated) t.pages_migrated += static_cast<uint64_t>(pages);
   if (flags & kTnfMigrateFail) t.locality[2] += pages;

@@ -146,7 +146,12 @@ class Balancer {
   // for task `pid` on `cpu` at `now`. The events: task_numa_work (numa_scan_seq,
   // numa_scan_period, numa_preferred_nid, node_stamp) and task_numa_work_ret
   // for each call; change_prot_numa (vm_start, vm_end, start, end) and
-  // change_prot_numa_ret (updated) for each range it marks.
+  // change_prot_numa_ret (updated) for each range it marks; task_numa_fault
+  // (last_cpupid, mem_node, pages, flags: the kernel's TNF_* bits) for each
+  // hinting fault counted, as a kprobe on task_numa_fault shows it; and,
+  // the model's own (the kernel's is inlined), update_task_scan_period
+  // (numa_scan_period and the remote, local and failed counts it was
+  // computed from) each time a task's period changes.
   using ScanSink = std::function<void(uint32_t pid, CpuId cpu, Tick now, std::string_view event,
                                       std::string_view args)>;
   void set_scan_sink(ScanSink sink) { scan_sink_ = std::move(sink); }
@@ -173,11 +178,11 @@ class Balancer {
   // 3.8-4.18 rate limit), and a THP's: may this folio (by its head) go to
   // `target` now?
   bool migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick now);
-  // task_numa_fault after the migration attempt. Returns the node the
+  // task_numa_fault after the migration attempt, by task `pid` on `cpu`. Returns the node the
   // task should move to (numa_migrate_preferred), if any.
-  std::optional<NodeId> task_numa_fault(uint32_t pid, const mm::Mm& mm, uint32_t last_cpupid,
-                                        NodeId mem_node, NodeId cpu_node, int pages, uint32_t flags,
-                                        Tick now, int64_t runtime_ns);
+  std::optional<NodeId> task_numa_fault(uint32_t pid, CpuId cpu, const mm::Mm& mm,
+                                        uint32_t last_cpupid, NodeId mem_node, NodeId cpu_node,
+                                        int pages, uint32_t flags, Tick now, int64_t runtime_ns);
   // task_numa_migrate's score (task_weight/group_weight): 1000 x this task's (or group's) faults on
   // the node / total.
   int64_t task_weight(uint32_t pid, NodeId node) const;

@@ -958,8 +958,9 @@ bool World::wait_on_migration(TaskExec& t, Vpn vpn, Pfn pfn) {
 void World::finish_hint_fault(TaskExec& t, const numa::HintDecision& d, NodeId mem_node,
                               uint32_t flags) {
   if (d.pages == 0) return;  // a page of a PTE-mapped THP: nothing counted
-  const auto move = balancer_.task_numa_fault(t.task.pid, *t.proc->mm, d.last_cpupid, mem_node,
-                                              t.task.node, d.pages, flags, t.clock, runtime_ns(t));
+  const auto move =
+      balancer_.task_numa_fault(t.task.pid, t.task.cpu, *t.proc->mm, d.last_cpupid, mem_node,
+                                t.task.node, d.pages, flags, t.clock, runtime_ns(t));
   if (move) move_task(t, *move);
 }
 

@@ -115,7 +115,7 @@ struct NumaWorld {
   // One hinting fault's accounting (task_numa_fault) for a single page.
   void numa_fault(uint32_t pid, mm::Mm& mm, NodeId mem_node, NodeId cpu_node, uint32_t flags,
                   Tick now, uint32_t last_cpupid = kCpupidUnset) {
-    balancer.task_numa_fault(pid, mm, last_cpupid, mem_node, cpu_node, 1, flags, now, 0);
+    balancer.task_numa_fault(pid, CpuId(0), mm, last_cpupid, mem_node, cpu_node, 1, flags, now, 0);
   }
 
   MmWorld w;
@@ -182,6 +182,25 @@ TEST(NumaTick, BeforeTheStaggerANewThreadsFirstScanComesWithItsParents) {
   mm::Mm& mm = n.process(1);
   n.thread(2, mm, 1, 1);
   EXPECT_EQ(n.balancer.next_tick_runtime(2), n.balancer.next_tick_runtime(1));
+}
+
+TEST(NumaTick, AScanShorterThanATickDoesNotPutOffTheNextOne) {
+  // task_numa_work's 32x charge is of sum_exec_runtime's change, which only
+  // an update_curr (the next tick) would show.
+  NumaWorld n;
+  n.process(1);
+  const int64_t due = n.balancer.next_tick_runtime(1);
+  n.balancer.scan_done(1, 0.9 * static_cast<double>(enabled_config().tick_ns()));
+  EXPECT_EQ(n.balancer.next_tick_runtime(1), due);
+}
+
+TEST(NumaTick, AScanSpanningTicksPutsOffTheNextBy32TimesTheTicksItSpans) {
+  NumaWorld n;
+  n.process(1);
+  const int64_t tick = enabled_config().tick_ns();
+  const int64_t due = n.balancer.next_tick_runtime(1);
+  n.balancer.scan_done(1, 2.5 * static_cast<double>(tick));
+  EXPECT_EQ(n.balancer.next_tick_runtime(1), due + 32 * 2 * tick);
 }
 
 TEST(NumaScan, SkipsSharedCowPteWhenRuleEnabled) {

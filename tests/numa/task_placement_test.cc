@@ -55,9 +55,9 @@ struct PlacementWorld final : sched::Executor, TaskView {
   void faults_on(const sched::Task& t, NodeId node) {
     mm::Mm& mm = *t.mm;
     for (int i = 0; i < 6; ++i)
-      balancer.task_numa_fault(t.pid, mm, kCpupidUnset, node, t.node, 1, 0, seconds(1), 0);
+      balancer.task_numa_fault(t.pid, t.cpu, mm, kCpupidUnset, node, t.node, 1, 0, seconds(1), 0);
     ++mm.numa_scan_seq;
-    balancer.task_numa_fault(t.pid, mm, kCpupidUnset, node, t.node, 1, 0, seconds(2), 0);
+    balancer.task_numa_fault(t.pid, t.cpu, mm, kCpupidUnset, node, t.node, 1, 0, seconds(2), 0);
   }
   TaskMove migrate(const sched::Task& t, NodeId to) {
     return task_numa_migrate(balancer, sched, t.pid, to, [](uint32_t) { return true; });
