@@ -1178,18 +1178,22 @@ void World::map_process_image(Process& proc) {
     const char* name;
     // Its pages in use, one character a page from its start: 'w' written by
     // the process's tasks, 'r' only read (shared with the collector, which
-    // wrote it, from the fork on), 't' written once the process has a
-    // thread, '.' not in use. From /proc/PID/pagemap (present, exclusively
-    // mapped) and smaps of mmsim-exec's first task, one thread and with two
-    // more sweeping, and of its collector (Debian 12 host, 2026-12-05; the
-    // in-use counts as smaps showed them under numa02, 2026-12-03). Of
-    // these, a task touches again after a scan pass marks them only 'W'
-    // and 't' (every task: glibc's locks, two heap pages, and the page of
-    // [stack] that holds the executor's run state) and 'M' (the main
-    // thread's frames): the hinting faults a 6.1 guest took on image pages
-    // in validate/anon-migrate-threads.toml (kprobe on mpol_misplaced with
-    // the address; every other page faulted, if at all, once, as the run
-    // ended).
+    // wrote it, from the fork on), 't' written by the task that creates
+    // the process's first thread, '.' not in use. From /proc/PID/pagemap
+    // (present, exclusively mapped) and smaps of mmsim-exec's first task,
+    // one thread and with two more sweeping, and of its collector (Debian
+    // 12 host, 2026-12-05; the in-use counts as smaps showed them under
+    // numa02, 2026-12-03). Of these, a task touches again after a scan pass
+    // marks them only 'W' (every task: the page of [stack] that holds the
+    // executor's run state), 't' (every task: glibc's locks in the bss, and
+    // the two heap pages of the threads' state, which the executor
+    // allocates as it creates them) and 'M' (the main thread's frames): the
+    // hinting faults a 6.1 guest took on image pages in
+    // validate/anon-migrate-threads.toml (kprobes on mpol_misplaced, with
+    // the address, and task_numa_fault; every other page faulted, if at
+    // all, once, as the run ended). The heap pages were on the creator's
+    // node, not the one it started on, in each of three runs whose main
+    // thread pinned itself elsewhere before creating its threads.
     std::string_view use;
   };
   constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
@@ -1200,7 +1204,7 @@ void World::map_process_image(Process& proc) {
   static constexpr Image kImage[] = {
       {0x55b000, 3, kRw, "mmsim-exec data", "www"},
       {0x55f000, 6, kRw, "mmsim-exec bss", "t...ww"},
-      {0x1000000, 34, kRw, "[heap]", "wr.................WwWrrrrr......."},
+      {0x1000000, 34, kRw, "[heap]", "wr.................twtrrrrr......."},
       {0x7ffffffde000, 33, kRw, "[stack]", "............rr..............MWrrr"},
   };
   auto map = [&](const Image& i) {
