@@ -291,6 +291,7 @@ double Controller::begin_move(mm::Mm& mm, uint32_t to) {
       dst.move_charge_at_immigrate == 0) {
     return cost;
   }
+  mm_.lru_add_drain_all();  // mem_cgroup_move_charge: every page on its LRU first
   // mem_cgroup_count_precharge: walk the mm's page tables for movable pages.
   for (const auto& vp : mm.vmas()) {
     const mm::Vma& vma = *vp;

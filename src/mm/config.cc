@@ -160,6 +160,23 @@ std::span<const Switch<MmConfig>> mm_switches() {
        [](const MmConfig& c) { return static_cast<int64_t>(c.anon_fault_active); },
        [](MmConfig& c, int64_t v) { c.anon_fault_active = v != 0; }},
       {{.section = "kernel",
+        .key = "lru_add_batch",
+        .kind = SwitchKind::kInt,
+        .doc = "folios in a CPU's lru_add batch (PAGEVEC_SIZE, mm/swap.c folio_add_lru): a new "
+               "small folio waits there, off the LRU (so NUMA balancing cannot isolate it) and "
+               "with the batch's reference (so 5.17-6.9's change_prot_numa skips it), until the "
+               "batch fills, a large folio is added, or lru_add_drain runs on that CPU (munmap, "
+               "MADV_DONTNEED, exit, reclaim) or on all (khugepaged's scan): 14 up to 4.15, 15 "
+               "from 4.16 (include/linux/pagevec.h), 31 in 6.12 (the change came after 6.6; its "
+               "release is not checked); 0: each folio goes on its LRU at once",
+        .default_value = 31,
+        .presets = {{.until = {4, 15}, .value = 14},
+                    {.from = {4, 16}, .until = {6, 11}, .value = 15}},
+        .lo = 0,
+        .hi = 255},
+       [](const MmConfig& c) { return c.lru_add_batch; },
+       [](MmConfig& c, int64_t v) { c.lru_add_batch = v; }},
+      {{.section = "kernel",
         .key = "memory_tiers",
         .kind = SwitchKind::kChoice,
         .doc = "how nodes form memory tiers: none; cpu-nodes (CPU-less nodes below nodes with "

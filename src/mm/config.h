@@ -96,6 +96,11 @@ struct MmConfig {
   // New anonymous folios start on the active list (before 5.9) or the
   // inactive one (lru_cache_add_inactive_or_unevictable).
   bool anon_fault_active = false;
+  // The per-CPU lru_add folio batch (PAGEVEC_SIZE): a new small folio waits
+  // there, off the LRU and with a reference of the batch's, until the batch
+  // fills, a large folio comes, or an lru_add_drain; 0 puts each on its LRU
+  // at once.
+  int64_t lru_add_batch = 31;
   // How nodes form memory tiers, and whether reclaim demotes to the next.
   TierRule memory_tiers = TierRule::kHmat;
   bool demotion_enabled = false;

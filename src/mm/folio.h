@@ -26,19 +26,20 @@ namespace mmsim::mm {
 struct Folio {
   enum : uint16_t {
     kAnon = 1,
-    kLocked = 2,         // PG_locked
-    kDirty = 4,          // PG_dirty
-    kLru = 8,            // on an LRU list (PG_lru)
-    kMlocked = 16,       // PG_mlocked (its LRU list is the unevictable one)
-    kUptodate = 32,      // PG_uptodate
-    kShmem = 64,         // page cache of a shmem inode (MAP_SHARED|MAP_ANONYMOUS)
-    kInUse = 128,        // allocated (not on the free list)
-    kReadahead = 256,    // PG_readahead: a fault on it starts the next readahead window
-    kActive = 512,       // PG_active: on an active LRU list
-    kReferenced = 1024,  // PG_referenced: seen referenced once by reclaim or an access
-    kWorkingset = 2048,  // PG_workingset: part of the workingset (refaulted, or was active)
-    kSwapCache = 4096,   // PG_swapcache: an anonymous folio with a swap slot
-    kTail = 8192,        // a tail page of a large folio (PageTail): only mapcount is its own
+    kLocked = 2,          // PG_locked
+    kDirty = 4,           // PG_dirty
+    kLru = 8,             // on an LRU list (PG_lru)
+    kMlocked = 16,        // PG_mlocked (its LRU list is the unevictable one)
+    kUptodate = 32,       // PG_uptodate
+    kShmem = 64,          // page cache of a shmem inode (MAP_SHARED|MAP_ANONYMOUS)
+    kInUse = 128,         // allocated (not on the free list)
+    kReadahead = 256,     // PG_readahead: a fault on it starts the next readahead window
+    kActive = 512,        // PG_active: on an active LRU list
+    kReferenced = 1024,   // PG_referenced: seen referenced once by reclaim or an access
+    kWorkingset = 2048,   // PG_workingset: part of the workingset (refaulted, or was active)
+    kSwapCache = 4096,    // PG_swapcache: an anonymous folio with a swap slot
+    kTail = 8192,         // a tail page of a large folio (PageTail): only mapcount is its own
+    kLruBatched = 16384,  // in a CPU's lru_add batch (its CPU in lru_prev), not yet on a list
   };
   NodeId node;
   uint16_t flags = 0;

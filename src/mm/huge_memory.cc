@@ -114,7 +114,7 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
   vmstat_.add(Vm::nr_anon_transparent_hugepages);
   vmstat_.add(Vm::thp_fault_alloc);
   if (config_.anon_fault_active) f.flags |= Folio::kActive;
-  lru_.add(*pfn);
+  folio_add_lru(*pfn, ctx.cpu);  // a large folio: the CPU's batch goes on the LRU with it
   Pte pmd;
   pmd.pfn = pfn->v;
   pmd.flags = Pte::kPresent | Pte::kYoung | Pte::kDirty | Pte::kWrite;

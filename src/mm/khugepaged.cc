@@ -60,6 +60,7 @@ MemoryManager::KhugepagedStep MemoryManager::khugepaged_run() {
   Khugepaged& k = khugepaged_;
   KhugepagedStep step;
   if (!k.in_pass) {
+    lru_add_drain_all();  // khugepaged_do_scan
     k.in_pass = true;
     k.progress = 0;
     k.pass_through_head = 0;

@@ -19,6 +19,7 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
       config_(config),
       folios_(topo, vmstat_),
       lru_(folios_, vmstat_, topo.nr_nodes()),
+      lru_batch_(topo.nr_cpus()),
       cache_(topo, costs),
       tiers_(topo, config.memory_tiers) {
   // The counters this kernel's /proc/vmstat has.
@@ -386,10 +387,56 @@ double MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool wr
   return memcg_ns;
 }
 
+void MemoryManager::folio_add_lru(Pfn pfn, CpuId cpu) {
+  Folio& f = folios_.folio(pfn);
+  const auto size = static_cast<size_t>(config_.lru_add_batch);
+  if (size == 0 || cpu.v >= lru_batch_.size()) {
+    lru_.add(pfn);
+    return;
+  }
+  // folio_batch_add_and_move: in the batch (with a reference), and the
+  // whole batch onto the LRU when it is full or the folio is large.
+  std::vector<uint32_t>& batch = lru_batch_[cpu.v];
+  f.flags |= Folio::kLruBatched;
+  f.lru_prev = cpu.v;
+  batch.push_back(pfn.v);
+  if (batch.size() >= size || f.order() > 0) lru_add_drain(cpu);
+}
+
+void MemoryManager::lru_add_drain(CpuId cpu) {
+  if (cpu.v >= lru_batch_.size()) return;
+  std::vector<uint32_t>& batch = lru_batch_[cpu.v];
+  for (const uint32_t p : batch) {
+    Folio& f = folios_.folio(Pfn(p));
+    f.flags &= static_cast<uint16_t>(~Folio::kLruBatched);
+    f.lru_prev = Lruvec::kNil;
+    lru_.add(Pfn(p));
+  }
+  batch.clear();
+}
+
+void MemoryManager::lru_add_drain_all() {
+  for (size_t c = 0; c < lru_batch_.size(); ++c) lru_add_drain(CpuId(static_cast<uint16_t>(c)));
+}
+
+void MemoryManager::lru_remove(Pfn pfn) {
+  Folio& f = folios_.folio(pfn);
+  if (f.test(Folio::kLru)) {
+    lru_.del(pfn);
+  } else if (f.test(Folio::kLruBatched)) {
+    // Freed while its batch holds it: the batch lets it go (the kernel
+    // frees it as the batch drains; nothing else sees it meanwhile).
+    std::vector<uint32_t>& batch = lru_batch_[f.lru_prev];
+    batch.erase(std::find(batch.begin(), batch.end(), pfn.v));
+    f.flags &= static_cast<uint16_t>(~Folio::kLruBatched);
+    f.lru_prev = Lruvec::kNil;
+  }
+}
+
 void MemoryManager::set_lru_flags(Pfn pfn, uint16_t flags) {
   Folio& f = folios_.folio(pfn);
   if (!f.test(Folio::kLru)) {
-    f.flags = flags;
+    f.flags = static_cast<uint16_t>(flags | (f.flags & Folio::kLruBatched));
     return;
   }
   lru_.relist(pfn, [&](Folio& g) { g.flags = static_cast<uint16_t>(flags & ~Folio::kLru); });
@@ -483,8 +530,8 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
 void MemoryManager::free_anon_folio(Pfn pfn) {
   Folio& f = folios_.folio(pfn);
   if (f.test(Folio::kSwapCache)) swap_cache_del(pfn);
-  if (f.test(Folio::kLru)) lru_.del(pfn);  // not when isolated for migration
-  if (f.test(Folio::kMlocked)) {           // its last mapping was not VM_LOCKED
+  lru_remove(pfn);                // not on a list when isolated for migration
+  if (f.test(Folio::kMlocked)) {  // its last mapping was not VM_LOCKED
     vmstat_.add(Vm::nr_mlock, -static_cast<int64_t>(f.nr_pages()));
     f.flags &= static_cast<uint16_t>(~Folio::kMlocked);
   }
@@ -554,7 +601,7 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
       workingset_refault(f, sh->second);
       file.shadows.erase(sh);
     }
-    lru_.add(*pfn);
+    folio_add_lru(*pfn, ctx.cpu);
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);
     cost.sys_ns += costs_.page_alloc_ns;
@@ -675,7 +722,7 @@ MemoryManager::NewFolio MemoryManager::new_anon_folio(Vma& vma, Vpn vpn, const F
   Folio& f = folios_.folio(*pfn);  // after the charge's reclaim
   vmstat_.add(Vm::nr_anon_pages);
   if (config_.anon_fault_active) f.flags |= Folio::kActive;
-  lru_.add(*pfn);  // folio_add_lru_vma
+  folio_add_lru(*pfn, ctx.cpu);  // folio_add_lru_vma
   n.pfn = pfn;
   return n;
 }
@@ -1132,6 +1179,7 @@ MmResult MemoryManager::munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
   for (auto it = mm.first_vma_ending_after(start); it != mm.vmas().end() && (*it)->start < end;
        ++it)
     gone.push_back(it->get());
+  if (!gone.empty()) lru_add_drain(cpu);  // unmap_region
   for (Vma* v : gone) {
     const Zapped z = zap_range(mm, *v, v->start, v->end);
     zapped += z.ptes;
@@ -1182,6 +1230,7 @@ MmResult MemoryManager::madvise_dontneed(Mm& mm, Vpn start, uint64_t pages, CpuI
   }
   uint64_t zapped = 0;
   double memcg_ns = 0;
+  lru_add_drain(cpu);  // zap_page_range_single
   for (const auto& v : mm.vmas()) {
     if (v->end <= start || v->start >= end) continue;
     const Zapped z = zap_range(mm, *v, std::max(v->start, start), std::min(v->end, end));
@@ -1414,6 +1463,7 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
 OpCost MemoryManager::exit_mmap(Mm& mm, CpuId cpu) {
   OpCost cost;
   khugepaged_exit(mm);  // before the mappings go (mmput)
+  lru_add_drain(cpu);
   uint64_t zapped = 0;
   double memcg_ns = 0;
   for (auto& v : mm.vmas_mut()) {
@@ -1450,7 +1500,7 @@ std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
       mm->revoke(vpn, Vpn(vpn.v + 1));
     }
   }
-  if (f.test(Folio::kLru)) lru_.del(pfn);  // reclaim has isolated it already
+  lru_remove(pfn);  // reclaim has isolated it already
   AddressSpace& file = *files_[f.mapping];
   file.store(f.index(), AddressSpace::kNone);
   file.shadows[f.index()] = workingset_eviction(f);
@@ -1860,7 +1910,7 @@ MemoryManager::Fault MemoryManager::do_swap_page(Mm& mm, Vma& vma, Vpn vpn, Pte 
     Folio& f = folios_.folio(*p);  // after the charge's reclaim
     vmstat_.add(Vm::nr_anon_pages);
     workingset_refault(f, swap_->slot(slot).shadow);
-    lru_.add(*p);
+    folio_add_lru(*p, ctx.cpu);
     swap_->slot(slot).cache = p->v;
     swap_slot_of_[p->v] = slot;
     vmstat_.add(Vm::pswpin);
@@ -1994,9 +2044,15 @@ std::vector<std::string> MemoryManager::check_invariants() const {
       unowned += nr;
       continue;
     }
-    // Off the LRU only while isolated for migration (PG_locked here).
-    if (!f.test(Folio::kLru) && !f.test(Folio::kLocked))
+    // Off the LRU only while isolated for migration (PG_locked here) or
+    // waiting in a CPU's lru_add batch.
+    if (!f.test(Folio::kLru) && !f.test(Folio::kLocked) && !f.test(Folio::kLruBatched))
       err("folio " + std::to_string(p) + " is on no LRU list");
+    if (f.test(Folio::kLruBatched)) {
+      const auto& batch = lru_batch_.at(f.lru_prev);
+      if (std::find(batch.begin(), batch.end(), p) == batch.end())
+        err("folio " + std::to_string(p) + " is not in the lru_add batch of its CPU");
+    }
     if (f.test(Folio::kAnon)) {
       anon += nr;
       // One under migration is freed when the migration ends; one in the

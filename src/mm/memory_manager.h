@@ -461,6 +461,16 @@ class MemoryManager {
   // against PTEs, page cache and node accounting. Returns the violations.
   std::vector<std::string> check_invariants() const;
 
+  // folio_add_lru from `cpu`: a small folio waits in that CPU's lru_add
+  // batch (config lru_add_batch) until the batch fills; a large one, or the
+  // one that fills it, puts the whole batch on its LRU lists.
+  void folio_add_lru(Pfn pfn, CpuId cpu);
+  // lru_add_drain: `cpu`'s batch onto the LRU; lru_add_drain_all: every CPU's.
+  void lru_add_drain(CpuId cpu);
+  void lru_add_drain_all();
+  // Off its LRU list or out of its batch, as it is freed.
+  void lru_remove(Pfn pfn);
+
   VmStat& vmstat() { return vmstat_; }
   const VmStat& vmstat() const { return vmstat_; }
   // PTE tables of every live mm: each costs the host about 4.2 KB.
@@ -642,6 +652,7 @@ class MemoryManager {
   VmStat vmstat_;
   FolioAllocator folios_;
   LruSet lru_;
+  std::vector<std::vector<uint32_t>> lru_batch_;  // by CPU: folios not yet on the LRU
   cost::CacheModel cache_;
   MemoryTiers tiers_;
   std::vector<std::unique_ptr<AddressSpace>> files_;

@@ -20,13 +20,15 @@ bool shared(const SkipContext& c) { return c.folio->mapcount != 1; }
 // the tasks sharing it fight over its node.
 // Before 5.17 and from 6.10 that is its mapcount (folio_likely_mapped_shared
 // for a small folio); in 5.17-6.9 its reference count: the mappings, plus the
-// page cache's or the swap cache's own reference (pins are not modelled).
+// page cache's or the swap cache's own reference, and a CPU's lru_add batch's
+// (pins are not modelled).
 bool shared_cow(const SkipContext& c) {
   if (!c.vma.is_cow_mapping()) return false;
   const mm::Folio& f = *c.folio;
   if (!c.refcount) return f.mapcount != 1;
   const bool cached = !f.test(mm::Folio::kAnon) || f.test(mm::Folio::kSwapCache);
-  return f.mapcount + (cached ? 1 : 0) != 1;
+  const bool batched = f.test(mm::Folio::kLruBatched);
+  return f.mapcount + (cached ? 1 : 0) + (batched ? 1 : 0) != 1;
 }
 
 // A dirty page of a file's page cache (page_is_file_cache: shmem pages are

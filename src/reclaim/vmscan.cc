@@ -333,6 +333,7 @@ uint64_t Vmscan::shrink_list(LruList l, uint64_t n, uint32_t memcg, NodeId node,
 }
 
 void Vmscan::shrink_lruvec(uint32_t memcg, NodeId node, ScanControl& sc) {
+  mm_.lru_add_drain(sc.cpu);  // shrink_{active,inactive}_list: this CPU's batch first
   mm::Lruvec& vec = mm_.lru().lruvec(memcg, node);
   std::array<uint64_t, 4> nr = get_scan_count(vec, node, sc);
   const std::array<uint64_t, 4> targets = nr;

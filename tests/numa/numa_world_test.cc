@@ -263,7 +263,9 @@ TEST(NumaMigration, AnAnonymousPageUnmappedWhileItMigratesIsFreedOnceByTheMigrat
   // threads' staggered first scans) are chosen so that, with the default
   // costs, hinting-fault migrations are in flight while the threads drop the
   // page in some of the seeds (their noise decides which): every seed must
-  // free every page, and some must have migrated.
+  // free every page, and some must have migrated. Each new page goes on the
+  // LRU at once: from a CPU's lru_add batch a page so soon dropped would
+  // rarely be isolated.
   int64_t migrated = 0;
   for (int seed = 1; seed <= 24; ++seed) {
     auto ran = run_text(R"(
@@ -273,6 +275,7 @@ preset = "2s-16c"
 numa_balancing_scan_delay_ms = 2
 numa_balancing_scan_period_min_ms = 2
 numa_balancing_scan_size_mb = 1
+lru_add_batch = 0
 [[files]]
 name = "f1"
 size = "2048KiB"

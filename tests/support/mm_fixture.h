@@ -28,12 +28,14 @@ inline topo::MachineSpec small_machine(uint64_t pages_per_node = 4096) {
 }
 
 // The mm switches most tests assume: 64 KiB fault-around (3.15+), 128 KiB
-// readahead, base-page page-cache folios (before 6.16).
+// readahead, base-page page-cache folios (before 6.16), and each new folio
+// on its LRU at once (no lru_add batch: the tests of the batch ask for one).
 inline mm::MmConfig test_mm_config() {
   mm::MmConfig c;
   c.fault_around_kb = 64;
   c.read_ahead_kb = 128;
   c.pagecache_folio_kb = 0;
+  c.lru_add_batch = 0;
   return c;
 }
 
