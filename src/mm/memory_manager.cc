@@ -427,7 +427,9 @@ void MemoryManager::lru_remove(Pfn pfn) {
     // Freed while its batch holds it: the batch lets it go (the kernel
     // frees it as the batch drains; nothing else sees it meanwhile).
     std::vector<uint32_t>& batch = lru_batch_[f.lru_prev];
-    batch.erase(std::find(batch.begin(), batch.end(), pfn.v));
+    const auto it = std::find(batch.begin(), batch.end(), pfn.v);
+    check(it != batch.end(), "a batched folio missing from its CPU's lru_add batch");
+    batch.erase(it);
     f.flags &= static_cast<uint16_t>(~Folio::kLruBatched);
     f.lru_prev = Lruvec::kNil;
   }
