@@ -403,13 +403,19 @@ void MemoryManager::folio_add_lru(Pfn pfn, CpuId cpu) {
   if (batch.size() >= size || f.order() > 0) lru_add_drain(cpu);
 }
 
+namespace {
+// Out of its CPU's batch: lru_prev is its list link again.
+void unbatch(Folio& f) {
+  f.flags &= static_cast<uint16_t>(~Folio::kLruBatched);
+  f.lru_prev = Lruvec::kNil;
+}
+}  // namespace
+
 void MemoryManager::lru_add_drain(CpuId cpu) {
   if (cpu.v >= lru_batch_.size()) return;
   std::vector<uint32_t>& batch = lru_batch_[cpu.v];
   for (const uint32_t p : batch) {
-    Folio& f = folios_.folio(Pfn(p));
-    f.flags &= static_cast<uint16_t>(~Folio::kLruBatched);
-    f.lru_prev = Lruvec::kNil;
+    unbatch(folios_.folio(Pfn(p)));
     lru_.add(Pfn(p));
   }
   batch.clear();
@@ -430,8 +436,7 @@ void MemoryManager::lru_remove(Pfn pfn) {
     const auto it = std::find(batch.begin(), batch.end(), pfn.v);
     check(it != batch.end(), "a batched folio missing from its CPU's lru_add batch");
     batch.erase(it);
-    f.flags &= static_cast<uint16_t>(~Folio::kLruBatched);
-    f.lru_prev = Lruvec::kNil;
+    unbatch(f);
   }
 }
 

@@ -1433,7 +1433,8 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     // backed its scan period off: local + shared = 0.) A fresh anonymous
     // page: only a kill stops the fault.
     if (!fault(t, own_pages.front(), true)) return Step::kStopped;
-    // The first thread: from now on glibc takes its locks, in the bss.
+    // The first thread: from now on glibc takes its locks, in the bss, and
+    // the executor has written its threads' state in the heap.
     if (!t.proc->threaded) {
       t.proc->threaded = true;
       for (const Vpn v : t.proc->image.thread_pages) {

@@ -145,9 +145,9 @@ class World final : public sim::EventHandler,
   // The pages of a process's image in use (data, bss, heap, [stack]).
   struct ImagePages {
     // Those its tasks write, those they only read (shared with mmsim-exec's
-    // collector, the first process's parent, until a write), and those
-    // they write once the process has threads (glibc's locks are taken
-    // then).
+    // collector, the first process's parent, until a write), and those the
+    // creator of its first thread writes (glibc's locks, taken from then
+    // on, and the executor's state for its threads).
     std::vector<Vpn> pages, read_pages, thread_pages;
     // Those of [stack], which only the process's first task (its main
     // thread) faults in: a thread runs on a stack of its own.
