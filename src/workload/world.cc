@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ostream>
+#include <span>
 #include <utility>
 
 #include "numa/task_placement.h"
@@ -18,6 +19,13 @@
 namespace mmsim::workload {
 
 namespace {
+
+// Whether ops, or the body of a loop among them, hold a count op.
+bool counts_anything(const std::vector<Op>& ops) {
+  return std::any_of(ops.begin(), ops.end(), [](const Op& op) {
+    return op.kind == OpKind::kCount || counts_anything(op.body);
+  });
+}
 
 bool is_pure(const Op& op) { return op.kind == OpKind::kSweep || op.kind == OpKind::kCount; }
 
@@ -250,6 +258,7 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   t.slices = slices;
   if (parent_pid) t.mempolicy = exec(parent_pid).mempolicy;  // copied by fork and clone
   t.counters.assign(workload_.counters.size(), 0);
+  t.counts = counts_anything(workload_.programs[program].ops);
   t.stack.push_back(Frame{&workload_.programs[program].ops, 0, nullptr, 0, Tick()});
   t.noise_rng = sim::noise_stream(config_.seed, pid);
   ++mm.users;
@@ -958,6 +967,7 @@ bool World::wait_on_migration(TaskExec& t, Vpn vpn, Pfn pfn) {
 void World::finish_hint_fault(TaskExec& t, const numa::HintDecision& d, NodeId mem_node,
                               uint32_t flags) {
   if (d.pages == 0) return;  // a page of a PTE-mapped THP: nothing counted
+  balancer_.trace_misplaced(t.task.pid, t.task.cpu, t.clock, d.vpn);
   const auto move =
       balancer_.task_numa_fault(t.task.pid, t.task.cpu, *t.proc->mm, d.last_cpupid, mem_node,
                                 t.task.node, d.pages, flags, t.clock, runtime_ns(t));
@@ -1273,7 +1283,7 @@ std::shared_ptr<World::Process> World::make_collector() {
 
 World::Step World::touch_image(TaskExec& t) {
   mm::Mm& mm = *t.proc->mm;
-  auto touch = [&](const std::vector<Vpn>& pages, bool write) {
+  auto touch = [&](std::span<const Vpn> pages, bool write) {
     for (const Vpn v : pages) {
       const mm::Pte pte = mm.pgtable().get(v);
       if (write ? pte.writable() : pte.accessible()) continue;
@@ -1301,6 +1311,11 @@ World::Step World::touch_image(TaskExec& t) {
     if (s == Step::kNext && main_thread) s = touch(img.main_hot_pages, true);
   }
   if (s == Step::kNext) s = touch(t.own_image_pages, true);
+  if (s == Step::kNext) s = make_thread_arena(t);
+  // The arena's first page: heap_info, the arena's state, and the
+  // executor's counters, which its count ops write.
+  if (s == Step::kNext && t.arena_page && (!t.image_faulted || t.counts))
+    s = touch(std::span<const Vpn>(&*t.arena_page, 1), true);
   if (s == Step::kNext) {
     t.touch_image = false;
     t.image_faulted = true;
@@ -1329,14 +1344,35 @@ bool World::map_thread_image(Process& proc, CpuId cpu, std::vector<Vpn>* pages, 
   const mm::MmResult s = mm_.mmap(mm, stack, cpu);
   if (s.error != mm::MmError::kOk) return false;
   mm_.mprotect(mm, Vpn(s.addr.v + 1), stack.pages - 1, kRw);
-  // The thread's malloc arena (new_heap), SIMPLIFICATION: made with the
-  // stack, not at the thread's first malloc. First 64 MiB at the hint a
-  // past arena left (aligned_heap_area, cleared by the try), kept if it
-  // comes back 64 MiB-aligned; else a 128 MiB PROT_NONE mapping trimmed to
-  // the 64 MiB-aligned 64 MiB inside it (HEAP_MAX_SIZE), which leaves the
-  // hint when the mapping was aligned already (likely without address
+  // In use: the stack's top 2 pages (smaps, as for the process image).
+  pages->assign({Vpn(s.addr.v + stack.pages - 1), Vpn(s.addr.v + stack.pages - 2)});
+  *block = s.addr;
+  return true;
+}
+
+World::Step World::make_thread_arena(TaskExec& t) {
+  if (!t.needs_arena) return Step::kNext;
+  if (t.clock > horizon()) return Step::kYield;
+  t.needs_arena = false;
+  t.arena_page = map_thread_arena(t);
+  return Step::kNext;
+}
+
+std::optional<Vpn> World::map_thread_arena(TaskExec& t) {
+  Process& proc = *t.proc;
+  mm::Mm& mm = *proc.mm;
+  const CpuId cpu = t.task.cpu;
+  mm::OpCost cost;
+  // glibc 2.36's new_heap, at the thread's first malloc (mmsim-exec's
+  // first message, as the thread starts): first 64 MiB at the hint a past
+  // arena left (aligned_heap_area, cleared by the try), kept if it comes
+  // back 64 MiB-aligned; else a 128 MiB PROT_NONE mapping trimmed to the
+  // 64 MiB-aligned 64 MiB inside it (HEAP_MAX_SIZE), which leaves the hint
+  // when the mapping was aligned already (likely without address
   // randomisation: a guest's arenas lay 64 MiB apart then). Its first
-  // 132 KiB are made writable.
+  // 132 KiB are made writable. The trim's munmap drains the lru_add batch
+  // of the CPU the thread starts on.
+  constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
   constexpr uint64_t kHeapMax = (64u << 20) >> kPageShift;
   mm::MmapArgs arena;
   arena.name = "thread arena";
@@ -1345,32 +1381,34 @@ bool World::map_thread_image(Process& proc, CpuId cpu, std::vector<Vpn>* pages, 
     arena.addr = hint;
     arena.pages = kHeapMax;
     const mm::MmResult h = mm_.mmap(mm, arena, cpu);
+    cost += h.cost;
     if (h.error == mm::MmError::kOk && h.addr.v % kHeapMax == 0) {
       lo = h.addr.v;
     } else if (h.error == mm::MmError::kOk) {
-      mm_.munmap(mm, h.addr, kHeapMax, cpu);
+      cost += mm_.munmap(mm, h.addr, kHeapMax, cpu).cost;
     }
   }
   if (!lo) {
     arena.addr.reset();
     arena.pages = 2 * kHeapMax;
     const mm::MmResult a = mm_.mmap(mm, arena, cpu);
-    if (a.error != mm::MmError::kOk) return false;
-    lo = (a.addr.v + kHeapMax - 1) / kHeapMax * kHeapMax;
-    if (*lo > a.addr.v) {
-      mm_.munmap(mm, a.addr, *lo - a.addr.v, cpu);
-    } else {
-      proc.aligned_heap_area = Vpn(*lo + kHeapMax);
+    cost += a.cost;
+    if (a.error == mm::MmError::kOk) {
+      lo = (a.addr.v + kHeapMax - 1) / kHeapMax * kHeapMax;
+      if (*lo > a.addr.v) {
+        cost += mm_.munmap(mm, a.addr, *lo - a.addr.v, cpu).cost;
+      } else {
+        proc.aligned_heap_area = Vpn(*lo + kHeapMax);
+      }
+      cost += mm_.munmap(mm, Vpn(*lo + kHeapMax), a.addr.v + kHeapMax - *lo, cpu).cost;
     }
-    mm_.munmap(mm, Vpn(*lo + kHeapMax), a.addr.v + kHeapMax - *lo, cpu);
   }
-  mm_.mprotect(mm, Vpn(*lo), (132u << 10) >> kPageShift, kRw);
-  // In use: the stack's top 2 pages (smaps, as for the process image). The
-  // arena stays empty: a 6.1 guest's scan trace found a page in 1 of 8 (a
-  // thread that never calls malloc never writes its heap_info).
-  pages->assign({Vpn(s.addr.v + stack.pages - 1), Vpn(s.addr.v + stack.pages - 2)});
-  *block = s.addr;
-  return true;
+  // No room (vm.max_map_count): malloc takes an arena already made
+  // (reused_arena), SIMPLIFICATION: with no page of its own touched.
+  if (lo) cost += mm_.mprotect(mm, Vpn(*lo), (132u << 10) >> kPageShift, kRw).cost;
+  charge_sys(t, cost);
+  if (!lo) return std::nullopt;
+  return Vpn(*lo);
 }
 
 void World::release_thread_stack(TaskExec& t) {
@@ -1444,7 +1482,10 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
   }
   const uint32_t child = spawn(t.task.pid, child_proc, op.program, t.clock, t.cursor, op.count);
   exec(child).own_image_pages = std::move(own_pages);
-  if (thread) exec(child).stack_block = stack_block;
+  if (thread) {
+    exec(child).stack_block = stack_block;
+    exec(child).needs_arena = true;
+  }
   ++t.live_children;
   ++t.cursor;
   return Step::kContinue;
@@ -1801,6 +1842,11 @@ void World::run_task(TaskExec& t) {
         return;
       }
       sched_.renew_slice(cpu, t.clock);
+    }
+    if (t.needs_arena && t.cursor == 0 && !workload_.image_in_use) {
+      if (make_thread_arena(t) == Step::kYield) schedule_run(t, t.clock);
+      if (t.needs_arena) return;
+      continue;
     }
     if (t.touch_image && t.cursor == 0 && workload_.image_in_use) {
       const Step s = touch_image(t);

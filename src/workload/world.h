@@ -247,6 +247,11 @@ class World final : public sim::EventHandler,
     // A thread's stack block (its guard page first), which glibc hands back
     // to the kernel, all but the top, when the thread ends.
     std::optional<Vpn> stack_block;
+    // A thread makes its malloc arena at its first malloc, as it starts
+    // (needs_arena until then); the arena's first page, if it got one.
+    bool needs_arena = false;
+    std::optional<Vpn> arena_page;
+    bool counts = false;  // its program has a count op (writes its counters)
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
   enum EventKind : uint32_t {
@@ -279,6 +284,12 @@ class World final : public sim::EventHandler,
   // False if the mm has no room for them (vm.max_map_count); else the
   // thread's pages in use in *pages and its stack block's start in *block.
   bool map_thread_image(Process& proc, CpuId cpu, std::vector<Vpn>* pages, Vpn* block);
+  // The thread's malloc arena, on the CPU it runs on (glibc's new_heap,
+  // see world.cc): its first page, or nullopt if the mm has no room.
+  std::optional<Vpn> map_thread_arena(TaskExec& t);
+  // Makes it if the task still needs one; kYield if it must wait for
+  // the other tasks to reach its clock.
+  Step make_thread_arena(TaskExec& t);
   // glibc's advise_stack_range for a thread that ends while others run on:
   // MADV_DONTNEED from its stack block's start to 16 KiB
   // (PTHREAD_STACK_MIN) below the page its last frame is in.
