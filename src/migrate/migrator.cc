@@ -140,7 +140,7 @@ void Migrator::end_pass(Migration& m) {
     if (mm_.config().promote_stats && !tiers.toptier(from) && tiers.toptier(m.target))
       mm_.vmstat().add(mm::Vm::pgpromote_success, nr);
     mm_.migrate_remap(m.folio, m.new_folio);
-    mm_.migrate_folio_finish(m.folio, m.new_folio);
+    mm_.migrate_folio_finish(m.folio, m.new_folio, m.cpu, true);  // mapped: see above
     count_migrated();
   } else {
     mm_.migrate_remap(m.folio, m.folio);
@@ -165,7 +165,9 @@ void Migrator::finish(Migration& m, Tick now, bool retry) {
   mm::Folio& f = mm_.folios().folio(page);
   f.flags &= static_cast<uint16_t>(~mm::Folio::kLocked);
   if (!m.success) {
-    mm_.lru().add(m.folio);  // putback_movable_pages: back on its LRU list
+    // putback_movable_pages (folio_putback_lru): back through the CPU's
+    // lru_add batch, where it waits until that batch drains.
+    mm_.folio_add_lru(m.folio, m.cpu);
     // migrate_misplaced_transhuge_page counts only a failed allocation here
     // (its refusals are the caller's; a lost race counts nothing).
     if (!f.large() || !config_.thp_legacy || m.nomem)

@@ -1704,7 +1704,7 @@ MemoryManager::MigrateStep MemoryManager::migrate_remap(Pfn from, Pfn to) {
   return s;
 }
 
-void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
+void MemoryManager::migrate_folio_finish(Pfn from, Pfn to, CpuId cpu, bool was_mapped) {
   Folio& old = folios_.folio(from);
   Folio& f = folios_.folio(to);
   const NodeId node = f.node;
@@ -1735,7 +1735,10 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to) {
     swap_->slot(slot).cache = to.v;
   }
   if (memcg_) memcg_->migrate(from, to, f);
-  lru_.add(to);  // the new folio goes on the LRU in the old one's place
+  // The new folio goes on the LRU in the old one's place; with the old one
+  // mapped, the CPU's batch follows it there.
+  lru_.add(to);
+  if (was_mapped) lru_add_drain(cpu);
   old.mapcount = 0;
   folios_.set_mlock_count(to, folios_.mlock_count(from));
   folios_.set_mlock_count(from, 0);
@@ -1784,7 +1787,7 @@ std::optional<double> MemoryManager::demote_folio(Pfn pfn, CpuId cpu) {
   double ns =
       un.cost_ns + static_cast<double>(nr) * cache_.page_copy_ns(topo_.cpu_to_node(cpu), src, dst);
   ns += migrate_remap(pfn, *fresh).cost_ns;
-  migrate_folio_finish(pfn, *fresh);
+  migrate_folio_finish(pfn, *fresh, cpu, !un.unmapped.empty());
   for (const auto& u : un.unmapped) u.mm->revoke(u.vpn, Vpn(u.vpn.v + u.pages));
   vmstat_.add(Vm::pgmigrate_success, nr);
   if (order) vmstat_.add(Vm::thp_migration_success);

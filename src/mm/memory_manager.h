@@ -273,7 +273,10 @@ class MemoryManager {
   MigrateStep migrate_remap(Pfn from, Pfn to);
   // Moves the folio's identity (page cache slot or anon rmap, flags,
   // last_cpupid) to `to`, after its contents were copied; frees `from`.
-  void migrate_folio_finish(Pfn from, Pfn to);
+  // The new folio goes on its LRU through the migrating CPU's lru_add
+  // batch, which, when the old folio was mapped, is then drained
+  // (migrate_folio_move: folio_add_lru, lru_add_drain).
+  void migrate_folio_finish(Pfn from, Pfn to, CpuId cpu, bool was_mapped);
   // Frees an anonymous folio that nothing maps any more: nr_anon_pages, its
   // memcg charge, the page. The last unmap calls it, except for a folio under
   // migration (PG_locked): migration holds a reference to the folio it

@@ -28,12 +28,23 @@ struct Ended final : Executor {
   bool success = false;
 };
 
-// A page written on node 0, its PTE made a NUMA hinting one (so no TLB to
-// flush), and a migrator to move it.
+mm::MmConfig with_batch(int64_t lru_add_batch) {
+  mm::MmConfig c = testing::test_mm_config();
+  c.lru_add_batch = lru_add_batch;
+  return c;
+}
+
+// A page written on node 0 (on its LRU), its PTE made a NUMA hinting one
+// (so no TLB to flush), and a migrator to move it; lru_add batches of
+// `lru_add_batch` folios (0: none).
 struct OnePage {
-  OnePage() : mm(w.mgr.mm_alloc()), migrator(queue, w.mgr, w.topo, w.costs, {}, ended) {
-    a = w.map(*mm, 1, kRW);
+  explicit OnePage(int64_t lru_add_batch = 0)
+      : w(with_batch(lru_add_batch)),
+        mm(w.mgr.mm_alloc()),
+        migrator(queue, w.mgr, w.topo, w.costs, {}, ended) {
+    a = w.map(*mm, 2, kRW);
     EXPECT_EQ(w.fault(*mm, a, true, 0), mm::FaultStatus::kOk);
+    w.mgr.lru_add_drain(CpuId(0));
     pfn = Pfn(mm->pgtable().get(a).pfn);
     const numa::NumaConfig config;
     const numa::ProtNumaFilter filter(config, std::nullopt, w.mgr.tiers(), 0);
@@ -102,6 +113,40 @@ TEST(Migrator, WithoutAPageOnTheTargetNodeNothingIsUnmapped) {
   EXPECT_EQ(p.w.mgr.vmstat()[mm::Vm::pgmigrate_fail], 1);
   EXPECT_TRUE(p.w.mgr.folios().folio(p.pfn).test(mm::Folio::kLru));  // put back
   for (const Pfn f : taken) p.w.mgr.folios().free(f);
+  p.w.expect_consistent();
+}
+
+TEST(Migrator, AFailedMigrationPutsTheFolioBackThroughTheCpusLruAddBatch) {
+  // putback_movable_pages -> folio_putback_lru -> folio_add_lru: the folio
+  // waits off the LRU in the migrating CPU's batch, where a hinting fault's
+  // isolation fails, until that batch drains.
+  OnePage p(15);
+  std::vector<Pfn> taken;
+  while (auto f = p.w.mgr.folios().alloc_on(NodeId(1), mm::Mark::kLow)) taken.push_back(*f);
+  p.migrator.start(p.pfn, NodeId(1), 1, p.node1_cpu(), Tick(0));
+  p.queue.run();
+  ASSERT_FALSE(p.ended.success);
+  EXPECT_FALSE(p.w.mgr.folios().folio(p.pfn).test(mm::Folio::kLru));
+  EXPECT_TRUE(p.w.mgr.folios().folio(p.pfn).test(mm::Folio::kLruBatched));
+  p.w.mgr.lru_add_drain(p.node1_cpu());
+  EXPECT_TRUE(p.w.mgr.folios().folio(p.pfn).test(mm::Folio::kLru));
+  for (const Pfn f : taken) p.w.mgr.folios().free(f);
+  p.w.expect_consistent();
+}
+
+TEST(Migrator, AMovedMappedFolioDrainsTheMigratingCpusLruAddBatch) {
+  // migrate_folio_move: folio_add_lru of the new folio, then lru_add_drain
+  // when the old one was mapped; a page waiting in that CPU's batch goes
+  // on the LRU with it.
+  OnePage p(15);
+  const Vpn other(p.a.v + 1);
+  ASSERT_EQ(p.w.fault(*p.mm, other, true, p.node1_cpu().v), mm::FaultStatus::kOk);
+  ASSERT_TRUE(p.w.folio_at(*p.mm, other).test(mm::Folio::kLruBatched));
+  p.migrator.start(p.pfn, NodeId(1), 1, p.node1_cpu(), Tick(0));
+  p.queue.run();
+  ASSERT_TRUE(p.ended.success);
+  EXPECT_TRUE(p.w.folio_at(*p.mm, p.a).test(mm::Folio::kLru));
+  EXPECT_TRUE(p.w.folio_at(*p.mm, other).test(mm::Folio::kLru));
   p.w.expect_consistent();
 }
 

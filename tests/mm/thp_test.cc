@@ -239,7 +239,7 @@ TEST(ThpMigrate, AHugePmdBecomesOneMigrationEntryAndMapsTheNewFolioAfter) {
   const auto fresh = t.w.mgr.folios().alloc_on(NodeId(1), Mark::kNone, kHugeOrder);
   ASSERT_TRUE(fresh);
   t.w.mgr.migrate_remap(old, *fresh);
-  t.w.mgr.migrate_folio_finish(old, *fresh);
+  t.w.mgr.migrate_folio_finish(old, *fresh, CpuId(0), true);
 
   const PteTable& table = *t.mm->pgtable().table(t.a);
   ASSERT_TRUE(table.huge());
@@ -265,7 +265,7 @@ TEST(ThpMigrate, APartialMunmapDuringMigrationLeavesPteMigrationEntriesTheEndMap
   const auto fresh = t.w.mgr.folios().alloc_on(NodeId(1), Mark::kNone, kHugeOrder);
   ASSERT_TRUE(fresh);
   const auto re = t.w.mgr.migrate_remap(old, *fresh);
-  t.w.mgr.migrate_folio_finish(old, *fresh);
+  t.w.mgr.migrate_folio_finish(old, *fresh, CpuId(0), true);
 
   EXPECT_EQ(re.mappings, kHugePages - 1);
   EXPECT_EQ(t.mm->pgtable().get(Vpn(t.a.v + 6)).pfn, fresh->v + 6);

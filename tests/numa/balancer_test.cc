@@ -1158,7 +1158,7 @@ TEST(NumaMigrate, RemapToANewFolioMovesEveryMappingAndFreesTheOld) {
   ASSERT_TRUE(fresh.has_value());
 
   const auto step = n.w.mgr.migrate_remap(t.shared, *fresh);
-  n.w.mgr.migrate_folio_finish(t.shared, *fresh);
+  n.w.mgr.migrate_folio_finish(t.shared, *fresh, CpuId(0), true);
 
   EXPECT_EQ(step.mappings, 3u);
   const mm::Folio& f = n.w.mgr.folios().folio(*fresh);
@@ -1184,7 +1184,7 @@ TEST(NumaMigrate, RemapKeepsTheWriteBitOfAWritablePte) {
   ASSERT_TRUE(fresh.has_value());
 
   n.w.mgr.migrate_remap(p.pfn, *fresh);
-  n.w.mgr.migrate_folio_finish(p.pfn, *fresh);
+  n.w.mgr.migrate_folio_finish(p.pfn, *fresh, CpuId(0), true);
 
   EXPECT_TRUE(p.mm.pgtable().get(p.a).writable());
   EXPECT_EQ(n.folio_at(p.mm, p.a).node, NodeId(1));
