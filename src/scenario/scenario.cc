@@ -188,6 +188,18 @@ class TableReader {
     }
     return n->as_string()->get();
   }
+  // A string of two words: false for `off`, true for `on`; else an error
+  // naming both with what they mean.
+  std::optional<bool> either(const std::string& key, std::string_view off, std::string_view off_doc,
+                             std::string_view on, std::string_view on_doc) {
+    const std::optional<std::string> v = string(key);
+    if (!v) return std::nullopt;
+    if (*v == off) return false;
+    if (*v == on) return true;
+    error(get(key), key,
+          fmt::format("\"{}\": expected \"{}\" ({}) or \"{}\" ({})", *v, off, off_doc, on, on_doc));
+    return std::nullopt;
+  }
   std::optional<bool> boolean(const std::string& key) {
     const toml::node* n = get(key);
     if (!n) return std::nullopt;
@@ -1699,16 +1711,12 @@ LoadResult parse_table(toml::table root, const std::string& file,
                 fmt::format("no [[cgroups]] entry has path \"{}\"", *c));
       }
     }
-    if (auto m = r.string("process_image")) {
-      if (*m == "mapped") {
-        sc.workload.image_in_use = false;
-      } else if (*m != "in-use") {
-        r.error(t->get("process_image"), "process_image",
-                fmt::format("\"{}\": expected \"mapped\" (the image's VMAs, no pages) or "
-                            "\"in-use\" (and the pages its tasks keep resident)",
-                            *m));
-      }
-    }
+    if (auto m = r.either("process_image", "mapped", "the image's VMAs, no pages", "in-use",
+                          "and the pages its tasks keep resident"))
+      sc.workload.image_in_use = *m;
+    if (auto m = r.either("executable_fs", "disk", "a native run's", "tmpfs",
+                          "a validate guest's initramfs"))
+      sc.workload.executable_on_tmpfs = *m;
     // perf bench numa's convergence: the program whose tasks, in each
     // process, must come onto one node (metrics converged_s, converged).
     if (auto c = r.string("convergence")) {

@@ -524,7 +524,9 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     oc.rc = kExitHost;
     return oc;
   }
-  std::vector<std::string> extra_sets = {fmt::format("kernel.version={}", series)};
+  // The guest runs mmsim-exec from its initramfs: the rootfs is shmem.
+  std::vector<std::string> extra_sets = {fmt::format("kernel.version={}", series),
+                                         "run.executable_fs=tmpfs"};
   std::string hierarchy = sc.kernel.memcg.hierarchy == memcg::Hierarchy::kV2 ? "v2" : "v1";
   std::vector<std::string> notes;
   const KernelVersion kv = *KernelVersion::parse(series);

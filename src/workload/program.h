@@ -141,6 +141,12 @@ struct Workload {
   // in at a task's start and touched again after a NUMA scan pass marks
   // them; "mapped" (false), the VMAs without pages.
   bool image_in_use = true;
+  // [run] executable_fs: where mmsim-exec's file lives, whose private
+  // mapping holds the image's data VMA: "disk" (false, the default: a
+  // native run from the build tree) or "tmpfs" (true: validate's guest runs
+  // it from its initramfs, whose rootfs is shmem; up to 6.11 a shmem VMA
+  // without a policy is never scanned).
+  bool executable_on_tmpfs = false;
 };
 
 }  // namespace mmsim::workload

@@ -170,6 +170,12 @@ RunResult World::run() {
                         ": memory ran out while caching it; the rest stays on disk");
   }
 
+  // mmsim-exec's file, of which the image's data VMA is a private mapping:
+  // its 3 pages there, in the page cache (on disk or, in a guest's
+  // initramfs, shmem) since the executor was started.
+  exec_file_ = &mm_.create_file("mmsim-exec", 3, workload_.executable_on_tmpfs);
+  if (workload_.image_in_use) mm_.preload_file(*exec_file_, NodeId(0));
+
   // mmsim-exec's collector forks the first task after it read the
   // counters (the collector's own faults come before, uncounted).
   collector_ = make_collector();
@@ -1195,16 +1201,23 @@ void World::map_process_image(Process& proc) {
     // 12 host, 2026-12-05; the in-use counts as smaps showed them under
     // numa02, 2026-12-03). Of these, a task touches again after a scan pass
     // marks them only 'W' (every task: the page of [stack] that holds the
-    // executor's run state), 't' (every task: glibc's locks in the bss, and
-    // the two heap pages of the threads' state, which the executor
-    // allocates as it creates them) and 'M' (the main thread's frames): the
-    // hinting faults a 6.1 guest took on image pages in
-    // validate/anon-migrate-threads.toml (kprobes on mpol_misplaced, with
-    // the address, and task_numa_fault; every other page faulted, if at
-    // all, once, as the run ended). The heap pages were on the creator's
-    // node, not the one it started on, in each of three runs whose main
-    // thread pinned itself elsewhere before creating its threads.
+    // executor's run state), 't' (every task: glibc's locks in the bss, the
+    // two heap pages of the threads' state, which the executor allocates as
+    // it creates them, and the data page of main_arena's tail and
+    // __libc_single_threaded, which pthread_create clears) and 'M' (the
+    // main thread's frames): the hinting faults 6.1 and 6.12 guests took on
+    // image pages in validate/anon-migrate-threads.toml (kprobes on
+    // mpol_misplaced, with the address, and task_numa_fault; every other
+    // page faulted, if at all, once, as the run ended; 6.1 never scans the
+    // data VMA, a private mapping of a file on the initramfs's shmem). The
+    // heap and data pages were on the creator's node, not the one it
+    // started on, in each of the runs whose main thread pinned itself
+    // elsewhere before creating its threads.
     std::string_view use;
+    // A private mapping of mmsim-exec's file (its .data after the RELRO
+    // part), not anonymous memory: where the file lives decides whether
+    // NUMA balancing scans it (numa.skip_shmem_default_policy).
+    bool from_file = false;
   };
   constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
   // Addresses as a non-PIE static binary has them, with the heap and
@@ -1212,10 +1225,10 @@ void World::map_process_image(Process& proc) {
   // [stack] at the top. The bss's first page holds glibc's locks (stdio's,
   // the exit functions'), which it takes only with threads.
   static constexpr Image kImage[] = {
-      {0x55b000, 3, kRw, "mmsim-exec data", "www"},
-      {0x55f000, 6, kRw, "mmsim-exec bss", "t...ww"},
-      {0x1000000, 34, kRw, "[heap]", "wr.................twtrrrrr......."},
-      {0x7ffffffde000, 33, kRw, "[stack]", "............rr..............MWrrr"},
+      {0x55b000, 3, kRw, "mmsim-exec data", "wtw", true},
+      {0x55f000, 6, kRw, "mmsim-exec bss", "t...ww", false},
+      {0x1000000, 34, kRw, "[heap]", "wr.................twtrrrrr.......", false},
+      {0x7ffffffde000, 33, kRw, "[stack]", "............rr..............MWrrr", false},
   };
   auto map = [&](const Image& i) {
     mm::MmapArgs a;
@@ -1223,6 +1236,7 @@ void World::map_process_image(Process& proc) {
     a.pages = i.pages;
     a.vm_flags = i.flags;
     a.name = i.name;
+    if (i.from_file) a.file = exec_file_;
     const Vpn at = mm_.mmap(*proc.mm, a, CpuId(0)).addr;
     check(i.use.empty() || i.use.size() == i.pages, "an image VMA's use has a page each");
     const bool stack = std::string_view(i.name) == "[stack]";
@@ -1250,9 +1264,9 @@ void World::map_process_image(Process& proc) {
   const uint64_t vdso_at = in_mmap_area
                                ? proc.mm->get_unmapped_area(kVvarPages + kVdsoPages).v << kPageShift
                                : uint64_t{0x7ffffffd0000};
-  map({vdso_at, kVvarPages, mm::Vma::kRead | mm::Vma::kPfnMap, "[vvar]", ""});
+  map({vdso_at, kVvarPages, mm::Vma::kRead | mm::Vma::kPfnMap, "[vvar]", "", false});
   map({vdso_at + (kVvarPages << kPageShift), kVdsoPages, mm::Vma::kRead | mm::Vma::kExec, "[vdso]",
-       ""});
+       "", false});
 }
 
 std::shared_ptr<World::Process> World::make_collector() {

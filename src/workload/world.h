@@ -437,6 +437,7 @@ class World final : public sim::EventHandler,
   uint64_t next_segment_ = 1;
   std::vector<std::unique_ptr<TaskExec>> tasks_;  // by pid; [0] unused
   std::shared_ptr<Process> collector_;            // the first process's parent
+  mm::AddressSpace* exec_file_ = nullptr;         // mmsim-exec's file (the image's data)
   // Where the collector runs. A guest's (6.12, 2 nodes of 2 CPUs, sched_switch
   // trace) ran on node 0 and its first task began on node 1, as
   // select_task_rq puts a fork beside a busy parent.

@@ -4,10 +4,11 @@
 // creator in pthread_create) are faulted in, and those a task keeps using
 // are touched again after a NUMA scan pass marks them. The first process
 // is forked from mmsim-exec's collector, which
-// faulted the image in: of its 23 pages the process writes 9 (3 data, 2
-// bss, 2 heap, 2 stack), its own copies from then on, and the bss's first
-// and 2 heap pages (the threads' state) as it creates its first thread; it
-// only reads the other 11, shared with the collector.
+// faulted the image in: of its 23 pages the process writes 8 (2 data, 2
+// bss, 2 heap, 2 stack), its own copies from then on, and a data page
+// (__libc_single_threaded), the bss's first and 2 heap pages (the threads'
+// state) as it creates its first thread; it only reads the other 11,
+// shared with the collector.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -75,17 +76,18 @@ body = [{ op = "sweep", region = "buf", mode = "write", slice = "own" }]
 TEST(ProcessImage, InUsePagesAreFaultedInOnceAtEachTasksStart) {
   const testing::Ran mapped = testing::run_text(scenario("mapped", 0, "10ms"));
   const testing::Ran in_use = testing::run_text(scenario("in-use", 0, "10ms"));
-  // The process's 9 written pages (copies of the collector's), the bss
-  // page and the 2 heap pages of the threads' state its first thread makes
-  // it write, and 3 for each of two threads (its stack's top 2 and its
-  // malloc arena's first).
-  EXPECT_EQ(in_use.vm("pgfault") - mapped.vm("pgfault"), 9 + 3 + 2 * 3);
+  // The process's 8 written pages (copies of the collector's), the data
+  // page, the bss page and the 2 heap pages of the threads' state its first
+  // thread makes it write, and 3 for each of two threads (its stack's top
+  // 2 and its malloc arena's first).
+  EXPECT_EQ(in_use.vm("pgfault") - mapped.vm("pgfault"), 8 + 4 + 2 * 3);
 }
 
 TEST(ProcessImage, TheCollectorsFaultsComeBeforeTheRun) {
   // mmsim-exec reads the counters, then forks: its own faults on its image
-  // are not the run's. Without a thread, main writes neither the bss page
-  // of glibc's locks nor the heap pages of the threads' state.
+  // are not the run's. Without a thread, main writes neither the data page
+  // of __libc_single_threaded, the bss page of glibc's locks nor the heap
+  // pages of the threads' state.
   const testing::Ran ran = testing::run_text(R"([scenario]
 name = "image"
 seed = 1
@@ -106,7 +108,7 @@ program = "main"
 op = "sleep"
 duration = "1ms"
 )");
-  EXPECT_EQ(ran.vm("pgfault"), 9);
+  EXPECT_EQ(ran.vm("pgfault"), 8);
 }
 
 TEST(ProcessImage, TheFirstTaskStartsWhereAForkBesideTheBusyCollectorGoes) {
@@ -146,10 +148,12 @@ TEST(ProcessImage, MarkedImagePagesAreTouchedAgainAndTakeHintingFaults) {
 TEST(ProcessImage, AfterAScanPassTasksTouchOnlyThePagesTheyKeepUsing) {
   // One pass at 1 s marks the image's own pages; its threads then fault on
   // the 2 heap pages and the [stack] page every task uses, glibc's locks in
-  // the bss, and their own stack tops (2 each). main, waiting, touches none.
+  // the bss, the data page of main_arena's tail, and their own stack tops
+  // (2 each; their arenas' pages only as they count). main, waiting,
+  // touches none.
   const testing::Ran mapped = testing::run_text(scenario("mapped", 1, "1100ms"));
   const testing::Ran in_use = testing::run_text(scenario("in-use", 1, "1100ms"));
-  EXPECT_EQ(in_use.vm("numa_hint_faults") - mapped.vm("numa_hint_faults"), 2 + 1 + 1 + 2 * 2);
+  EXPECT_EQ(in_use.vm("numa_hint_faults") - mapped.vm("numa_hint_faults"), 2 + 1 + 1 + 1 + 2 * 2);
 }
 
 TEST(ProcessImage, AMarkedThreadStackChargesItsWholeVmaToTheScanBudget) {
@@ -217,8 +221,8 @@ TEST(ProcessImage, AThreadThatEndsBeforeItsProcessHandsBackItsStackBelowItsLastF
 
 TEST(ProcessImage, AThreadsStackTopIsFirstTouchedByItsCreator) {
   // pthread_create writes the struct pthread and TLS in the top page: that
-  // fault is main's (besides its 9 image pages and, at its first thread,
-  // the bss's first and 2 of the heap); the thread's frames, in the next
+  // fault is main's (besides its 8 image pages and, at its first thread,
+  // a data page, the bss's first and 2 of the heap); the thread's frames, in the next
   // page, and its arena's first page are its own.
   const testing::Ran mapped = testing::run_text(scenario("mapped", 0, "10ms"));
   const testing::Ran in_use = testing::run_text(scenario("in-use", 0, "10ms"));
@@ -228,7 +232,7 @@ TEST(ProcessImage, AThreadsStackTopIsFirstTouchedByItsCreator) {
       if (t.comm == comm) n += t.min_flt;
     return n;
   };
-  EXPECT_EQ(minflt(in_use, "main") - minflt(mapped, "main"), 9u + 3 + 2);
+  EXPECT_EQ(minflt(in_use, "main") - minflt(mapped, "main"), 8u + 4 + 2);
   EXPECT_EQ(minflt(in_use, "thread") - minflt(mapped, "thread"), 2u * 2);
 }
 
@@ -279,16 +283,46 @@ TEST(ProcessImage, AThreadsArenaPageWaitsInTheBatchOfTheCpuItStartedOnSoItsMigra
   EXPECT_EQ(std::count(without.begin(), without.end(), "0x10"), 0);
 }
 
-TEST(ProcessImage, AnUnknownModeIsAnErrorAtItsKey) {
+TEST(ProcessImage, UpTo6_11TheDataVmaOfAnExecutableOnTmpfsIsNeverScanned) {
+  // The image's data VMA is a private mapping of mmsim-exec's file; from a
+  // guest's initramfs (shmem) it has a get_policy with no policy set, which
+  // vma_policy_mof takes for "no MPOL_F_MOF" (6.1 guests' scan traces
+  // never name it; 6.12's do). Its 3 pages in use go unmarked.
+  auto ptes = [](const std::string& version, const std::string& fs) {
+    std::string s = scenario("in-use", 1, "1100ms");
+    s.replace(s.find("version = \"6.1\""), 15, "version = \"" + version + "\"");
+    s.replace(s.find("[run]"), 5, "[run]\nexecutable_fs = \"" + fs + "\"");
+    return testing::run_text(s).vm("numa_pte_updates");
+  };
+  EXPECT_EQ(ptes("6.1", "disk") - ptes("6.1", "tmpfs"), 3);
+  EXPECT_EQ(ptes("6.12", "disk"), ptes("6.12", "tmpfs"));
+}
+
+// The diagnostics of preparing a scenario that must not run.
+std::vector<std::string> refusals(const std::string& text) {
   scenario::Source source;
   source.path = "test.toml";
-  source.text = scenario("resident", 0, "10ms");
+  source.text = text;
   const auto prepared = scenario::prepare(source);
-  ASSERT_FALSE(prepared.run);
-  ASSERT_EQ(prepared.diagnostics.size(), 1u);
-  EXPECT_NE(prepared.diagnostics[0].str().find("test.toml:22:17: error: run.process_image:"),
-            std::string::npos)
-      << prepared.diagnostics[0].str();
+  EXPECT_FALSE(prepared.run);
+  std::vector<std::string> out;
+  for (const auto& d : prepared.diagnostics) out.push_back(d.str());
+  return out;
+}
+
+TEST(ProcessImage, AnUnknownExecutableFsIsAnErrorAtItsKey) {
+  std::string s = scenario("in-use", 0, "10ms");
+  s.replace(s.find("[run]"), 5, "[run]\nexecutable_fs = \"nfs\"");
+  const std::vector<std::string> d = refusals(s);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].find("test.toml:21:17: error: run.executable_fs: \"nfs\""), std::string::npos)
+      << d[0];
+}
+
+TEST(ProcessImage, AnUnknownModeIsAnErrorAtItsKey) {
+  const std::vector<std::string> d = refusals(scenario("resident", 0, "10ms"));
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].find("test.toml:22:17: error: run.process_image:"), std::string::npos) << d[0];
 }
 
 }  // namespace
