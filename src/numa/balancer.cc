@@ -312,6 +312,11 @@ void Balancer::vma_set_access_pid_bit(uint32_t pid, mm::Vma& vma) {
     vma.numab.pids_active[1] |= pid_bit(pid);
 }
 
+void Balancer::trace_misplaced(uint32_t pid, CpuId cpu, Tick now, Vpn vpn) const {
+  if (scan_sink_)
+    scan_sink_(pid, cpu, now, "mpol_misplaced", fmt::format("addr=0x{:x}", vpn.v << kPageShift));
+}
+
 void Balancer::scan_done(uint32_t pid, double scan_cost_ns) {
   // task_numa_work charges the scan 32 times over against the next scan's
   // runtime, as far as sum_exec_runtime saw it: that moves only at

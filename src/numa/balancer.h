@@ -6,8 +6,6 @@
 // state and makes the decisions; the executor runs them in simulated time.
 #pragma once
 
-#include <fmt/format.h>
-
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -159,10 +157,7 @@ class Balancer {
   void set_scan_sink(ScanSink sink) { scan_sink_ = std::move(sink); }
   // mpol_misplaced with the faulting address, as a kprobe on it shows it
   // (the fault's task_numa_fault follows): for reading a trace page by page.
-  void trace_misplaced(uint32_t pid, CpuId cpu, Tick now, Vpn vpn) const {
-    if (scan_sink_)
-      scan_sink_(pid, cpu, now, "mpol_misplaced", fmt::format("addr=0x{:x}", vpn.v << kPageShift));
-  }
+  void trace_misplaced(uint32_t pid, CpuId cpu, Tick now, Vpn vpn) const;
   void scan_done(uint32_t pid, double scan_cost_ns);
 
   // The first half of do_numa_page (with mpol_misplaced and
