@@ -1125,6 +1125,7 @@ void read_costs(TableReader& r, Scenario& sc, Ctx& ctx);
 void read_noise(TableReader& r, Scenario& sc) {
   if (auto b = r.boolean("enabled")) sc.noise.enabled = *b;
   if (auto b = r.boolean("tick_phase")) sc.noise.tick_phase = *b;
+  if (auto b = r.boolean("launch_cpu")) sc.noise.launch_cpu = *b;
   for (const auto& p : sim::noise_params()) {
     const std::string key(p.key);
     if (p.unit == "ns") {

@@ -131,6 +131,31 @@ CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node, const std::vector<C
   return *pick;
 }
 
+CpuId RunQueues::launched_cpu(CpuId shell_cpu) const {
+  const CpuId waker = select_cpu_for_new_task(topo_.cpu_to_node(shell_cpu), {}, shell_cpu);
+  // The shell now sleeps in wait(); the waker runs.
+  auto busy = [&](CpuId c) { return c == waker || nr_[c.v] > 0; };
+  const std::vector<CpuId>& cpus = topo_.node(topo_.cpu_to_node(waker)).cpus;
+  const auto at = std::find(cpus.begin(), cpus.end(), waker);
+  const size_t start = static_cast<size_t>(at - cpus.begin());
+  auto core_idle = [&](CpuId c) {
+    const topo::Cpu& tc = topo_.cpu(c);
+    for (CpuId o : cpus) {
+      const topo::Cpu& oc = topo_.cpu(o);
+      if (oc.socket == tc.socket && oc.core == tc.core && busy(o)) return false;
+    }
+    return true;
+  };
+  std::optional<CpuId> idle;
+  for (size_t i = 1; i < cpus.size(); ++i) {
+    const CpuId c = cpus[(start + i) % cpus.size()];
+    if (busy(c)) continue;
+    if (core_idle(c)) return c;
+    if (!idle) idle = c;
+  }
+  return idle.value_or(waker);
+}
+
 }  // namespace mmsim::sched
 
 namespace mmsim::sched {

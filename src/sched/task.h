@@ -95,6 +95,17 @@ class RunQueues {
   // REQUIRES: `allowed` names CPUs of the machine.
   CpuId select_cpu_for_new_task(NodeId parent_node, const std::vector<CpuId>& allowed = {},
                                 std::optional<CpuId> outside_parent = {}) const;
+  // Where a program started by `mmsim native` from a shell on `shell_cpu`
+  // runs once it has exec'd, before any task of the run exists. The shell
+  // forks mmsim native (placed as any fork) and waits; mmsim native forks
+  // the program's process, which blocks reading a pipe, and wakes it with a
+  // write to it: a sync wakeup, which wake_affine_idle sends to the
+  // waker's CPU and select_idle_sibling on to an idle CPU of an idle core
+  // beside it (the first after the waker's, wrapping; else an idle CPU,
+  // else the waker's own). Guest traces (6.1 and 6.12, 2 nodes of 2 CPUs,
+  // sched_switch): mmsim native on the node the shell was not on, the
+  // program on mmsim native's, in all 18 runs.
+  CpuId launched_cpu(CpuId shell_cpu) const;
   void set_numa_imbalance(NumaImbalance rule) { rule_ = rule; }
   NumaImbalance numa_imbalance() const { return rule_; }
   const NumaDomains& domains() const { return domains_; }
@@ -193,6 +204,7 @@ class Scheduler {
   // The version's NUMA imbalance rule for placing new tasks (kLoad unless set).
   void set_numa_imbalance(NumaImbalance rule) { rq_.set_numa_imbalance(rule); }
   const NumaDomains& domains() const { return rq_.domains(); }
+  CpuId launched_cpu(CpuId shell_cpu) const { return rq_.launched_cpu(shell_cpu); }
   // Counts every change of a task's CPU, and every exit: whoever watches
   // where tasks are re-reads only when it has moved on.
   uint64_t placements() const { return placements_; }

@@ -6,7 +6,7 @@
 // Every draw comes from a stream of the run's seed (one per task, one for the
 // machine), so the same scenario and seed give the same bytes, and a
 // different seed an honestly different run. Noise adds no events: it changes
-// the times of those that happen anyway.
+// the times of those that happen anyway, and where the run starts.
 #pragma once
 
 #include <array>
@@ -24,6 +24,11 @@ struct NoiseConfig {
   // (the kernel aligns all CPUs' ticks to the jiffy unless skew_tick=1; when
   // the run starts against that grid is chance).
   bool tick_phase = true;
+  // The CPU of the shell that starts mmsim native, uniform over the
+  // machine's CPUs (off: CPU 0). It decides the CPU mmsim-exec's collector
+  // runs on (sched::RunQueues::launched_cpu), and so the node its first
+  // task starts on: in guest runs as often the one as the other.
+  bool launch_cpu = true;
   // Extra delay before a new task first runs, beyond the modelled fork or
   // clone path: its mean and coefficient of variation (lognormal).
   double fork_latency_ns = 119921;

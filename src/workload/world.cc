@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <ostream>
 #include <span>
+#include <tuple>
 #include <utility>
 
 #include "numa/task_placement.h"
@@ -100,6 +102,9 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
                                                 : 0;
     tick_phase_.push_back(Tick((grid + skew) % tick));
   }
+  const uint64_t shell =
+      noise_.on() && config_.noise.launch_cpu ? machine_rng.below(topo.nr_cpus()) : 0;
+  collector_cpu_ = sched_.launched_cpu(CpuId(static_cast<uint16_t>(shell)));
 }
 
 uint32_t World::mm_id(uint32_t pid) const {
@@ -223,6 +228,7 @@ RunResult World::run() {
     r.tasks.push_back(task_result(t.task, workload_.programs[t.program].name, t.counters,
                                   balancer_.proc_sched(t.task.pid), r.elapsed_s));
     r.tasks.back().local_pct = t.proc ? local_pct(t) : t.local_pct;  // alive: as it stands
+    if (t.rusage_flt) std::tie(r.tasks.back().min_flt, r.tasks.back().maj_flt) = *t.rusage_flt;
   }
   r.errors = errors_;
   if (errors_not_kept_) r.errors.push_back(fmt::format("... and {} more errors", errors_not_kept_));
@@ -247,9 +253,9 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   // The first task's parent is mmsim-exec's collector, running on its CPU
   // as it forks: a busy CPU for select_task_rq.
   const std::optional<CpuId> collector_cpu =
-      parent_pid ? std::nullopt : std::optional<CpuId>(kCollectorCpu);
+      parent_pid ? std::nullopt : std::optional<CpuId>(collector_cpu_);
   const NodeId parent_node =
-      parent_pid ? sched_.task(parent_pid).node : mm_.topology().cpu_to_node(kCollectorCpu);
+      parent_pid ? sched_.task(parent_pid).node : mm_.topology().cpu_to_node(collector_cpu_);
   // fork and clone copy the parent's affinity (dup_task_struct).
   std::vector<CpuId> allowed =
       parent_pid ? sched_.task(parent_pid).cpus_allowed : std::vector<CpuId>{};
@@ -1218,6 +1224,22 @@ void World::map_process_image(Process& proc) {
     // part), not anonymous memory: where the file lives decides whether
     // NUMA balancing scans it (numa.skip_shmem_default_policy).
     bool from_file = false;
+    // Its pages in the task's report at its program's end (Task::report:
+    // getrusage, move_pages' vectors for local_pct, the report's text), one
+    // character a page: 'r' malloc's state, read by every task's report and
+    // written by a thread as it exits (__malloc_arena_thread_freeres); 'x'
+    // the same, also written by a main-arena task's report; 'w' written by
+    // that report (a page shared with the collector until then, or one
+    // past the heap's old top); 'h' read, then written, by it. A thread's
+    // report allocates from its own arena instead: 5 fresh pages after the
+    // arena's first. From page_fault_user traces of 6.12 guests
+    // (validate/anon-migrate-pinned.toml, one task, and
+    // anon-migrate-threads.toml, a main thread and two threads): each
+    // fault after the last pass, its address and the symbol of its ip.
+    // SIMPLIFICATION: the main thread of a threaded process touches the
+    // heap one page higher (its threads' state sits below); and text pages
+    // (to_chars, the report's formatting), which the model does not map.
+    std::string_view report = {};
   };
   constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
   // Addresses as a non-PIE static binary has them, with the heap and
@@ -1225,9 +1247,10 @@ void World::map_process_image(Process& proc) {
   // [stack] at the top. The bss's first page holds glibc's locks (stdio's,
   // the exit functions'), which it takes only with threads.
   static constexpr Image kImage[] = {
-      {0x55b000, 3, kRw, "mmsim-exec data", "wtw", true},
-      {0x55f000, 6, kRw, "mmsim-exec bss", "t...ww", false},
-      {0x1000000, 34, kRw, "[heap]", "wr.................twtrrrrr.......", false},
+      {0x55b000, 3, kRw, "mmsim-exec data", "wtw", true, "xw."},
+      {0x55f000, 6, kRw, "mmsim-exec bss", "t...ww", false, "....r."},
+      {0x1000000, 34, kRw, "[heap]", "wr.................twtrrrrr.......", false,
+       ".w...................hww..wwww...."},
       {0x7ffffffde000, 33, kRw, "[stack]", "............rr..............MWrrr", false},
   };
   auto map = [&](const Image& i) {
@@ -1249,6 +1272,14 @@ void World::map_process_image(Process& proc) {
       if (c == 't') img.thread_pages.push_back(v);
       if (c == 'W') img.hot_pages.push_back(v);
       if (c == 'M') img.main_hot_pages.push_back(v);
+    }
+    check(i.report.empty() || i.report.size() == i.pages, "an image VMA's report has a page each");
+    for (uint64_t k = 0; k < i.report.size(); ++k) {
+      const Vpn v(at.v + k);
+      const char c = i.report[k];
+      if (c == 'r' || c == 'x') img.report_state.push_back(v);
+      if (c == 'h') img.report_heap_read.push_back(v);
+      if (c == 'x' || c == 'w' || c == 'h') img.report_writes.push_back(v);
     }
   };
   for (const Image& i : kImage) map(i);
@@ -1275,14 +1306,14 @@ std::shared_ptr<World::Process> World::make_collector() {
   // collector's image, its pages shared copy-on-write. A page a task writes
   // becomes its own at the write (on the task's node, charged to its
   // memcg); one it only reads stays shared, which change_prot_numa leaves
-  // unmarked from 4.16. The collector runs on kCollectorCpu, in the root
+  // unmarked from 4.16. The collector runs on collector_cpu_, in the root
   // memcg.
   auto c = std::make_shared<Process>();
   c->mm = mm_.mm_alloc();
   c->mm->observer = this;
   map_process_image(*c);
   if (!workload_.image_in_use) return c;
-  mm::FaultCtx ctx{kCollectorCpu, mm_.topology().cpu_to_node(kCollectorCpu)};
+  mm::FaultCtx ctx{collector_cpu_, mm_.topology().cpu_to_node(collector_cpu_)};
   const ImagePages& img = c->image;
   for (const auto* pages :
        {&img.pages, &img.read_pages, &img.thread_pages, &img.stack_pages, &img.stack_read_pages}) {
@@ -1295,18 +1326,20 @@ std::shared_ptr<World::Process> World::make_collector() {
   return c;
 }
 
+World::Step World::touch_pages(TaskExec& t, std::span<const Vpn> pages, bool write) {
+  const mm::Mm& mm = *t.proc->mm;
+  for (const Vpn v : pages) {
+    const mm::Pte pte = mm.pgtable().get(v);
+    if (write ? pte.writable() : pte.accessible()) continue;
+    // The kernel's work: only in time order.
+    if (t.clock > horizon()) return Step::kYield;
+    if (!fault(t, v, write)) return Step::kStopped;
+  }
+  return Step::kNext;
+}
+
 World::Step World::touch_image(TaskExec& t) {
-  mm::Mm& mm = *t.proc->mm;
-  auto touch = [&](std::span<const Vpn> pages, bool write) {
-    for (const Vpn v : pages) {
-      const mm::Pte pte = mm.pgtable().get(v);
-      if (write ? pte.writable() : pte.accessible()) continue;
-      // The kernel's work: only in time order.
-      if (t.clock > horizon()) return Step::kYield;
-      if (!fault(t, v, write)) return Step::kStopped;
-    }
-    return Step::kNext;
-  };
+  auto touch = [&](std::span<const Vpn> pages, bool write) { return touch_pages(t, pages, write); };
   const bool threaded = t.proc->threaded;
   const bool main_thread = t.task.pid == t.proc->tgid;
   Step s = Step::kNext;
@@ -1333,6 +1366,33 @@ World::Step World::touch_image(TaskExec& t) {
   if (s == Step::kNext) {
     t.touch_image = false;
     t.image_faulted = true;
+  }
+  return s;
+}
+
+World::Step World::report(TaskExec& t) {
+  // getrusage first: the task's fault counts leave out the report's.
+  if (!t.rusage_flt) t.rusage_flt = std::pair(t.task.min_flt, t.task.maj_flt);
+  const ImagePages& img = t.proc->image;
+  // malloc reads its state first (the first pages the report faults).
+  Step s = touch_pages(t, img.report_state, false);
+  if (t.task.pid != t.proc->tgid) {
+    // A thread: move_pages' vectors and the text from its arena, past the
+    // page its state is in (none of its own: it shares another's); then,
+    // as it exits, its arena goes on the free list (main_arena's lock and
+    // free_list, in malloc's state).
+    if (t.arena_page) {
+      constexpr uint64_t kReportPages = 5;
+      std::array<Vpn, kReportPages> fresh;
+      for (uint64_t k = 0; k < kReportPages; ++k) fresh[k] = Vpn(t.arena_page->v + 1 + k);
+      if (s == Step::kNext) s = touch_pages(t, fresh, true);
+    }
+    if (s == Step::kNext) s = touch_pages(t, img.report_state, true);
+  } else {
+    // A task of the main arena: chunks of its free lists, then the heap's
+    // top.
+    if (s == Step::kNext) s = touch_pages(t, img.report_heap_read, false);
+    if (s == Step::kNext) s = touch_pages(t, img.report_writes, true);
   }
   return s;
 }
@@ -1812,6 +1872,12 @@ void World::run_task(TaskExec& t) {
     Frame& f = t.stack.back();
     if (f.pc >= f.ops->size()) {
       if (!f.loop) {
+        if (workload_.image_in_use && !t.reported) {
+          const Step s = report(t);
+          if (s == Step::kYield) schedule_run(t, t.clock);
+          if (s != Step::kNext) return;
+          t.reported = true;
+        }
         exit_task(t);
         return;
       }

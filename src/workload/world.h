@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cost/cost_profile.h"
@@ -155,6 +156,12 @@ class World final : public sim::EventHandler,
     // Those touched again after a scan pass marks them: by every task, and
     // by the main thread only.
     std::vector<Vpn> hot_pages, main_hot_pages;
+    // Those a task touches as it reports at its program's end (see
+    // World::report): malloc's state, which every task reads and a thread
+    // writes as it exits (report_state); and, for a task of the main arena,
+    // the heap pages its report's allocations read (report_heap_read) and
+    // write (report_writes, with the state it writes).
+    std::vector<Vpn> report_state, report_heap_read, report_writes;
   };
   struct Process {
     uint32_t tgid = 0;
@@ -252,6 +259,10 @@ class World final : public sim::EventHandler,
     bool needs_arena = false;
     std::optional<Vpn> arena_page;
     bool counts = false;  // its program has a count op (writes its counters)
+    // Its end-of-program report's pages are touched; its fault counts as
+    // the report's getrusage read them, before it faulted those.
+    bool reported = false;
+    std::optional<std::pair<uint64_t, uint64_t>> rusage_flt;
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
   enum EventKind : uint32_t {
@@ -290,6 +301,11 @@ class World final : public sim::EventHandler,
   // Makes it if the task still needs one; kYield if it must wait for
   // the other tasks to reach its clock.
   Step make_thread_arena(TaskExec& t);
+  // Faults in each of `pages` the task cannot yet read (or write), in order;
+  // kYield when the kernel's work must wait for time order.
+  Step touch_pages(TaskExec& t, std::span<const Vpn> pages, bool write);
+  // mmsim-exec's Task::report at the program's end (see ImagePages).
+  Step report(TaskExec& t);
   // glibc's advise_stack_range for a thread that ends while others run on:
   // MADV_DONTNEED from its stack block's start to 16 KiB
   // (PTHREAD_STACK_MIN) below the page its last frame is in.
@@ -438,10 +454,10 @@ class World final : public sim::EventHandler,
   std::vector<std::unique_ptr<TaskExec>> tasks_;  // by pid; [0] unused
   std::shared_ptr<Process> collector_;            // the first process's parent
   mm::AddressSpace* exec_file_ = nullptr;         // mmsim-exec's file (the image's data)
-  // Where the collector runs. A guest's (6.12, 2 nodes of 2 CPUs, sched_switch
-  // trace) ran on node 0 and its first task began on node 1, as
-  // select_task_rq puts a fork beside a busy parent.
-  static constexpr CpuId kCollectorCpu{0};
+  // Where the collector runs: where mmsim native's exec lands, launched
+  // from a shell on a CPU of the seed's ([noise] launch_cpu). The first
+  // task's fork sees it busy there.
+  CpuId collector_cpu_{0};
   std::vector<std::vector<uint32_t>> tasks_by_mm_;  // by mm id
   static constexpr size_t kMaxErrorsKept = 100;
   std::vector<std::string> errors_;  // the first kMaxErrorsKept

@@ -115,6 +115,20 @@ TEST(ForkPlacement, AParentOutsideTheRunCountsAsATaskOnItsCpu) {
   EXPECT_EQ(rq.select_cpu_for_new_task(NodeId(0), {}, CpuId(0)), CpuId(1));
 }
 
+TEST(ForkPlacement, AProgramLaunchedFromAShellRunsBesideTheLauncherForkedAwayFromIt) {
+  // mmsim native is forked from the shell's node to the idler one (6.0's
+  // rule, 2 CPUs a package) and wakes mmsim-exec onto the idle CPU beside
+  // it; under 5.10's rule everything stays on the shell's node, and
+  // mmsim-exec takes the shell's CPU, the shell waiting.
+  const topo::Topology t = two_by(2);
+  RunQueues rq(t);
+  rq.set_numa_imbalance(NumaImbalance::k60);
+  EXPECT_EQ(rq.launched_cpu(CpuId(0)), CpuId(3));
+  EXPECT_EQ(rq.launched_cpu(CpuId(3)), CpuId(1));
+  rq.set_numa_imbalance(NumaImbalance::k510);
+  EXPECT_EQ(rq.launched_cpu(CpuId(0)), CpuId(0));
+}
+
 TEST(ForkPlacement, ANewTaskKeepsToItsAllowedCpusUnderEveryRule) {
   const topo::Topology t = two_by(4);
   for (NumaImbalance rule : {NumaImbalance::kLoad, NumaImbalance::k510, NumaImbalance::k60}) {
