@@ -119,7 +119,7 @@ World::~World() {
     if (t->proc.use_count() == 1 && t->proc->mm) mm_.exit_mmap(*t->proc->mm, CpuId(0));
     t->proc.reset();
   }
-  if (collector_) mm_.exit_mmap(*collector_->mm, CpuId(0));
+  if (collector_) mm_.exit_mmap(*collector_->mm, collector_cpu_);
 }
 
 void World::record_error(const TaskExec& t, const std::string& what) {
@@ -189,10 +189,19 @@ RunResult World::run() {
   proc->mm = mm_.mm_alloc();
   proc->mm->observer = this;
   proc->mm->memcg = memcg_.enabled() ? workload_.init_cgroup : 0;
-  mm_.dup_mmap(*collector_->mm, *proc->mm, CpuId(0));
+  mm_.dup_mmap(*collector_->mm, *proc->mm, collector_cpu_);
   proc->image = collector_->image;
   proc->regions.resize(workload_.regions.size());
   const uint32_t init = spawn(0, proc, workload_.init_program, Tick(0));
+  // The collector's own writes after the fork break its side of the
+  // copy-on-write: those pages are the first process's alone from then on,
+  // where the collector had faulted them.
+  if (workload_.image_in_use) {
+    mm::FaultCtx ctx{collector_cpu_, mm_.topology().cpu_to_node(collector_cpu_)};
+    for (const Vpn v : collector_->image.collector_writes) {
+      if (mm_.handle_mm_fault(*collector_->mm, v, true, ctx).status != mm::FaultStatus::kOk) break;
+    }
+  }
   tasks_[init]->task.comm = workload_.init_comm;
   timeline_.start(before);
 
@@ -1199,26 +1208,28 @@ void World::map_process_image(Process& proc) {
     uint32_t flags;
     const char* name;
     // Its pages in use, one character a page from its start: 'w' written by
-    // the process's tasks, 'r' only read (shared with the collector, which
-    // wrote it, from the fork on), 't' written by the task that creates
-    // the process's first thread, '.' not in use. From /proc/PID/pagemap
-    // (present, exclusively mapped) and smaps of mmsim-exec's first task,
-    // one thread and with two more sweeping, and of its collector (Debian
-    // 12 host, 2026-12-05; the in-use counts as smaps showed them under
-    // numa02, 2026-12-03). Of these, a task touches again after a scan pass
-    // marks them only 'W' (every task: the page of [stack] that holds the
-    // executor's run state), 't' (every task: glibc's locks in the bss, the
-    // two heap pages of the threads' state, which the executor allocates as
-    // it creates them, and the data page of main_arena's tail and
-    // __libc_single_threaded, which pthread_create clears) and 'M' (the
-    // main thread's frames): the hinting faults 6.1 and 6.12 guests took on
-    // image pages in validate/anon-migrate-threads.toml (kprobes on
-    // mpol_misplaced, with the address, and task_numa_fault; every other
-    // page faulted, if at all, once, as the run ended; 6.1 never scans the
-    // data VMA, a private mapping of a file on the initramfs's shmem). The
-    // heap and data pages were on the creator's node, not the one it
-    // started on, in each of the runs whose main thread pinned itself
-    // elsewhere before creating its threads.
+    // the process's tasks as they start, 'r' only read (shared with the
+    // collector, which wrote it, from the fork on), 't' written by the task
+    // that creates the process's first thread (glibc's locks, in the bss's
+    // first page), 'c' written by the collector after the fork (the
+    // process's copy is its own from then on, where the collector faulted
+    // it), '.' not in use. Of the pages written at the start, a task
+    // touches again after a scan pass marks them: 'W' (every task: the
+    // page of [stack] that holds the executor's run state), 'L' (every
+    // task reads it, then writes it: the region table's mutex, taken at
+    // each access op, and the op list), 'S' (every task reads it: the data
+    // page __pthread_mutex_lock reads), 'C' (a main-arena task whose
+    // program counts: its counters), 'T' (the tasks of a threaded process:
+    // the threads' state) and 'M' (the main thread's frames); 't' pages
+    // too, by the tasks of a threaded process. From page_fault_user traces
+    // of 6.12 guests (validate/anon-migrate-pinned.toml, one task, and
+    // anon-migrate-threads.toml, a main thread and two threads; with
+    // task_numa_fault kprobed, each fault's ip symbolised): every write of
+    // the first task and of the collector after the fork, every hinting
+    // fault on an image page. Earlier, /proc/PID/pagemap (present,
+    // exclusively mapped) and smaps on a Debian 12 host gave the pages in
+    // use. 6.1 never scans the data VMA, a private mapping of a file on
+    // the initramfs's shmem.
     std::string_view use;
     // A private mapping of mmsim-exec's file (its .data after the RELRO
     // part), not anonymous memory: where the file lives decides whether
@@ -1247,9 +1258,9 @@ void World::map_process_image(Process& proc) {
   // [stack] at the top. The bss's first page holds glibc's locks (stdio's,
   // the exit functions'), which it takes only with threads.
   static constexpr Image kImage[] = {
-      {0x55b000, 3, kRw, "mmsim-exec data", "wtw", true, "xw."},
+      {0x55b000, 3, kRw, "mmsim-exec data", "wSc", true, "xw."},
       {0x55f000, 6, kRw, "mmsim-exec bss", "t...ww", false, "....r."},
-      {0x1000000, 34, kRw, "[heap]", "wr.................twtrrrrr.......", false,
+      {0x1000000, 34, kRw, "[heap]", "rr.................LCTrrrrr.......", false,
        ".w...................hww..wwww...."},
       {0x7ffffffde000, 33, kRw, "[stack]", "............rr..............MWrrr", false},
   };
@@ -1267,11 +1278,17 @@ void World::map_process_image(Process& proc) {
     for (uint64_t k = 0; k < i.use.size(); ++k) {
       const Vpn v(at.v + k);
       const char c = i.use[k];
-      if (c == 'w' || c == 'W' || c == 'M') (stack ? img.stack_pages : img.pages).push_back(v);
+      if (std::string_view("wWMLCTS").find(c) != std::string_view::npos)
+        (stack ? img.stack_pages : img.pages).push_back(v);
       if (c == 'r') (stack ? img.stack_read_pages : img.read_pages).push_back(v);
       if (c == 't') img.thread_pages.push_back(v);
+      if (c == 'T') img.thread_hot_pages.push_back(v);
       if (c == 'W') img.hot_pages.push_back(v);
       if (c == 'M') img.main_hot_pages.push_back(v);
+      if (c == 'L') img.hot_rw_pages.push_back(v);
+      if (c == 'S') img.hot_read_pages.push_back(v);
+      if (c == 'C') img.count_pages.push_back(v);
+      if (c == 'c') img.collector_writes.push_back(v);
     }
     check(i.report.empty() || i.report.size() == i.pages, "an image VMA's report has a page each");
     for (uint64_t k = 0; k < i.report.size(); ++k) {
@@ -1315,8 +1332,8 @@ std::shared_ptr<World::Process> World::make_collector() {
   if (!workload_.image_in_use) return c;
   mm::FaultCtx ctx{collector_cpu_, mm_.topology().cpu_to_node(collector_cpu_)};
   const ImagePages& img = c->image;
-  for (const auto* pages :
-       {&img.pages, &img.read_pages, &img.thread_pages, &img.stack_pages, &img.stack_read_pages}) {
+  for (const auto* pages : {&img.pages, &img.read_pages, &img.thread_pages, &img.collector_writes,
+                            &img.stack_pages, &img.stack_read_pages}) {
     for (const Vpn v : *pages) {
       // Memory too short for even this (a hostile min_free_kbytes): the
       // first task faults what is missing and meets the shortage itself.
@@ -1352,9 +1369,16 @@ World::Step World::touch_image(TaskExec& t) {
     if (s == Step::kNext && main_thread) s = touch(img.stack_pages, true);
     if (s == Step::kNext && main_thread) s = touch(img.stack_read_pages, false);
   } else {
-    // After a scan pass: what it keeps touching.
+    // After a scan pass: what it keeps touching, reads before writes.
     s = touch(img.hot_pages, true);
+    if (s == Step::kNext) s = touch(img.hot_rw_pages, false);
+    if (s == Step::kNext) s = touch(img.hot_read_pages, false);
+    const bool counts = t.counts && main_thread;
+    if (s == Step::kNext && counts) s = touch(img.count_pages, false);
+    if (s == Step::kNext) s = touch(img.hot_rw_pages, true);
+    if (s == Step::kNext && counts) s = touch(img.count_pages, true);
     if (s == Step::kNext && threaded) s = touch(img.thread_pages, true);
+    if (s == Step::kNext && threaded) s = touch(img.thread_hot_pages, true);
     if (s == Step::kNext && main_thread) s = touch(img.main_hot_pages, true);
   }
   if (s == Step::kNext) s = touch(t.own_image_pages, true);
@@ -1374,9 +1398,12 @@ World::Step World::report(TaskExec& t) {
   // getrusage first: the task's fault counts leave out the report's.
   if (!t.rusage_flt) t.rusage_flt = std::pair(t.task.min_flt, t.task.maj_flt);
   const ImagePages& img = t.proc->image;
-  // malloc reads its state first (the first pages the report faults).
+  const bool thread = t.task.pid != t.proc->tgid;
+  // malloc reads its state first (the first pages the report faults). A
+  // fault that ends the task (a kill) leaves it without a process.
   Step s = touch_pages(t, img.report_state, false);
-  if (t.task.pid != t.proc->tgid) {
+  if (s != Step::kNext) return s;
+  if (thread) {
     // A thread: move_pages' vectors and the text from its arena, past the
     // page its state is in (none of its own: it shares another's); then,
     // as it exits, its arena goes on the free list (main_arena's lock and

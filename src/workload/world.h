@@ -154,8 +154,14 @@ class World final : public sim::EventHandler,
     // thread) faults in: a thread runs on a stack of its own.
     std::vector<Vpn> stack_pages, stack_read_pages;
     // Those touched again after a scan pass marks them: by every task, and
-    // by the main thread only.
-    std::vector<Vpn> hot_pages, main_hot_pages;
+    // by the main thread only; read then written, and read, by every task;
+    // read then written by a main-arena task whose program counts; written
+    // by the tasks of a threaded process.
+    std::vector<Vpn> hot_pages, main_hot_pages, hot_rw_pages, hot_read_pages, count_pages,
+        thread_hot_pages;
+    // Those the collector writes after it forks the first process: that
+    // process's copies are its own from then on, unfaulted.
+    std::vector<Vpn> collector_writes;
     // Those a task touches as it reports at its program's end (see
     // World::report): malloc's state, which every task reads and a thread
     // writes as it exits (report_state); and, for a task of the main arena,
