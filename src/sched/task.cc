@@ -29,6 +29,19 @@ RunQueues::RunQueues(const topo::Topology& topo)
       slice_end_(topo.nr_cpus()),
       free_from_(topo.nr_cpus()) {}
 
+namespace {
+// Whether a CPU of `cpus` on c's core (c itself included) is busy.
+template <typename Busy>
+bool core_busy(const topo::Topology& topo, const std::vector<CpuId>& cpus, CpuId c, Busy busy) {
+  const topo::Cpu& tc = topo.cpu(c);
+  for (CpuId o : cpus) {
+    const topo::Cpu& oc = topo.cpu(o);
+    if (oc.socket == tc.socket && oc.core == tc.core && busy(o)) return true;
+  }
+  return false;
+}
+}  // namespace
+
 CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node, const std::vector<CpuId>& allowed,
                                          std::optional<CpuId> outside_parent) const {
   auto ok = [&](CpuId c) {
@@ -114,15 +127,9 @@ CpuId RunQueues::select_cpu_for_new_task(NodeId parent_node, const std::vector<C
     }
   }
   // In the node: prefer an idle allowed CPU whose SMT siblings are idle too.
-  auto core_busy = [&](const topo::Cpu& c) {
-    for (CpuId o : best->cpus) {
-      const topo::Cpu& oc = topo_.cpu(o);
-      if (oc.socket == c.socket && oc.core == c.core && nr(o) > 0) return true;
-    }
-    return false;
-  };
+  auto busy = [&](CpuId c) { return nr(c) > 0; };
   for (CpuId c : best->cpus) {
-    if (ok(c) && nr(c) == 0 && !core_busy(topo_.cpu(c))) return c;
+    if (ok(c) && !core_busy(topo_, best->cpus, c, busy)) return c;
   }
   std::optional<CpuId> pick;
   for (CpuId c : best->cpus) {
@@ -138,19 +145,11 @@ CpuId RunQueues::launched_cpu(CpuId shell_cpu) const {
   const std::vector<CpuId>& cpus = topo_.node(topo_.cpu_to_node(waker)).cpus;
   const auto at = std::find(cpus.begin(), cpus.end(), waker);
   const size_t start = static_cast<size_t>(at - cpus.begin());
-  auto core_idle = [&](CpuId c) {
-    const topo::Cpu& tc = topo_.cpu(c);
-    for (CpuId o : cpus) {
-      const topo::Cpu& oc = topo_.cpu(o);
-      if (oc.socket == tc.socket && oc.core == tc.core && busy(o)) return false;
-    }
-    return true;
-  };
   std::optional<CpuId> idle;
   for (size_t i = 1; i < cpus.size(); ++i) {
     const CpuId c = cpus[(start + i) % cpus.size()];
     if (busy(c)) continue;
-    if (core_idle(c)) return c;
+    if (!core_busy(topo_, cpus, c, busy)) return c;
     if (!idle) idle = c;
   }
   return idle.value_or(waker);

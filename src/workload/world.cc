@@ -1412,13 +1412,13 @@ World::Step World::report(TaskExec& t) {
       constexpr uint64_t kReportPages = 5;
       std::array<Vpn, kReportPages> fresh;
       for (uint64_t k = 0; k < kReportPages; ++k) fresh[k] = Vpn(t.arena_page->v + 1 + k);
-      if (s == Step::kNext) s = touch_pages(t, fresh, true);
+      s = touch_pages(t, fresh, true);
     }
     if (s == Step::kNext) s = touch_pages(t, img.report_state, true);
   } else {
     // A task of the main arena: chunks of its free lists, then the heap's
     // top.
-    if (s == Step::kNext) s = touch_pages(t, img.report_heap_read, false);
+    s = touch_pages(t, img.report_heap_read, false);
     if (s == Step::kNext) s = touch_pages(t, img.report_writes, true);
   }
   return s;
@@ -1899,11 +1899,11 @@ void World::run_task(TaskExec& t) {
     Frame& f = t.stack.back();
     if (f.pc >= f.ops->size()) {
       if (!f.loop) {
-        if (workload_.image_in_use && !t.reported) {
+        if (workload_.image_in_use) {
+          // Again after a yield: the pages it has touched fault no more.
           const Step s = report(t);
           if (s == Step::kYield) schedule_run(t, t.clock);
           if (s != Step::kNext) return;
-          t.reported = true;
         }
         exit_task(t);
         return;

@@ -265,9 +265,8 @@ class World final : public sim::EventHandler,
     bool needs_arena = false;
     std::optional<Vpn> arena_page;
     bool counts = false;  // its program has a count op (writes its counters)
-    // Its end-of-program report's pages are touched; its fault counts as
-    // the report's getrusage read them, before it faulted those.
-    bool reported = false;
+    // Its fault counts as its end-of-program report's getrusage read them,
+    // before the report faulted its pages.
     std::optional<std::pair<uint64_t, uint64_t>> rusage_flt;
   };
   enum class Step { kNext, kContinue, kYield, kStopped };
