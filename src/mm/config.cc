@@ -177,6 +177,27 @@ std::span<const Switch<MmConfig>> mm_switches() {
        [](const MmConfig& c) { return c.lru_add_batch; },
        [](MmConfig& c, int64_t v) { c.lru_add_batch = v; }},
       {{.section = "kernel",
+        .key = "migrate_lru_drain",
+        .kind = SwitchKind::kChoice,
+        .doc = "which page migrations drain the migrating CPU's lru_add batch after putting the "
+               "new folio in it, so that the folio is on its LRU (and can be isolated again by "
+               "the next hinting fault) at once: never (up to 5.17, __unmap_and_move's "
+               "putback_lru_page leaves it in the batch); mapped, when the old folio was mapped "
+               "(5.18: c3096e6782b7 \"mm/migrate: __unmap_and_move() push good newpage to "
+               "LRU\"; migrate_folio_move @6.1); mlocked, only when it was mlocked (6.7: "
+               "eebb3dabbb5c \"mm: migrate: record the mlocked page status to remove unnecessary "
+               "lru drain\"; migrate_folio_move @6.12)",
+        .default_value = static_cast<int64_t>(MigrateDrain::kMlocked),
+        .presets = {{.until = {5, 17}, .value = static_cast<int64_t>(MigrateDrain::kNever)},
+                    {.from = {5, 18},
+                     .until = {6, 6},
+                     .value = static_cast<int64_t>(MigrateDrain::kMapped)}},
+        .words = {{"never", static_cast<int64_t>(MigrateDrain::kNever)},
+                  {"mapped", static_cast<int64_t>(MigrateDrain::kMapped)},
+                  {"mlocked", static_cast<int64_t>(MigrateDrain::kMlocked)}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.migrate_lru_drain); },
+       [](MmConfig& c, int64_t v) { c.migrate_lru_drain = static_cast<MigrateDrain>(v); }},
+      {{.section = "kernel",
         .key = "memory_tiers",
         .kind = SwitchKind::kChoice,
         .doc = "how nodes form memory tiers: none; cpu-nodes (CPU-less nodes below nodes with "

@@ -37,6 +37,11 @@ enum class RefaultStat : int64_t {
 // /sys/kernel/mm/transparent_hugepage/enabled and defrag.
 enum class ThpEnabled : int64_t { kNever, kMadvise, kAlways };
 enum class ThpDefrag : int64_t { kNever, kMadvise, kDeferMadvise, kDefer, kAlways };
+// When a migration drains the migrating CPU's lru_add batch after adding the
+// new folio to it (migrate_folio_move): never (up to 5.17 the new page is
+// put back with putback_lru_page), when the old folio was mapped (5.18), or
+// only when it was mlocked (6.7).
+enum class MigrateDrain : int64_t { kNever, kMapped, kMlocked };
 // Which private anonymous mmaps get_unmapped_area puts on a 2 MiB boundary
 // (thp_get_unmapped_area): none (up to 6.6: the randomised mmap base leaves
 // them anywhere), those of 2 MiB or more (6.7), or those whose length is a
@@ -101,6 +106,9 @@ struct MmConfig {
   // fills, a large folio comes, or an lru_add_drain; 0 puts each on its LRU
   // at once.
   int64_t lru_add_batch = 31;
+  // Which migrations drain the migrating CPU's batch, whose new folio waits
+  // there (off the LRU, so not isolatable) until it drains.
+  MigrateDrain migrate_lru_drain = MigrateDrain::kMlocked;
   // How nodes form memory tiers, and whether reclaim demotes to the next.
   TierRule memory_tiers = TierRule::kHmat;
   bool demotion_enabled = false;

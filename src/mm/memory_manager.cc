@@ -1735,10 +1735,22 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to, CpuId cpu, bool was_m
     swap_->slot(slot).cache = to.v;
   }
   if (memcg_) memcg_->migrate(from, to, f);
-  // The new folio goes on the LRU in the old one's place; with the old one
-  // mapped, the CPU's batch follows it there.
-  lru_.add(to);
-  if (was_mapped) lru_add_drain(cpu);
+  // The new folio goes on its LRU through the migrating CPU's lru_add batch
+  // (a large one takes the batch with it at once). Whether the batch is then
+  // drained depends on the kernel: until it is, the new folio cannot be
+  // isolated again.
+  const bool mlocked = old.test(Folio::kMlocked);
+  folio_add_lru(to, cpu);
+  switch (config_.migrate_lru_drain) {
+    case MigrateDrain::kNever:
+      break;
+    case MigrateDrain::kMapped:
+      if (was_mapped) lru_add_drain(cpu);
+      break;
+    case MigrateDrain::kMlocked:
+      if (mlocked) lru_add_drain(cpu);
+      break;
+  }
   old.mapcount = 0;
   folios_.set_mlock_count(to, folios_.mlock_count(from));
   folios_.set_mlock_count(from, 0);

@@ -274,8 +274,9 @@ class MemoryManager {
   // Moves the folio's identity (page cache slot or anon rmap, flags,
   // last_cpupid) to `to`, after its contents were copied; frees `from`.
   // The new folio goes on its LRU through the migrating CPU's lru_add
-  // batch, which, when the old folio was mapped, is then drained
-  // (migrate_folio_move: folio_add_lru, lru_add_drain).
+  // batch, which is then drained as the kernel.migrate_lru_drain rule says
+  // (migrate_folio_move: folio_add_lru, then lru_add_drain when the old
+  // folio was mapped, 5.18-6.6, or mlocked, 6.7+).
   void migrate_folio_finish(Pfn from, Pfn to, CpuId cpu, bool was_mapped);
   // Frees an anonymous folio that nothing maps any more: nr_anon_pages, its
   // memcg charge, the page. The last unmap calls it, except for a folio under

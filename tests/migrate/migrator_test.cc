@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "numa/skip_rules.h"
+#include "scenario/scenario.h"
 #include "support/mm_fixture.h"
 
 namespace mmsim::migrate {
@@ -28,9 +29,11 @@ struct Ended final : Executor {
   bool success = false;
 };
 
-mm::MmConfig with_batch(int64_t lru_add_batch) {
+mm::MmConfig with_batch(int64_t lru_add_batch,
+                        mm::MigrateDrain drain = mm::MigrateDrain::kMlocked) {
   mm::MmConfig c = testing::test_mm_config();
   c.lru_add_batch = lru_add_batch;
+  c.migrate_lru_drain = drain;
   return c;
 }
 
@@ -38,12 +41,17 @@ mm::MmConfig with_batch(int64_t lru_add_batch) {
 // (so no TLB to flush), and a migrator to move it; lru_add batches of
 // `lru_add_batch` folios (0: none).
 struct OnePage {
-  explicit OnePage(int64_t lru_add_batch = 0)
-      : w(with_batch(lru_add_batch)),
+  explicit OnePage(int64_t lru_add_batch = 0, mm::MigrateDrain drain = mm::MigrateDrain::kMlocked,
+                   bool mlocked = false)
+      : w(with_batch(lru_add_batch, drain)),
         mm(w.mgr.mm_alloc()),
         migrator(queue, w.mgr, w.topo, w.costs, {}, ended) {
     a = w.map(*mm, 2, kRW);
     EXPECT_EQ(w.fault(*mm, a, true, 0), mm::FaultStatus::kOk);
+    if (mlocked) {
+      mm::FaultCtx c = w.ctx(0);
+      EXPECT_EQ(w.mgr.mlock(*mm, a, 1, c).error, mm::MmError::kOk);
+    }
     w.mgr.lru_add_drain(CpuId(0));
     pfn = Pfn(mm->pgtable().get(a).pfn);
     const numa::NumaConfig config;
@@ -134,20 +142,75 @@ TEST(Migrator, AFailedMigrationPutsTheFolioBackThroughTheCpusLruAddBatch) {
   p.w.expect_consistent();
 }
 
-TEST(Migrator, AMovedMappedFolioDrainsTheMigratingCpusLruAddBatch) {
+// A page of node 1 waits in node 1's CPU's batch while the page at `a`
+// moves there from node 0, by that CPU.
+struct MovedBesideABatchedPage {
+  explicit MovedBesideABatchedPage(mm::MigrateDrain drain, bool mlocked = false)
+      : p(15, drain, mlocked), other(p.a.v + 1) {
+    EXPECT_EQ(p.w.fault(*p.mm, other, true, p.node1_cpu().v), mm::FaultStatus::kOk);
+    EXPECT_TRUE(p.w.folio_at(*p.mm, other).test(mm::Folio::kLruBatched));
+    p.migrator.start(p.pfn, NodeId(1), 1, p.node1_cpu(), Tick(0));
+    p.queue.run();
+    EXPECT_TRUE(p.ended.success);
+  }
+  bool batched(Vpn v) { return p.w.folio_at(*p.mm, v).test(mm::Folio::kLruBatched); }
+  bool on_lru(Vpn v) { return p.w.folio_at(*p.mm, v).test(mm::Folio::kLru); }
+
+  OnePage p;
+  const Vpn other;
+};
+
+TEST(Migrator, From5_18To6_6AMovedMappedFolioDrainsTheMigratingCpusLruAddBatch) {
   // migrate_folio_move: folio_add_lru of the new folio, then lru_add_drain
-  // when the old one was mapped; a page waiting in that CPU's batch goes
+  // when the old one was mapped; the page waiting in that CPU's batch goes
   // on the LRU with it.
-  OnePage p(15);
-  const Vpn other(p.a.v + 1);
-  ASSERT_EQ(p.w.fault(*p.mm, other, true, p.node1_cpu().v), mm::FaultStatus::kOk);
-  ASSERT_TRUE(p.w.folio_at(*p.mm, other).test(mm::Folio::kLruBatched));
-  p.migrator.start(p.pfn, NodeId(1), 1, p.node1_cpu(), Tick(0));
-  p.queue.run();
-  ASSERT_TRUE(p.ended.success);
-  EXPECT_TRUE(p.w.folio_at(*p.mm, p.a).test(mm::Folio::kLru));
-  EXPECT_TRUE(p.w.folio_at(*p.mm, other).test(mm::Folio::kLru));
-  p.w.expect_consistent();
+  MovedBesideABatchedPage m(mm::MigrateDrain::kMapped);
+  EXPECT_TRUE(m.on_lru(m.p.a));
+  EXPECT_TRUE(m.on_lru(m.other));
+  m.p.w.expect_consistent();
+}
+
+TEST(Migrator, From6_7AMovedFolioWaitsInTheMigratingCpusBatchUnlessItWasMlocked) {
+  // 6.7 drains only after moving an mlocked folio: the new folio and the
+  // page before it wait off the LRU, so the next hinting fault cannot
+  // isolate the moved page until the batch drains.
+  MovedBesideABatchedPage m(mm::MigrateDrain::kMlocked);
+  EXPECT_TRUE(m.batched(m.p.a));
+  EXPECT_TRUE(m.batched(m.other));
+  m.p.w.mgr.lru_add_drain(m.p.node1_cpu());
+  EXPECT_TRUE(m.on_lru(m.p.a));
+  m.p.w.expect_consistent();
+}
+
+TEST(Migrator, From6_7AMovedMlockedFolioDrainsTheMigratingCpusBatch) {
+  // PAGE_WAS_MLOCKED: the drain that lets remove_migration_ptes count the
+  // new folio's mlocks.
+  MovedBesideABatchedPage m(mm::MigrateDrain::kMlocked, true);
+  EXPECT_FALSE(m.batched(m.p.a));
+  EXPECT_TRUE(m.p.w.folio_at(*m.p.mm, m.p.a).test(mm::Folio::kMlocked));
+  EXPECT_TRUE(m.on_lru(m.other));
+  m.p.w.expect_consistent();
+}
+
+TEST(Migrator, UpTo5_17AMovedFolioWaitsInTheMigratingCpusBatch) {
+  // __unmap_and_move puts the new page back with putback_lru_page, through
+  // the batch, and drains nothing.
+  MovedBesideABatchedPage m(mm::MigrateDrain::kNever);
+  EXPECT_TRUE(m.batched(m.p.a));
+  EXPECT_TRUE(m.batched(m.other));
+  m.p.w.expect_consistent();
+}
+
+TEST(Migrator, TheDrainAfterAMoveFollowsTheKernelVersion) {
+  scenario::KernelConfig k;
+  k.apply_version(*KernelVersion::parse("5.17"));
+  EXPECT_EQ(k.mm.migrate_lru_drain, mm::MigrateDrain::kNever);
+  k.apply_version(*KernelVersion::parse("6.1"));
+  EXPECT_EQ(k.mm.migrate_lru_drain, mm::MigrateDrain::kMapped);
+  k.apply_version(*KernelVersion::parse("6.6"));
+  EXPECT_EQ(k.mm.migrate_lru_drain, mm::MigrateDrain::kMapped);
+  k.apply_version(*KernelVersion::parse("6.7"));
+  EXPECT_EQ(k.mm.migrate_lru_drain, mm::MigrateDrain::kMlocked);
 }
 
 }  // namespace
