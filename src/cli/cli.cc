@@ -512,7 +512,8 @@ std::string switches_text(const scenario::KernelConfig& k, bool markdown, bool w
       case SwitchKind::kChoice: {
         std::vector<std::string> words;
         for (const auto& w : sw.words) words.emplace_back(w.word);
-        type = fmt::format("{}", fmt::join(words, " \\| "));
+        // A table cell escapes the bar; a terminal shows it plain.
+        type = fmt::format("{}", fmt::join(words, markdown ? " \\| " : " | "));
         break;
       }
       case SwitchKind::kInt: {

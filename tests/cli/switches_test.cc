@@ -52,6 +52,12 @@ TEST(Switches, ShowTheValuesOfTheGivenKernelVersion) {
   EXPECT_NE(later.substr(later.find("numa.skip_shared_cow"), 60).find("true"), std::string::npos);
 }
 
+TEST(Switches, PlainTextShowsAChoicesWordsWithoutTheTablesEscapes) {
+  const std::string text = cli::switches_text(scenario::KernelConfig{}, false, false);
+  EXPECT_NE(text.find("never | madvise | always"), std::string::npos);
+  EXPECT_EQ(text.find("\\|"), std::string::npos);
+}
+
 TEST(Switches, RejectAKernelVersionThatIsNotOne) {
   std::ostringstream out, err;
   const char* argv[] = {"mmsim", "switches", "--kernel-version", "4.x"};
