@@ -1739,7 +1739,6 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to, CpuId cpu, bool was_m
   // (a large one takes the batch with it at once). Whether the batch is then
   // drained depends on the kernel: until it is, the new folio cannot be
   // isolated again.
-  const bool mlocked = old.test(Folio::kMlocked);
   folio_add_lru(to, cpu);
   switch (config_.migrate_lru_drain) {
     case MigrateDrain::kNever:
@@ -1748,7 +1747,7 @@ void MemoryManager::migrate_folio_finish(Pfn from, Pfn to, CpuId cpu, bool was_m
       if (was_mapped) lru_add_drain(cpu);
       break;
     case MigrateDrain::kMlocked:
-      if (mlocked) lru_add_drain(cpu);
+      if (old.test(Folio::kMlocked)) lru_add_drain(cpu);
       break;
   }
   old.mapcount = 0;
