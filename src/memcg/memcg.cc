@@ -43,6 +43,31 @@ std::optional<uint32_t> Controller::find(const std::string& path) const {
   return std::nullopt;
 }
 
+MemCgroup Controller::file_view(uint32_t id) const {
+  MemCgroup view = groups_[id];
+  if (cfg_.hierarchy != Hierarchy::kV2) return view;
+  for (const MemCgroup& g : groups_) {
+    if (g.id == id || !is_ancestor(id, g.id)) continue;
+    view.cache += g.cache;
+    view.rss += g.rss;
+    view.mapped_file += g.mapped_file;
+    view.shmem += g.shmem;
+    view.pgpgin += g.pgpgin;
+    view.pgpgout += g.pgpgout;
+    view.pgfault += g.pgfault;
+    view.pgmajfault += g.pgmajfault;
+    view.failcnt += g.failcnt;
+  }
+  return view;
+}
+
+std::vector<MemCgroup> Controller::files_view() const {
+  std::vector<MemCgroup> view;
+  view.reserve(groups_.size());
+  for (const MemCgroup& g : groups_) view.push_back(file_view(g.id));
+  return view;
+}
+
 bool Controller::is_ancestor(uint32_t ancestor, uint32_t memcg) const {
   bool found = false;
   for_each_ancestor(memcg, [&](const MemCgroup& g) { found |= g.id == ancestor; });

@@ -54,6 +54,17 @@ class Controller final : public mm::MemcgHooks {
   // The memcg of a path ("/" is the root, id 0); nullopt if unknown.
   std::optional<uint32_t> find(const std::string& path) const;
   const std::vector<MemCgroup>& cgroups() const { return groups_; }
+  // The cgroups as their files read. Under v1 memory.stat's counters are a
+  // group's own (its total_* lines, not reported here, sum the subtree).
+  // Under v2 they sum the group's subtree (memcg_page_state and
+  // memcg_events read the rstat-flushed hierarchical state), as does
+  // memory.events (memcg_memory_event counts at each ancestor below the
+  // root; mmsim's "/" stands for the run's own cgroup, which counts them).
+  // Usage is hierarchical in both. SIMPLIFICATION: v2's stats as if flushed
+  // at the read; the kernel may skip a flush of fewer than
+  // MEMCG_CHARGE_BATCH updates a CPU.
+  MemCgroup file_view(uint32_t id) const;
+  std::vector<MemCgroup> files_view() const;
 
   // MemcgHooks
   mm::ChargeResult charge(uint32_t memcg, Pfn pfn, CpuId cpu,

@@ -65,6 +65,17 @@ struct Series {
 // entry or file, "tasks:KEY" for a per-task value summed over tasks.
 std::map<std::string, double> flat_counters(const nlohmann::ordered_json& report);
 
+// A simulated report's "/" as the guest's reads it under cgroup v2 when the
+// scenario has cgroups. There the guest's "/" is the run's own cgroup and
+// holds only the scenario's: mmsim-exec stays in mmsim's cgroup, since v2
+// allows no task beside child cgroups with controllers, so what the tasks do
+// before they join one (the image, the collector) is outside it. The
+// simulation's "/" is the root memcg, which holds that too: its
+// memory.current, memory.events and memory.stat become the sums of its
+// top-level cgroups' (each hierarchical under v2), and memory.peak, the peak
+// of a sum, goes. REQUIRES: the report's memcg hierarchy is v2.
+void as_run_cgroup(nlohmann::ordered_json& report);
+
 // Whether a counter is a gauge (vmstat nr_*, a cgroup's usage): the kernel
 // side reports its change over the run, the simulation its end value, so the
 // two cannot be compared.

@@ -38,7 +38,7 @@ void TimelineSampler::on_event(sim::EventQueue&, const sim::Event& e) {
   smp.tasks_in_d = source_.tasks_in_d();
   smp.node_used = source_.node_used_pages();
   if (memcg_.enabled()) {
-    const auto& g = memcg_.cgroups()[memcg_id_];
+    const memcg::MemCgroup g = memcg_.file_view(memcg_id_);
     smp.memcg = {g.cache, g.mapped_file, g.pgpgin};
   }
   samples_.push_back(smp);

@@ -244,7 +244,7 @@ RunResult World::run() {
   r.check_failures = check_failures_;
   r.timeline = timeline_.samples_until(r.elapsed_s);
   if (config_.trace) finish_trace(r);
-  if (memcg_.enabled()) r.memcg = memcg_.cgroups();
+  if (memcg_.enabled()) r.memcg = memcg_.files_view();
   const auto& meta = mm_.cache().meta_stats();
   for (size_t a = 0; a < meta.size(); ++a) {
     r.metadata.push_back(

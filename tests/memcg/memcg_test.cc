@@ -465,6 +465,37 @@ TEST(MemcgReport, AV2RunReportsMemoryCurrentAndMaxAndNoV1Names) {
   }
 }
 
+// The task in /g/h, below /g, which has no task of its own.
+std::string nested(const std::string& hierarchy) {
+  std::string text = limited(hierarchy);
+  text.replace(text.find("[[files]]"), 0, "[[cgroups]]\npath = \"/g/h\"\n");
+  const std::string task_in = "cgroup = \"/g\"";
+  text.replace(text.find(task_in), task_in.size(), "cgroup = \"/g/h\"");
+  return text;
+}
+
+TEST(MemcgReport, AV2ParentsMemoryStatCountsItsChildrensPagesAndFaults) {
+  auto ran = run_text(nested("v2"));
+  const MemCgroup& g = group(ran, "/g");
+  const MemCgroup& h = group(ran, "/g/h");
+  ASSERT_GT(h.pgfault, 0);
+  EXPECT_EQ(g.pgfault, h.pgfault);
+  EXPECT_EQ(g.cache, h.cache);
+  EXPECT_EQ(g.usage, h.usage);
+  EXPECT_GE(group(ran, "/").pgfault, g.pgfault);
+  const auto m = memcg_json(ran);
+  EXPECT_EQ(m.at("cgroups").at("/g").at("memory.stat").at("pgfault"), h.pgfault);
+}
+
+TEST(MemcgReport, AV1ParentsMemoryStatCountsOnlyItsOwn) {
+  auto ran = run_text(nested("v1"));
+  ASSERT_GT(group(ran, "/g/h").pgfault, 0);
+  EXPECT_EQ(group(ran, "/g").pgfault, 0);
+  EXPECT_EQ(group(ran, "/g").cache, 0);
+  // Usage is hierarchical in both.
+  EXPECT_EQ(group(ran, "/g").usage, group(ran, "/g/h").usage);
+}
+
 TEST(MemcgReport, AV1RunReportsUsageInBytesAndLimitInBytesAndNoV2Names) {
   auto ran = run_text(limited("v1"));
   const auto m = memcg_json(ran);

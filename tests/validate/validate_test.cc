@@ -364,6 +364,26 @@ TEST(Counters, VmstatGaugesAreNotComparedButCgroupFilesAre) {
   EXPECT_FALSE(is_gauge("memcg:/a:cache"));
 }
 
+TEST(Counters, AV2RunsRootIsComparedAsTheSumOfItsTopLevelCgroups) {
+  auto j = nlohmann::ordered_json::parse(R"({"memcg": {"hierarchy": "v2", "cgroups": {
+    "/": {"memory.current": 900, "memory.peak": 950, "memory.events": {"max": 1},
+          "memory.stat": {"anon": 500, "pgfault": 40}},
+    "/a": {"memory.current": 300, "memory.peak": 400, "memory.events": {"max": 2},
+           "memory.stat": {"anon": 100, "pgfault": 10}},
+    "/a/b": {"memory.current": 200, "memory.peak": 200, "memory.events": {"max": 2},
+             "memory.stat": {"anon": 100, "pgfault": 6}},
+    "/c": {"memory.current": 50, "memory.peak": 50, "memory.events": {"max": 0},
+           "memory.stat": {"anon": 0, "pgfault": 3}}}}})");
+  as_run_cgroup(j);
+  const auto f = flat_counters(j);
+  EXPECT_EQ(f.at("memcg:/:memory.current"), 350) << "/a (which holds /a/b) and /c";
+  EXPECT_EQ(f.at("memcg:/:pgfault"), 13);
+  EXPECT_EQ(f.at("memcg:/:anon"), 100);
+  EXPECT_EQ(j["memcg"]["cgroups"]["/"]["memory.events"]["max"], 2);
+  EXPECT_EQ(f.count("memcg:/:memory.peak"), 0u) << "a peak of the sum is not the sum of peaks";
+  EXPECT_EQ(f.at("memcg:/a:pgfault"), 10) << "the others stay as they are";
+}
+
 Series of(std::vector<double> v) { return Series{std::move(v)}; }
 
 TEST(Judge, ARelativeToleranceBoundsTheErrorOfTheMeans) {
