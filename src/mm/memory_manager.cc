@@ -576,6 +576,11 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
   // faulting page is then allocated on its own with the mapping's full mask
   // (filemap_fault's __filemap_get_folio), which may end in the OOM path.
   bool ra_failed = false;
+  // Each folio is added to the cache locked (filemap_add_folio) and stays
+  // locked until its read completes: reclaim that a later page's charge or
+  // allocation starts skips it (shrink_folio_list's folio_trylock), so a
+  // window is never evicted while it is read.
+  std::vector<uint32_t> locked;
   for (uint64_t i = first; i < last; ++i) {
     if (ra_failed && i != index) continue;
     if (file.lookup(i) != AddressSpace::kNone) continue;
@@ -608,6 +613,10 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
       workingset_refault(f, sh->second);
       file.shadows.erase(sh);
     }
+    if (!file.shmem && !f.test(Folio::kLocked)) {
+      f.flags |= Folio::kLocked;
+      locked.push_back(pfn->v);
+    }
     folio_add_lru(*pfn, ctx.cpu);
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);
@@ -623,6 +632,9 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
     vmstat_.add(Vm::pgpgin, static_cast<int64_t>(w.read * (kPageSize / 1024)));
     cost.io_ns += costs_.storage_read_ns;
   }
+  // The read completes (folio_end_read): the window's folios unlock.
+  for (const uint32_t pfn : locked)
+    folios_.folio(Pfn(pfn)).flags &= static_cast<uint16_t>(~Folio::kLocked);
   return w;
 }
 

@@ -222,6 +222,10 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
     Folio& f = mm_.folios().folio(pfn);
     sc.ns +=
         mm_.cache().meta_miss_ns(cost::Meta::kStructPage, 0, pfn.v, cost::kStructPageBytes, f.node);
+    if (f.test(Folio::kLocked)) {  // folio_trylock fails (a read, a migration): kept as it is
+      lru.add(pfn);
+      continue;
+    }
     if (f.test(Folio::kMlocked)) {  // not evictable: culled to the unevictable list
       lru.add(pfn);
       continue;

@@ -105,8 +105,8 @@ TEST(MemcgMigrateCharge, RechargesFrom4_5To6_6AndBefore3_17) {
   EXPECT_EQ(at("6.7"), MigrateCharge::kTransfer);
 }
 
-// A task in /small (limit 1 MiB = 256 pages) reads a 4 MiB file once
-// through a shared mapping.
+// A task in /small (limit 4 MiB = 1024 pages, 16 charge batches) reads a
+// 16 MiB file once through a shared mapping.
 std::string limit_scenario(const std::string& version) {
   return R"(
 [machine]
@@ -120,10 +120,10 @@ version = ")" +
 numa_balancing = 0
 [[cgroups]]
 path = "/small"
-limit = "1MiB"
+limit = "4MiB"
 [[files]]
 name = "f"
-size = "4MiB"
+size = "16MiB"
 [run]
 program = "main"
 process_image = "mapped"
@@ -143,18 +143,20 @@ region = "m"
 }
 
 TEST(MemcgFailcnt, AtTheLimitEveryPageChargedFailsItsBatchAndEachReclaimItsSinglePage) {
-  // 1024 pages charged, the last 1024 - 256 at the limit: each fails the
+  // 4096 pages charged, the last 4096 - 1024 at the limit: each fails the
   // batch attempt (+1); a page that then fails alone too (+1) reclaims,
   // which frees at least one page, so there are fewer such failures than
-  // pages reclaimed.
+  // pages reclaimed. (A reclaim that frees a batch's worth or more lets the
+  // next charge refill its stock, whose pages count nothing: rare at a limit
+  // of 16 batches, not at one of 4.)
   const auto ran = run_text(limit_scenario("6.1"));
   const auto& g = group(ran, "/small");
-  const uint64_t at_limit = 1024 - 256;
+  const uint64_t at_limit = 4096 - 1024;
   EXPECT_GE(g.failcnt, at_limit);
   EXPECT_LE(g.failcnt, at_limit + static_cast<uint64_t>(g.pgpgout));
   // What was charged and not reclaimed is still cached, within the limit.
   EXPECT_EQ(g.pgpgin - g.pgpgout, g.cache);
-  EXPECT_LE(g.cache, 256);
+  EXPECT_LE(g.cache, 1024);
 }
 
 TEST(MemcgFailcnt, TheChargeBatchIs32Until6_0And64From6_1) {
@@ -169,7 +171,7 @@ TEST(VmstatReclaim, LimitReclaimCountsInPgscanFileButNotInPgscanDirect) {
   const auto ran = run_text(limit_scenario("6.1"));
   EXPECT_EQ(ran.vm("pgscan_direct"), 0);
   EXPECT_EQ(ran.vm("pgsteal_direct"), 0);
-  EXPECT_GE(ran.vm("pgsteal_file"), 1024 - 256);
+  EXPECT_GE(ran.vm("pgsteal_file"), 4096 - 1024);
   EXPECT_EQ(ran.vm("pgsteal_file"), group(ran, "/small").pgpgout);
   EXPECT_GE(ran.vm("pgscan_file"), ran.vm("pgsteal_file"));
   EXPECT_EQ(ran.vm("pgscan_anon"), 0);
@@ -182,7 +184,7 @@ TEST(VmstatReclaim, KernelsBefore5_8HaveNoPerTypeReclaimCounters) {
   EXPECT_FALSE(has_vmstat(ran, "pgsteal_file"));
   EXPECT_FALSE(has_vmstat(ran, "pgscan_anon"));
   EXPECT_EQ(ran.vm("pgsteal_direct"), 0);
-  EXPECT_GE(group(ran, "/small").pgpgout, 1024 - 256);
+  EXPECT_GE(group(ran, "/small").pgpgout, 4096 - 1024);
 }
 
 }  // namespace
