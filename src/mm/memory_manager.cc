@@ -638,13 +638,22 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
   return w;
 }
 
+namespace {
+// get_next_ra_size: a window grows fourfold while small, then twofold, up to
+// ra_pages.
+uint64_t next_ra_size(uint64_t cur, uint64_t max) {
+  if (cur < max / 16) return 4 * cur;
+  if (cur <= max / 2) return 2 * cur;
+  return max;
+}
+}  // namespace
+
 MemoryManager::FilemapGet MemoryManager::filemap_get(AddressSpace& file, uint64_t index,
                                                      const Vma& vma, FaultCtx& ctx) {
   FilemapGet g;
   OpCost& cost = g.cost;
   cost.sys_ns += costs_.pagecache_lookup_ns;
-  // Readahead windows are aligned (SIMPLIFICATION: the kernel's mmap
-  // read-around centres its first window on the fault).
+  // ra_pages (read_ahead_kb): the read-around's size and the largest window.
   const uint64_t window = file.shmem ? 1 : std::max<uint32_t>(1, config_.read_ahead_pages());
   const uint32_t cached = file.lookup(index);
   cost.sys_ns += cache_.meta_miss_ns(cost::Meta::kPageCache, file.id, index, sizeof(uint64_t));
@@ -660,8 +669,25 @@ MemoryManager::FilemapGet MemoryManager::filemap_get(AddressSpace& file, uint64_
       // on the next window's first page, still under I/O).
       f.flags &= static_cast<uint16_t>(~Folio::kReadahead);
       g.retried = true;
-      const uint64_t first = index - index % window + window;
-      const uint64_t last = std::min(file.size_pages, first + window);
+      // page_cache_async_ra (6.1's ondemand_readahead): the mark the last
+      // window set moves the window on; another mark (another reader's, say)
+      // starts one at the first page not cached after it, if that is within
+      // ra_pages.
+      AddressSpace::Readahead& ra = file.ra;
+      uint64_t first = 0, size = 0;
+      if (index == ra.start + ra.size - ra.async_size) {
+        first = ra.start + ra.size;
+        size = std::max(ra.size, next_ra_size(ra.size, window));
+      } else {
+        first = index + 1;
+        while (first <= index + window && first < file.size_pages &&
+               file.lookup(first) != AddressSpace::kNone) {
+          ++first;
+        }
+        size = first - index <= window ? next_ra_size(first - index + window, window) : 0;
+      }
+      if (size) ra = {first, size, size};
+      const uint64_t last = size ? std::min(file.size_pages, first + size) : first;
       // The fault holds a reference to its folio meanwhile: reclaim that
       // the read's allocations start cannot take it.
       const bool locked = f.test(Folio::kLocked);
@@ -674,13 +700,16 @@ MemoryManager::FilemapGet MemoryManager::filemap_get(AddressSpace& file, uint64_
     return g;
   }
   // Not cached (filemap_fault's miss: pgmajfault): shmem creates a zeroed
-  // page; a file reads a readahead window of pages that are not cached yet,
-  // as one storage request, marking the page async_size (a quarter of the
-  // window) before its end, and the fault is retried once the lock dropped
-  // for the read is taken again.
-  const uint64_t first = file.shmem ? index : index - index % window;
+  // page; a file reads the pages not cached yet of ra_pages centred on the
+  // fault (do_sync_mmap_readahead's read-around), as one storage request,
+  // marking the page async_size (a quarter of the window) before its end,
+  // and the fault is retried once the lock dropped for the read is taken
+  // again. A window cut by the file's end is marked as far before it.
+  const uint64_t first = file.shmem ? index : index - std::min(index, window / 2);
   const uint64_t last = std::min(file.size_pages, first + window);
-  const uint64_t mark = window >= 4 ? first + window - window / 4 : UINT64_MAX;
+  const uint64_t async = window / 4;
+  const uint64_t mark = !file.shmem && async && last - first >= async ? last - async : UINT64_MAX;
+  if (!file.shmem) file.ra = {first, window, async};
   const ReadWindow w = read_window(file, first, last, index, mark, vma, ctx, cost);
   if (w.index_failed) return g;
   if (w.read) g.major = g.retried = true;

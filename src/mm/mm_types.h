@@ -42,6 +42,12 @@ struct AddressSpace {
   std::vector<Vma*> i_mmap;
   // Evicted offsets (the xarray's shadow entries): a re-read is a refault.
   std::unordered_map<uint64_t, Shadow> shadows;
+  // The readahead state (file_ra_state): the last window read, [start,
+  // start + size), and its async part at its end, whose first page is
+  // marked. SIMPLIFICATION: one a file; the kernel keeps one an open file.
+  struct Readahead {
+    uint64_t start = 0, size = 0, async_size = 0;
+  } ra;
 
   uint32_t lookup(uint64_t index) const {
     const Chunk* chunk = find_chunk(index >> kPteTableShift);

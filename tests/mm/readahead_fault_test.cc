@@ -65,6 +65,32 @@ TEST(FileReadahead, AFaultOnTheMarkReadsTheNextWindowAndIsMajorOnlyForTheTask) {
   u.w.expect_consistent();
 }
 
+TEST(FileReadahead, AMissInsideTheFileReadsAWindowCentredOnIt) {
+  // do_sync_mmap_readahead's read-around: ra_pages from 16 before the fault.
+  Uncached u(no_fault_around(true));
+  u.w.fault(*u.mm, Vpn(u.a.v + 32), false);
+  EXPECT_EQ(u.file->nrpages, 32u);
+  EXPECT_EQ(u.file->lookup(15), AddressSpace::kNone);
+  EXPECT_NE(u.file->lookup(16), AddressSpace::kNone);
+  EXPECT_NE(u.file->lookup(47), AddressSpace::kNone);
+  EXPECT_EQ(u.file->lookup(48), AddressSpace::kNone);
+  EXPECT_TRUE(u.w.mgr.folios().folio(Pfn(u.file->lookup(40))).test(Folio::kReadahead));
+  u.w.expect_consistent();
+}
+
+TEST(FileReadahead, TheMarkOfACentredWindowReadsOnFromItsEnd) {
+  // page_cache_async_ra: the next window starts where the last one ended,
+  // here cut by the file's end, and is marked at its first page.
+  Uncached u(no_fault_around(true));
+  u.w.fault(*u.mm, Vpn(u.a.v + 32), false);
+  u.w.fault(*u.mm, Vpn(u.a.v + 40), false);
+  EXPECT_EQ(u.file->nrpages, 48u);
+  EXPECT_NE(u.file->lookup(63), AddressSpace::kNone);
+  EXPECT_TRUE(u.w.mgr.folios().folio(Pfn(u.file->lookup(48))).test(Folio::kReadahead));
+  EXPECT_EQ(u.w.mgr.vmstat()[Vm::pgmajfault], 1);
+  u.w.expect_consistent();
+}
+
 TEST(FileReadahead, UpTo6_4ARetriedFaultCountsPgfaultForEachAttempt) {
   for (bool per_attempt : {true, false}) {
     MmConfig c = no_fault_around(true);
