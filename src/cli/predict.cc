@@ -21,6 +21,7 @@
 #include "report/report.h"
 #include "scenario/scenario.h"
 #include "scenario/simulation.h"
+#include "validate/validate.h"
 
 namespace mmsim::cli {
 
@@ -289,7 +290,13 @@ int native_scenario_predict(const std::string& path, const std::vector<std::stri
 
   const workload::RunResult r = scenario::simulate(*pr.run);
   report::RunInfo info{&pr.run->scenario, &pr.run->topology, &r, 0, false};
-  const nlohmann::ordered_json sim = report::run_json(info);
+  nlohmann::ordered_json sim = report::run_json(info);
+  // Under cgroup v2 with the scenario's cgroups the native run's "/" is its
+  // own cgroup, which holds only them: the simulation's is shown likewise.
+  const bool v2_run_cgroup = native.contains("memcg") && sim.contains("memcg") &&
+                             native["memcg"].value("hierarchy", "") == "v2" &&
+                             sim["memcg"].value("hierarchy", "") == "v2" && !sc.cgroups.empty();
+  if (v2_run_cgroup) validate::as_run_cgroup(sim);
   const size_t nodes = pr.run->topology.nr_nodes(), cpus = pr.run->topology.nr_cpus();
   out << fmt::format(
       "\nsimulated: {} on this host's machine ({} node{}, {} CPU{}), kernel {}, {}\n", sc.name,
@@ -298,6 +305,10 @@ int native_scenario_predict(const std::string& path, const std::vector<std::stri
                     : "cost profile " + profile_label(costs));
   out << "(native vmstat counts the whole host's activity over the run; the simulation, the "
          "scenario's)\n";
+  if (v2_run_cgroup) {
+    out << "(cgroup v2: the simulation's memcg / is the sum of its top-level cgroups, as the "
+           "native run's cgroup holds only them; no memory.peak)\n";
+  }
 
   std::vector<SideRow> rows;
   for (const auto& [k, v] : native["metrics"].items()) rows.push_back({k, "/metrics/" + k});
