@@ -27,8 +27,7 @@ Controller::Controller(const MemcgConfig& cfg, const cost::CostProfile& costs,
     g.parent = 0;
     for (const auto& other : groups_) {
       const std::string& o = other.path;
-      const bool below = o != "/" && spec.path.size() > o.size() &&
-                         spec.path.compare(0, o.size(), o) == 0 && spec.path[o.size()] == '/';
+      const bool below = o != "/" && path_is_below(spec.path, o);
       if (below) g.parent = static_cast<int>(other.id);
     }
     groups_.push_back(g);

@@ -9,6 +9,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cost/cost_profile.h"
@@ -18,6 +19,12 @@
 #include "sim/types.h"
 
 namespace mmsim::memcg {
+
+// Whether cgroup `path` lies below `ancestor` ("/a/b" below "/a", not "/ab").
+inline bool path_is_below(std::string_view path, std::string_view ancestor) {
+  return path.size() > ancestor.size() && path.substr(0, ancestor.size()) == ancestor &&
+         path[ancestor.size()] == '/';
+}
 
 struct CgroupSpec {
   std::string path;

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "cost/cache_model.h"
+#include "memcg/memcg.h"
 #include "native/host.h"
 #include "native/scenario_native.h"
 #include "report/report.h"
@@ -129,9 +130,8 @@ void as_run_cgroup(ordered_json& report) {
   }
   // Top level: no other cgroup's path is a directory above it.
   auto top = [&](const std::string& p) {
-    return std::none_of(paths.begin(), paths.end(), [&](const std::string& o) {
-      return p.size() > o.size() && p.compare(0, o.size(), o) == 0 && p[o.size()] == '/';
-    });
+    return std::none_of(paths.begin(), paths.end(),
+                        [&](const std::string& o) { return memcg::path_is_below(p, o); });
   };
   ordered_json& root = groups["/"];
   auto add = [](ordered_json& sum, const ordered_json& v) {
