@@ -579,8 +579,10 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
   // Each folio is added to the cache locked (filemap_add_folio) and stays
   // locked until its read completes: reclaim that a later page's charge or
   // allocation starts skips it (shrink_folio_list's folio_trylock), so a
-  // window is never evicted while it is read.
-  std::vector<uint32_t> locked;
+  // window is never evicted while it is read. (A new folio is never locked
+  // before: only a migration locks one, and it has no mapping yet.)
+  std::vector<uint32_t>& locked = read_locked_;
+  locked.clear();
   for (uint64_t i = first; i < last; ++i) {
     if (ra_failed && i != index) continue;
     if (file.lookup(i) != AddressSpace::kNone) continue;
@@ -613,7 +615,7 @@ MemoryManager::ReadWindow MemoryManager::read_window(AddressSpace& file, uint64_
       workingset_refault(f, sh->second);
       file.shadows.erase(sh);
     }
-    if (!file.shmem && !f.test(Folio::kLocked)) {
+    if (!file.shmem) {
       f.flags |= Folio::kLocked;
       locked.push_back(pfn->v);
     }

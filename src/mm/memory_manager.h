@@ -657,6 +657,7 @@ class MemoryManager {
   FolioAllocator folios_;
   LruSet lru_;
   std::vector<std::vector<uint32_t>> lru_batch_;  // by CPU: folios not yet on the LRU
+  std::vector<uint32_t> read_locked_;             // read_window's folios under read
   cost::CacheModel cache_;
   MemoryTiers tiers_;
   std::vector<std::unique_ptr<AddressSpace>> files_;
