@@ -293,9 +293,11 @@ int native_scenario_predict(const std::string& path, const std::vector<std::stri
   nlohmann::ordered_json sim = report::run_json(info);
   // Under cgroup v2 with the scenario's cgroups the native run's "/" is its
   // own cgroup, which holds only them: the simulation's is shown likewise.
-  const bool v2_run_cgroup = native.contains("memcg") && sim.contains("memcg") &&
-                             native["memcg"].value("hierarchy", "") == "v2" &&
-                             sim["memcg"].value("hierarchy", "") == "v2" && !sc.cgroups.empty();
+  auto hierarchy = [](const nlohmann::ordered_json& report) {
+    return report.contains("memcg") ? report["memcg"].value("hierarchy", "") : std::string();
+  };
+  const bool v2_run_cgroup =
+      validate::compares_run_cgroup(hierarchy(native), hierarchy(sim), !sc.cgroups.empty());
   if (v2_run_cgroup) validate::as_run_cgroup(sim);
   const size_t nodes = pr.run->topology.nr_nodes(), cpus = pr.run->topology.nr_cpus();
   out << fmt::format(

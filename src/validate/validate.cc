@@ -935,7 +935,8 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   }
 
   // The simulation: the same scenario, the kernel's version, seeds S..S+N-1.
-  const bool run_cgroup_only = hierarchy == "v2" && !sc.cgroups.empty();
+  // The simulation runs under the guest's hierarchy (the scenario's, or v2 set above).
+  const bool run_cgroup_only = compares_run_cgroup(hierarchy, hierarchy, !sc.cgroups.empty());
   if (run_cgroup_only) {
     notes.push_back(
         "cgroup v2: the guest's \"/\" is the run's cgroup, which holds only the scenario's "

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mmsim::validate {
@@ -75,6 +76,13 @@ std::map<std::string, double> flat_counters(const nlohmann::ordered_json& report
 // top-level cgroups' (each hierarchical under v2), and memory.peak, the peak
 // of a sum, goes. REQUIRES: the report's memcg hierarchy is v2.
 void as_run_cgroup(nlohmann::ordered_json& report);
+// Whether a comparison shows the simulation's "/" that way: both worlds
+// under cgroup v2 ("v2" is a report's memcg hierarchy), with the scenario's
+// cgroups.
+inline bool compares_run_cgroup(std::string_view real_hierarchy, std::string_view sim_hierarchy,
+                                bool scenario_cgroups) {
+  return real_hierarchy == "v2" && sim_hierarchy == "v2" && scenario_cgroups;
+}
 
 // Whether a counter is a gauge (vmstat nr_*, a cgroup's usage): the kernel
 // side reports its change over the run, the simulation its end value, so the

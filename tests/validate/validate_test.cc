@@ -384,6 +384,14 @@ TEST(Counters, AV2RunsRootIsComparedAsTheSumOfItsTopLevelCgroups) {
   EXPECT_EQ(f.at("memcg:/a:pgfault"), 10) << "the others stay as they are";
 }
 
+TEST(Counters, OnlyV2InBothWorldsWithScenarioCgroupsComparesTheRunsCgroup) {
+  EXPECT_TRUE(compares_run_cgroup("v2", "v2", true));
+  EXPECT_FALSE(compares_run_cgroup("v2", "v2", false)) << "the tasks run in / itself";
+  EXPECT_FALSE(compares_run_cgroup("v1", "v2", true)) << "a v1 host reads its own / as it is";
+  EXPECT_FALSE(compares_run_cgroup("v2", "v1", true));
+  EXPECT_FALSE(compares_run_cgroup("", "v2", true)) << "no memcg read natively";
+}
+
 Series of(std::vector<double> v) { return Series{std::move(v)}; }
 
 TEST(Judge, ARelativeToleranceBoundsTheErrorOfTheMeans) {
