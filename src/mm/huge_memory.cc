@@ -172,9 +172,14 @@ MemoryManager::Fault MemoryManager::huge_pmd_fault(Mm& mm, Vma& vma, PteTable& t
   return out;
 }
 
-double MemoryManager::zap_huge_pmd(Mm& mm, Vma& vma, PteTable& t) {
+double MemoryManager::zap_huge_pmd(Mm& mm, Vma& vma, Vpn haddr) {
+  PteTable& t = *mm.pgtable().table(haddr);
   const Pte pmd = t.pmd();
+  // The PMD becomes none and the page table it had deposited is freed
+  // (zap_huge_pmd's zap_deposited_table): the range may take a THP fault
+  // again, as after munmap.
   t.set_pmd(Pte{});
+  mm.pgtable().free_table(haddr);
   ++page_events_;
   if (pmd.pfn == kZeroPfn || !pmd.maps_folio()) return 0;
   const Pfn head(pmd.pfn);

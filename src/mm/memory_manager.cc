@@ -554,7 +554,7 @@ MemoryManager::Zapped MemoryManager::zap_range(Mm& mm, Vma& vma, Vpn start, Vpn 
   mm.pgtable().for_each_table_in(start, end, [&](Vpn base, PteTable& t) {
     if (!t.huge()) return;
     if (base >= start && base.v + kPtesPerTable <= end.v) {
-      z.memcg_ns += zap_huge_pmd(mm, vma, t);
+      z.memcg_ns += zap_huge_pmd(mm, vma, base);  // t is gone after it
       ++z.ptes;
     } else {
       split_huge_pmd(mm, vma, t);

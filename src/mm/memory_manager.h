@@ -602,8 +602,9 @@ class MemoryManager {
   // The PMD's folio for an anonymous fault: local node only unless the
   // policy or defrag says otherwise (alloc_hugepage_vma, vma_thp_gfp_mask).
   std::optional<Pfn> alloc_huge_folio(const Vma& vma, Vpn haddr, const FaultCtx& ctx, double* ns);
-  // zap_huge_pmd: the PMD goes; the folio too with its last mapping.
-  double zap_huge_pmd(Mm& mm, Vma& vma, PteTable& t);
+  // zap_huge_pmd: the PMD and its deposited table go (the range takes a THP
+  // fault again); the folio too with its last mapping.
+  double zap_huge_pmd(Mm& mm, Vma& vma, Vpn haddr);
   // __split_huge_pmd_locked: the PMD becomes 512 PTEs of its folio's pages.
   void split_huge_pmd(Mm& mm, Vma& vma, PteTable& t);
   // khugepaged_enter_vma: registers the VMA's mm with khugepaged if the VMA

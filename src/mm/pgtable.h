@@ -170,6 +170,13 @@ class PageTable {
   // First vpn in [from, to) that does not allow the access, or `to`.
   Vpn next_blocked(Vpn from, Vpn to, bool write) const;
   size_t nr_tables() const { return tables_.size(); }
+  // The 2 MiB range's PMD is none again (zap_huge_pmd frees the table the
+  // huge PMD had deposited): a later fault there may map a THP. The table
+  // must be empty; references to it are dangling afterwards.
+  void free_table(Vpn vpn) {
+    check(table(vpn) && !table(vpn)->nr_used(), "a PTE table freed while in use");
+    erase(vpn.v >> kPteTableShift);
+  }
   // free_pgtables: drops the tables of [from, to) that are empty and that
   // `keep(base)` does not keep.
   template <class Keep>

@@ -172,6 +172,31 @@ TEST(ThpSplit, AWholeMunmapFreesTheFolioAndItsTable) {
   t.w.expect_consistent();
 }
 
+TEST(ThpSplit, MadvDontneedOfAWholeThpLeavesThePmdNoneForAnotherThp) {
+  // zap_huge_pmd frees the table the PMD had deposited: the next write
+  // there is a THP fault again, not 512 base-page faults.
+  ThpWorld t;
+  t.w.fault(*t.mm, t.a, true);
+  t.w.mgr.madvise_dontneed(*t.mm, t.a, kHugePages, CpuId(0));
+  EXPECT_EQ(t.mm->pgtable().table(t.a), nullptr);
+  EXPECT_EQ(t.vm(Vm::nr_anon_pages), 0);
+  ASSERT_EQ(t.w.fault(*t.mm, t.a, true), FaultStatus::kOk);
+  EXPECT_EQ(t.vm(Vm::thp_fault_alloc), 2);
+  EXPECT_TRUE(t.mm->pgtable().table(t.a)->huge());
+  t.w.expect_consistent();
+}
+
+TEST(ThpSplit, MadvDontneedOfPartOfAThpKeepsItsTableForBasePages) {
+  ThpWorld t;
+  t.w.fault(*t.mm, t.a, true);
+  t.w.mgr.madvise_dontneed(*t.mm, t.a, kHugePages / 2, CpuId(0));
+  ASSERT_EQ(t.w.fault(*t.mm, t.a, true), FaultStatus::kOk);
+  EXPECT_EQ(t.vm(Vm::thp_split_pmd), 1);
+  EXPECT_EQ(t.vm(Vm::thp_fault_alloc), 1);
+  EXPECT_FALSE(t.mm->pgtable().table(t.a)->huge());
+  t.w.expect_consistent();
+}
+
 TEST(ThpSplit, SplittingTheFolioFreesThePagesNothingMaps) {
   ThpWorld t;
   t.w.fault(*t.mm, t.a, true);
