@@ -40,6 +40,8 @@ struct Folio {
     kSwapCache = 4096,    // PG_swapcache: an anonymous folio with a swap slot
     kTail = 8192,         // a tail page of a large folio (PageTail): only mapcount is its own
     kLruBatched = 16384,  // in a CPU's lru_add batch (its CPU in lru_prev), not yet on a list
+    // The kernel's own memory (the huge zero page): no LRU, rmap or charge.
+    kKernel = 32768,
   };
   NodeId node;
   uint16_t flags = 0;

@@ -70,10 +70,23 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
   AnonVma& av = anon_vma_prepare(vma);
   khugepaged_enter_vma(vma);
   if (!write && config_.thp_use_zero_page) {
-    // The huge zero page, read-only: no RSS, no LRU, no charge.
+    // The huge zero page, read-only: no RSS, no LRU, no charge. Its first
+    // use allocates it (get_huge_zero_page: 512 zeroed pages, GFP_TRANSHUGE
+    // without __GFP_MOVABLE), and it stays. SIMPLIFICATION: the kernel's
+    // shrinker frees it under memory pressure while no PMD maps it; here it
+    // stays until the run ends. If it cannot be had the fault falls back to
+    // the PTE level, which maps the 4 KiB zero page.
     if (!huge_zero_page_) {
-      huge_zero_page_ = true;
+      const std::optional<Pfn> z = folios_.alloc(MemPolicy{}, ctx.node, 0, Mark::kLow, kHugeOrder);
+      if (!z) {
+        vmstat_.add(Vm::thp_zero_page_alloc_failed);
+        *fallback = true;
+        return out;
+      }
+      folios_.folio(*z).flags |= Folio::kKernel;
+      huge_zero_page_ = z;
       vmstat_.add(Vm::thp_zero_page_alloc);
+      r.cost.sys_ns += static_cast<double>(kHugePages) * cache_.page_zero_ns(ctx.node, ctx.node);
     }
     Pte pmd;
     pmd.pfn = kZeroPfn;

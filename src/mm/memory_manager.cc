@@ -48,7 +48,8 @@ MemoryManager::MemoryManager(const topo::Topology& topo, const cost::CostProfile
   // are listed only when it is on (their names changed over the versions).
   for (Vm v : {Vm::nr_anon_transparent_hugepages, Vm::thp_fault_alloc, Vm::thp_fault_fallback,
                Vm::thp_fault_fallback_charge, Vm::thp_split_pmd, Vm::thp_split_page,
-               Vm::thp_zero_page_alloc, Vm::thp_collapse_alloc, Vm::thp_collapse_alloc_failed})
+               Vm::thp_zero_page_alloc, Vm::thp_zero_page_alloc_failed, Vm::thp_collapse_alloc,
+               Vm::thp_collapse_alloc_failed})
     vmstat_.set_shown(v, thp_on_);
   for (Vm v : {Vm::thp_migration_success, Vm::thp_migration_fail, Vm::thp_migration_split})
     vmstat_.set_shown(v, thp_on_ && config_.thp_migration_stats);
@@ -273,7 +274,7 @@ AddressSpace& MemoryManager::create_file(std::string name, uint64_t size_pages, 
   return *files_.back();
 }
 
-bool MemoryManager::preload_file(AddressSpace& file, NodeId node) {
+bool MemoryManager::preload_file(AddressSpace& file, NodeId node, Cached how) {
   const MemPolicy local;
   for (uint64_t i = 0; i < file.size_pages; ++i) {
     if (file.lookup(i) != AddressSpace::kNone) continue;
@@ -281,7 +282,8 @@ bool MemoryManager::preload_file(AddressSpace& file, NodeId node) {
     auto pfn = folios_.alloc(local, node, i, reclaim_ ? Mark::kLow : Mark::kNone);
     if (!pfn) return false;  // the machine is full: the rest stays on disk
     Folio& f = folios_.folio(*pfn);
-    f.flags |= Folio::kUptodate | (file.shmem ? Folio::kShmem : 0);
+    f.flags |= Folio::kUptodate | (file.shmem ? Folio::kShmem : 0) |
+               (how == Cached::kRead ? Folio::kReferenced : 0);
     f.mapping = file.id;
     f.set_index(i);
     if (memcg_) memcg_->charge(0, *pfn, CpuId(0));  // cached before the run: the root's
@@ -481,7 +483,7 @@ void MemoryManager::munlock_folio(Pfn head) {
   }
 }
 
-double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
+double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn, Unmap why) {
   const auto i = static_cast<uint32_t>(vpn.v & (kPtesPerTable - 1));
   ++page_events_;
   const Pte pte = t.get(i);
@@ -498,10 +500,11 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn) {
   memcg_ns +=
       cache_.meta_miss_ns(cost::Meta::kStructPage, 0, page.v, cost::kStructPageBytes, f.node);
   const bool anon = f.test(Folio::kAnon);
-  if ((pte.flags & Pte::kDirty) && !anon) folio_mark_dirty(f);
+  const bool zap = why == Unmap::kZap;
+  if (zap && (pte.flags & Pte::kDirty) && !anon) folio_mark_dirty(f);
   // zap_pte_range: a young PTE of a file folio counts as an access, before
   // the rmap removal munlocks it (an mlocked folio is not activated).
-  if ((pte.flags & Pte::kYoung) && !anon) memcg_ns += folio_mark_accessed(pfn);
+  if (zap && (pte.flags & Pte::kYoung) && !anon) memcg_ns += folio_mark_accessed(pfn);
   if (vma.flags & Vma::kLocked) munlock_folio(pfn);
   if (anon) {
     --mm.rss_anon;
@@ -1019,7 +1022,7 @@ MemoryManager::Fault MemoryManager::do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pt
     const NodeId src = folios_.folio(Pfn(pte.pfn)).node;
     r.cost.sys_ns += cache_.page_copy_ns(ctx.node, src, f.node);
   }
-  out.memcg_ns += zap_pte(mm, vma, t, vpn);
+  out.memcg_ns += zap_pte(mm, vma, t, vpn, Unmap::kCopy);
   out.memcg_ns += map_folio(mm, vma, vpn, n.pfn->v, true);
   r.cost.sys_ns += costs_.page_alloc_ns + costs_.pte_set_ns;
   // The old translation may be cached on other CPUs running this mm.
@@ -2101,6 +2104,10 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     if (static_cast<int64_t>(mlock_count) != locked[p])
       err("folio " + std::to_string(p) + " mlock_count wrong");
     if (mlock_count > 0) mlocked += nr;
+    if (f.test(Folio::kKernel)) {  // the huge zero page
+      unowned += nr;
+      continue;
+    }
     if (!f.test(Folio::kUptodate)) {
       // A migration's new folio while the old one is copied into it: it has
       // no owner yet (no page-cache slot, no anon_vma, no charge, no LRU)

@@ -197,9 +197,13 @@ class MemoryManager {
   // MAP_SHARED|MAP_ANONYMOUS mappings.
   AddressSpace& create_file(std::string name, uint64_t size_pages, bool shmem);
   // Puts every page of the file in the page cache on `node`, as if it had been
-  // read before the run (not counted as faults).
+  // read before the run (not counted as faults). How it got there: written
+  // (kWritten: a tmpfs file's data, an initramfs's files), or read back with
+  // read(2) (kRead: filemap_read marks each folio accessed, so each starts
+  // PG_referenced and its next mark_page_accessed activates it).
   // False if memory ran out first (the rest of the file stays uncached).
-  bool preload_file(AddressSpace& file, NodeId node);
+  enum class Cached : uint8_t { kWritten, kRead };
+  bool preload_file(AddressSpace& file, NodeId node, Cached how = Cached::kWritten);
 
   std::shared_ptr<Mm> mm_alloc();
   MmResult mmap(Mm& mm, const MmapArgs& args, CpuId cpu);
@@ -504,8 +508,11 @@ class MemoryManager {
   // Returns the memcg's time (the page-stat update of a file folio).
   double map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool write);
   // Clears a PTE and drops its folio's mapping (freeing anonymous folios).
+  // A zap (kZap) passes a file folio's young and dirty bits on to it
+  // (zap_pte_range); wp_page_copy's replacement of the PTE (kCopy) does not.
   // Returns the memcg's time.
-  double zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn);
+  enum class Unmap : uint8_t { kZap, kCopy };
+  double zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn, Unmap why = Unmap::kZap);
   struct Zapped {
     uint64_t ptes = 0;
     double memcg_ns = 0;
@@ -674,7 +681,7 @@ class MemoryManager {
   uint32_t evicting_memcg_ = 0;
   std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
   bool thp_on_ = false;
-  bool huge_zero_page_ = false;  // the huge zero page was allocated (thp_zero_page_alloc)
+  std::optional<Pfn> huge_zero_page_;  // its memory, once allocated (thp_zero_page_alloc)
   // khugepaged's list of mms (khugepaged_scan.mm_head, in registration
   // order), its cursor (mm_slot, npos: none, and address) and where a pass
   // interrupted by an allocation failure stands.

@@ -168,9 +168,12 @@ RunResult World::run() {
   for (const auto& f : workload_.files) {
     // A cached tmpfs file was written before the run by its creator, outside
     // the scenario's cgroups: preload charges it to the root, as a cached
-    // disk file's pages read in before the run.
+    // disk file's pages read in before the run (mmsim-exec writes it, drops
+    // it from the cache and reads it back with read(2): PG_referenced).
     mm::AddressSpace& as = mm_.create_file(f.name, f.pages, f.tmpfs);
-    if (f.cached && !mm_.preload_file(as, NodeId(f.cached_node)))
+    const auto how =
+        f.tmpfs ? mm::MemoryManager::Cached::kWritten : mm::MemoryManager::Cached::kRead;
+    if (f.cached && !mm_.preload_file(as, NodeId(f.cached_node), how))
       errors_.push_back("file " + f.name +
                         ": memory ran out while caching it; the rest stays on disk");
   }

@@ -458,6 +458,43 @@ TEST(FileFault, PrivateWriteCopiesThePageCacheFolioIntoAnAnonymousOne) {
   w.teardown(*mm);
 }
 
+// An 8-page file read back with read(2) before the run, mapped private with
+// `flags` and its first page read-faulted.
+struct ReadBackFile {
+  explicit ReadBackFile(uint32_t flags)
+      : w({.fault_around_kb = 0, .read_ahead_kb = 128}),
+        file(w.mgr.create_file("data", 8, false)),
+        mm(w.mgr.mm_alloc()) {
+    w.mgr.preload_file(file, NodeId(0), MemoryManager::Cached::kRead);
+    a = w.map(*mm, 8, flags, &file);
+    w.fault(*mm, a, false);
+  }
+  ~ReadBackFile() { w.teardown(*mm); }
+  MmWorld w;
+  AddressSpace& file;
+  std::shared_ptr<Mm> mm;
+  Vpn a{};
+};
+
+TEST(FileFault, ACopyOnWriteOfAMappedFilePageDoesNotMarkItAccessed) {
+  // wp_page_copy replaces the read-only PTE without mark_page_accessed,
+  // unlike a zap: the page cache folio stays as it was.
+  ReadBackFile f(kRW);
+  f.w.fault(*f.mm, f.a, true);
+  EXPECT_FALSE(f.w.mgr.folios().folio(Pfn(f.file.lookup(0))).test(Folio::kActive));
+  EXPECT_EQ(f.w.mgr.vmstat()[Vm::pgactivate], 0);
+  f.w.expect_consistent();
+}
+
+TEST(FileFault, AFileReadBackBeforeTheRunIsActivatedByItsFirstZap) {
+  // read(2) left each folio PG_referenced (filemap_read's
+  // folio_mark_accessed); the zap of a young PTE marks it a second time.
+  ReadBackFile f(kR);
+  f.w.mgr.madvise_dontneed(*f.mm, f.a, 8, CpuId(0));
+  EXPECT_EQ(f.w.mgr.vmstat()[Vm::pgactivate], 1);
+  f.w.expect_consistent();
+}
+
 TEST(FileFault, EachMmMappingAPageAddsToItsMapcountButNrMappedCountsItOnce) {
   MmWorld w({.fault_around_kb = 0, .read_ahead_kb = 128});
   auto& file = w.mgr.create_file("data", 8, false);

@@ -54,13 +54,24 @@ TEST(ThpFault, AWriteFaultMapsA2MiBFolioWithOnePmd) {
   t.w.expect_consistent();
 }
 
-TEST(ThpFault, AReadFaultMapsTheHugeZeroPageWithoutMemory) {
+TEST(ThpFault, AReadFaultMapsTheHugeZeroPageWithoutRss) {
   ThpWorld t;
   ASSERT_EQ(t.w.fault(*t.mm, t.a, false), FaultStatus::kOk);
   EXPECT_EQ(t.mm->pgtable().table(t.a)->pmd().pfn, kZeroPfn);
   EXPECT_EQ(t.vm(Vm::thp_zero_page_alloc), 1);
   EXPECT_EQ(t.vm(Vm::nr_anon_pages), 0);
   EXPECT_EQ(t.mm->rss_anon, 0u);
+  t.w.expect_consistent();
+}
+
+TEST(ThpFault, TheHugeZeroPageTakes512PagesOnceAtItsFirstUse) {
+  ThpWorld t;
+  const uint64_t free = t.w.mgr.folios().free_pages(NodeId(0));
+  t.w.fault(*t.mm, t.a, false);
+  t.w.fault(*t.mm, Vpn(t.a.v + kHugePages), false);
+  EXPECT_EQ(t.vm(Vm::pgalloc_normal), 512);
+  EXPECT_EQ(t.w.mgr.folios().free_pages(NodeId(0)), free - kHugePages);
+  EXPECT_EQ(t.vm(Vm::thp_zero_page_alloc), 1);
   t.w.expect_consistent();
 }
 
