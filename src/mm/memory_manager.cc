@@ -1055,6 +1055,7 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
   if (!file && (args.vm_flags & Vma::kShared)) {
     // MAP_SHARED|MAP_ANONYMOUS is backed by a shmem inode of its own.
     file = &create_file("/dev/zero (deleted)", args.pages, true);
+    file->unnamed = true;
   }
   // thp_get_unmapped_area: a private anonymous mapping on a 2 MiB boundary,
   // as the version has it.
@@ -1188,7 +1189,33 @@ void MemoryManager::unlink_vma(Vma& vma) {
   if (vma.file) {
     auto& im = vma.file->i_mmap;
     im.erase(std::find(im.begin(), im.end(), &vma));
+    if (im.empty() && vma.file->unnamed) truncate_unnamed(*vma.file);
   }
+}
+
+void MemoryManager::truncate_unnamed(AddressSpace& file) {
+  // The last fput of the unnamed inode: shmem_evict_inode truncates it, and
+  // every page goes back (uncharged, off the LRU, freed). Nothing maps them
+  // any more. SIMPLIFICATION: a folio locked by a migration under way stays
+  // (truncate_inode_pages would wait for it).
+  for (const uint64_t index : file.cached_indices()) {
+    const Pfn pfn(file.lookup(index));
+    Folio& f = folios_.folio(pfn);
+    if (f.test(Folio::kLocked)) continue;
+    check(f.mapcount == 0, "a page of an unmapped shmem inode still mapped");
+    lru_remove(pfn);
+    if (f.test(Folio::kMlocked)) {
+      vmstat_.add(Vm::nr_mlock, -1);
+      f.flags &= static_cast<uint16_t>(~Folio::kMlocked);
+    }
+    file.store(index, AddressSpace::kNone);
+    vmstat_.add(Vm::nr_file_pages, -1);
+    vmstat_.add(Vm::nr_shmem, -1);
+    if (memcg_) memcg_->uncharge(pfn, f);
+    f.flags = Folio::kInUse;
+    folios_.free(pfn);
+  }
+  file.shadows.clear();
 }
 
 Vma* MemoryManager::split_vma(Mm& mm, Vma& vma, Vpn at) {

@@ -513,6 +513,8 @@ class MemoryManager {
   // Returns the memcg's time.
   enum class Unmap : uint8_t { kZap, kCopy };
   double zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn, Unmap why = Unmap::kZap);
+  // The unnamed shmem inode lost its last VMA: its pages go.
+  void truncate_unnamed(AddressSpace& file);
   struct Zapped {
     uint64_t ptes = 0;
     double memcg_ns = 0;

@@ -18,6 +18,21 @@ void AddressSpace::store(uint64_t index, uint32_t pfn) {
   (*chunk)[index & (kPtesPerTable - 1)] = pfn;
 }
 
+std::vector<uint64_t> AddressSpace::cached_indices() const {
+  std::vector<uint64_t> keys;
+  keys.reserve(chunks_.size());
+  for (const auto& [key, chunk] : chunks_) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  std::vector<uint64_t> out;
+  out.reserve(nrpages);
+  for (const uint64_t key : keys) {
+    const Chunk& c = *chunks_.at(key);
+    for (uint32_t i = 0; i < kPtesPerTable; ++i)
+      if (c[i] != kNone) out.push_back((key << kPteTableShift) | i);
+  }
+  return out;
+}
+
 Vma* Mm::find_vma(Vpn v) const {
   if (vma_cache_ && vma_cache_->contains(v)) return vma_cache_;
   auto it = std::upper_bound(vmas_.begin(), vmas_.end(), v,

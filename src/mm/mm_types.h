@@ -37,7 +37,11 @@ struct AddressSpace {
   uint32_t id = 0;
   std::string name;
   uint64_t size_pages = 0;
-  bool shmem = false;    // tmpfs/shmem: pages are created zeroed, never read from storage
+  bool shmem = false;  // tmpfs/shmem: pages are created zeroed, never read from storage
+  // The unnamed shmem inode of a MAP_SHARED|MAP_ANONYMOUS mapping
+  // (shmem_zero_setup): its VMAs hold its only references, so it goes,
+  // pages and all, with the last of them.
+  bool unnamed = false;
   uint64_t nrpages = 0;  // folios in the cache
   std::vector<Vma*> i_mmap;
   // Evicted offsets (the xarray's shadow entries): a re-read is a refault.
@@ -49,6 +53,8 @@ struct AddressSpace {
     uint64_t start = 0, size = 0, async_size = 0;
   } ra;
 
+  // The offsets the cache holds a folio for, in order.
+  std::vector<uint64_t> cached_indices() const;
   uint32_t lookup(uint64_t index) const {
     const Chunk* chunk = find_chunk(index >> kPteTableShift);
     return chunk ? (*chunk)[index & (kPtesPerTable - 1)] : kNone;

@@ -370,6 +370,26 @@ TEST(ForkCow, ForkDoesNotCopyPtesOfAMappingWithoutAnonVma) {
   w.teardown(*parent);
 }
 
+TEST(ForkCow, SharedAnonymousMemoryGoesWithItsLastMapping) {
+  // The unnamed shmem inode lives as long as a VMA maps it: the parent's
+  // munmap leaves the child's pages, the child's exit frees them.
+  MmWorld w;
+  auto parent = w.mgr.mm_alloc();
+  const Vpn a = w.map(*parent, 4, kRW | Vma::kShared);
+  for (uint64_t i = 0; i < 4; ++i) w.fault(*parent, Vpn(a.v + i), true);
+  auto child = w.mgr.mm_alloc();
+  w.mgr.dup_mmap(*parent, *child, CpuId(0));
+  w.mgr.munmap(*parent, a, 4, CpuId(0));
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_shmem], 4);
+  w.expect_consistent();
+  w.teardown(*child);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_shmem], 0);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::nr_file_pages], 0);
+  EXPECT_EQ(w.mgr.vmstat()[Vm::pgfree], w.mgr.vmstat()[Vm::pgalloc_normal]);
+  w.expect_consistent();
+  w.teardown(*parent);
+}
+
 TEST(ForkCow, SharedAnonymousMemoryStaysSharedAfterFork) {
   MmWorld w;
   auto parent = w.mgr.mm_alloc();
