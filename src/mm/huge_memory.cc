@@ -37,7 +37,12 @@ std::optional<Pfn> MemoryManager::alloc_huge_folio(const Vma& vma, Vpn haddr, co
   const bool wake = !direct && (d == ThpDefrag::kDefer || d == ThpDefrag::kDeferMadvise);
   const Retry retry = direct ? Retry::kNoRetry : Retry::kNoReclaim;
   const MemPolicy& pol = vma_policy(vma, ctx);
-  const uint64_t ilx = haddr.v >> kHugeOrder;
+  // The interleave index of a THP (interleave_nid, 6.1; get_vma_policy's
+  // ilx, 6.12): the VMA's offset in 2 MiB units plus the 2 MiB steps from
+  // the VMA's start, rounded down. An anonymous VMA's offset is its start
+  // page, so a VMA that does not start on a 2 MiB boundary counts one less
+  // than the address's own 2 MiB index, and interleaves the other way.
+  const uint64_t ilx = (vma.start.v >> kHugeOrder) + ((haddr.v - vma.start.v) >> kHugeOrder);
   using Mode = MemPolicy::Mode;
   // Interleave, and a bind that leaves the local node out, allocate over
   // the policy's nodes; otherwise the preferred node is tried alone first

@@ -138,6 +138,31 @@ TEST(ThpFault, AMachineUnder512MiBHasNoHugePages) {
   w.teardown(*mm);
 }
 
+TEST(ThpFault, AnInterleavedThpCountsIts2MiBStepsFromTheVmasStart) {
+  // interleave_nid / get_vma_policy's ilx: (vm_pgoff >> 9) plus whole 2 MiB
+  // steps from vm_start. A VMA that starts 100 pages past 2 MiB index 512
+  // has its first THP at index 513, but its ilx is 512 + 0: node 0, where
+  // the address's own index would say node 1.
+  MmWorld w(thp_config(), kMachinePages);
+  auto mm = w.mgr.mm_alloc();
+  MmapArgs args;
+  args.addr = Vpn(0x40000 + 100);  // 0x40000 pages: an even 2 MiB index (512)
+  args.pages = 3 * kHugePages;
+  args.vm_flags = kRW;
+  args.policy.mode = MemPolicy::Mode::kInterleave;
+  args.policy.nodes = {NodeId(0), NodeId(1)};
+  ASSERT_EQ(w.mgr.mmap(*mm, args, CpuId(0)).addr, args.addr);
+  const Vpn first(0x40000 + kHugePages);
+  ASSERT_EQ(w.fault(*mm, first, true), FaultStatus::kOk);
+  ASSERT_TRUE(mm->pgtable().table(first)->huge());
+  EXPECT_EQ(w.folio_at(*mm, first).node, NodeId(0));
+  const Vpn second(first.v + kHugePages);
+  ASSERT_EQ(w.fault(*mm, second, true), FaultStatus::kOk);
+  EXPECT_EQ(w.folio_at(*mm, second).node, NodeId(1));
+  w.expect_consistent();
+  w.teardown(*mm);
+}
+
 TEST(ThpFault, ANodeWithoutA2MiBBlockFallsBackToABasePageCounted) {
   // The default mask takes a huge page from the local node only, with no
   // reclaim: node 0 is nearly full, so the fault falls back (and the base
