@@ -1049,7 +1049,7 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
     return false;
   }
   if (r.status == mm::FaultStatus::kOom) {
-    kill_task(t, "out of memory");
+    kill_task(t, oom_reason());
     return false;
   }
   if (r.status == mm::FaultStatus::kNumaHint) return numa_hint_fault(t, vpn, r.pfn);
@@ -1065,6 +1065,19 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
     return false;
   }
   return true;
+}
+
+std::string World::oom_reason() const {
+  // Reclaim leaves dirty page cache where it is (vmscan.h): the kernel's
+  // flusher would write it back and reclaim could then free it, but mmsim
+  // models no writeback, so a memcg or a machine full of dirty file pages
+  // runs out of memory where the kernel would go on. Say so.
+  const int64_t dirty = mm_.vmstat()[mm::Vm::nr_dirty];
+  if (dirty <= 0) return "out of memory";
+  return fmt::format(
+      "out of memory, with {} dirty page-cache pages that reclaim could not free: mmsim "
+      "models no writeback (the flusher), which the kernel would start to clean them",
+      dirty);
 }
 
 std::optional<World::FaultInFlight> World::fault_in_flight(TaskExec& t, Vpn from, Vpn* to) {
@@ -1798,7 +1811,7 @@ World::Step World::exec_syscall(TaskExec& t, const Op& op) {
   if (r.error == mm::MmError::kOom) {
     // A populate (mlock) that could not get a page even after reclaim: the
     // OOM killer takes the task, as for its own faults.
-    kill_task(t, "out of memory");
+    kill_task(t, oom_reason());
     return Step::kStopped;
   }
   if (r.error != mm::MmError::kOk) {

@@ -351,6 +351,8 @@ class World final : public sim::EventHandler,
   void lose_fault_race(TaskExec& t, Vpn vpn, const FaultInFlight& f);
   void exit_task(TaskExec& t);
   void kill_task(TaskExec& t, const std::string& why);
+  // Why a task the OOM killer takes dies (its kill message).
+  std::string oom_reason() const;
   void charge_sys(TaskExec& t, const mm::OpCost& c);
   // Starts the kswapds the allocator woke, and khugepaged if a first mm
   // registered with it, at `at`.

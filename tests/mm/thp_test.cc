@@ -311,6 +311,29 @@ TEST(ThpMigrate, AHugePmdBecomesOneMigrationEntryAndMapsTheNewFolioAfter) {
   t.w.expect_consistent();
 }
 
+TEST(ThpMigrate, AWholeDropByOneMmDuringMigrationLeavesItsPmdNone) {
+  // Parent and child map the THP; the child's MADV_DONTNEED of the whole
+  // 2 MiB zaps its PMD migration entry and deposited table. The migration's
+  // end maps the new folio in the parent only, and the child's range can
+  // take a THP fault again.
+  ThpWorld t;
+  auto child = fork_after_thp(t);
+  const Pfn old(t.mm->pgtable().table(t.a)->pmd().pfn);
+  isolate(t.w, old);
+  t.w.mgr.migrate_unmap(old, CpuId(0));
+  t.w.mgr.madvise_dontneed(*child, t.a, kHugePages, CpuId(0));
+  const auto fresh = t.w.mgr.folios().alloc_on(NodeId(1), Mark::kNone, kHugeOrder);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(t.w.mgr.migrate_remap(old, *fresh).mappings, 1u);
+  t.w.mgr.migrate_folio_finish(old, *fresh, CpuId(0), true);
+  EXPECT_EQ(child->pgtable().table(t.a), nullptr);
+  EXPECT_EQ(t.mm->pgtable().table(t.a)->pmd().pfn, fresh->v);
+  ASSERT_EQ(t.w.fault(*child, t.a, true), FaultStatus::kOk);
+  EXPECT_TRUE(child->pgtable().table(t.a)->huge());
+  t.w.expect_consistent();
+  t.w.teardown(*child);
+}
+
 TEST(ThpMigrate, APartialMunmapDuringMigrationLeavesPteMigrationEntriesTheEndMaps) {
   // The split of a PMD migration entry gives 512 PTE migration entries;
   // those still mapped point at the new folio's pages when it ends.
