@@ -89,7 +89,7 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
         return out;
       }
       folios_.folio(*z).flags |= Folio::kKernel;
-      huge_zero_page_ = z;
+      huge_zero_page_ = true;
       vmstat_.add(Vm::thp_zero_page_alloc);
       r.cost.sys_ns += static_cast<double>(kHugePages) * cache_.page_zero_ns(ctx.node, ctx.node);
     }

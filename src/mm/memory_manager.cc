@@ -1204,18 +1204,20 @@ void MemoryManager::truncate_unnamed(AddressSpace& file) {
     if (f.test(Folio::kLocked)) continue;
     check(f.mapcount == 0, "a page of an unmapped shmem inode still mapped");
     lru_remove(pfn);
-    if (f.test(Folio::kMlocked)) {
-      vmstat_.add(Vm::nr_mlock, -1);
-      f.flags &= static_cast<uint16_t>(~Folio::kMlocked);
-    }
-    file.store(index, AddressSpace::kNone);
-    vmstat_.add(Vm::nr_file_pages, -1);
-    vmstat_.add(Vm::nr_shmem, -1);
-    if (memcg_) memcg_->uncharge(pfn, f);
-    f.flags = Folio::kInUse;
-    folios_.free(pfn);
+    if (f.test(Folio::kMlocked)) vmstat_.add(Vm::nr_mlock, -1);
+    delete_from_page_cache(pfn);
   }
   file.shadows.clear();
+}
+
+void MemoryManager::delete_from_page_cache(Pfn pfn) {
+  Folio& f = folios_.folio(pfn);
+  files_[f.mapping]->store(f.index(), AddressSpace::kNone);
+  vmstat_.add(Vm::nr_file_pages, -1);
+  if (f.test(Folio::kShmem)) vmstat_.add(Vm::nr_shmem, -1);
+  if (memcg_) memcg_->uncharge(pfn, f);
+  f.flags = Folio::kInUse;
+  folios_.free(pfn);
 }
 
 Vma* MemoryManager::split_vma(Mm& mm, Vma& vma, Vpn at) {
@@ -1581,14 +1583,8 @@ std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
     }
   }
   lru_remove(pfn);  // reclaim has isolated it already
-  AddressSpace& file = *files_[f.mapping];
-  file.store(f.index(), AddressSpace::kNone);
-  file.shadows[f.index()] = workingset_eviction(f);
-  vmstat_.add(Vm::nr_file_pages, -1);
-  if (f.test(Folio::kShmem)) vmstat_.add(Vm::nr_shmem, -1);
-  if (memcg_) memcg_->uncharge(pfn, f);
-  f.flags = Folio::kInUse;
-  folios_.free(pfn);
+  files_[f.mapping]->shadows[f.index()] = workingset_eviction(f);
+  delete_from_page_cache(pfn);
   cost_ns += costs_.page_free_ns + memcg_ns;
   return cost_ns;
 }

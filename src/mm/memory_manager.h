@@ -515,6 +515,9 @@ class MemoryManager {
   double zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn, Unmap why = Unmap::kZap);
   // The unnamed shmem inode lost its last VMA: its pages go.
   void truncate_unnamed(AddressSpace& file);
+  // A page-cache folio off its LRU leaves its slot, uncharged, and is freed
+  // (__filemap_remove_folio, then the last folio_put).
+  void delete_from_page_cache(Pfn pfn);
   struct Zapped {
     uint64_t ptes = 0;
     double memcg_ns = 0;
@@ -683,7 +686,7 @@ class MemoryManager {
   uint32_t evicting_memcg_ = 0;
   std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
   bool thp_on_ = false;
-  std::optional<Pfn> huge_zero_page_;  // its memory, once allocated (thp_zero_page_alloc)
+  bool huge_zero_page_ = false;  // its 512 pages are allocated (thp_zero_page_alloc)
   // khugepaged's list of mms (khugepaged_scan.mm_head, in registration
   // order), its cursor (mm_slot, npos: none, and address) and where a pass
   // interrupted by an allocation failure stands.
