@@ -442,6 +442,8 @@ const std::vector<std::pair<std::string, std::string>> kNotPredicted = {
     {"bench_sweep_O0_all_ns", "one process per CPU: the sweep's sharing is not modelled here"},
     {"bench_sweep_O2_all_ns", "one process per CPU: the sweep's sharing is not modelled here"},
     {"storage_read_128k_ns", "O_DIRECT reads: the scenario language reads through the page cache"},
+    {"storage_write_128k_ns",
+     "O_DIRECT writes: the scenario language writes through the page cache"},
     {"page_zero_ns", "user-mode memset: no operation isolates it"},
     {"page_copy_ns", "user-mode memcpy: no operation isolates it"},
     {"lock_uncontended_ns", "user-mode lock: no operation isolates it"},

@@ -230,6 +230,7 @@ HostProfile derive_host_profile(const Measurements& m, double max_spread) {
   d.copy("tlb_flush_ipi_ns", "tlb_flush_remote_ipi_ns",
          "1-page mprotect with a spinning sibling thread, minus alone");
   d.copy("storage_read_ns", "storage_read_128k_ns", "O_DIRECT read of 128 KiB");
+  d.copy("storage_write_ns", "storage_write_128k_ns", "O_DIRECT sequential write, per 128 KiB");
   const std::pair<const char*, const char*> memcg[] = {
       {"memcg_rcu_ns", "preempt_toggle_ns"},
       {"memcg_flag_read_ns", "global_flag_read_ns"},

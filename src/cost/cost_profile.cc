@@ -57,6 +57,7 @@ constexpr std::array kParams = {
     MMSIM_COST_PARAM(context_switch_ns, "ns"),
     MMSIM_COST_PARAM(lock_ns, "ns"),
     MMSIM_COST_PARAM(storage_read_ns, "ns"),
+    MMSIM_COST_PARAM(storage_write_ns, "ns"),
     MMSIM_COST_PARAM(memcg_rcu_ns, "ns"),
     MMSIM_COST_PARAM(memcg_flag_read_ns, "ns"),
     MMSIM_COST_PARAM(memcg_pc_lookup_ns, "ns"),
@@ -193,6 +194,9 @@ constexpr std::array kXeon8s = {
     CostValue{"storage_read_ns", 66800.0,
               "Intel SSD DC P3700 product specification (330566): 20 us latency + 128 KiB at "
               "2800 MB/s sequential read"},
+    CostValue{"storage_write_ns", 69000.0,
+              "Intel SSD DC P3700 product specification (330566), 800 GB model: 128 KiB at "
+              "1900 MB/s sequential write"},
     CostValue{"memcg_rcu_ns", 0.0,
               "rcu_read_lock/unlock compile to compiler barriers without CONFIG_PREEMPT "
               "(distribution kernels use PREEMPT_VOLUNTARY)"},
@@ -295,6 +299,7 @@ constexpr std::array kSnb2s = {
     CostValue{"context_switch_ns", 452.0, "derived lower bound, as the Haswell profile"},
     CostValue{"lock_ns", 7.7, kAgnerLock},
     CostValue{"storage_read_ns", 66800.0, "Intel SSD DC P3700 (330566), as the Haswell profile"},
+    CostValue{"storage_write_ns", 69000.0, "Intel SSD DC P3700 (330566), as the Haswell profile"},
     CostValue{"memcg_rcu_ns", 0.0,
               "rcu_read_lock/unlock compile to barriers without CONFIG_PREEMPT"},
     CostValue{"memcg_flag_read_ns", 0.385, "1 cycle, as the Haswell profile"},

@@ -91,6 +91,9 @@ struct CostProfile {
   double lock_ns = 0;
   // Reading one readahead window (read_ahead_kb) from storage, as a latency.
   double storage_read_ns = 0;
+  // Writing 128 KiB to storage in a stream of writes (the flusher's), as the
+  // disk's time: its write bandwidth.
+  double storage_write_ns = 0;
   // memcg page-stat pieces (mm/memcontrol.c mem_cgroup_begin_update_page_stat):
   // rcu_read_lock+unlock (preempt_count inc/dec), a read of a global flag, a page_cgroup lookup by
   // pfn, a per-CPU counter add, a bit spinlock lock+unlock, a spin_lock_irqsave+unlock, an atomic

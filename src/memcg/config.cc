@@ -79,6 +79,19 @@ std::span<const Switch<MemcgConfig>> memcg_switches() {
                   {"recharge", static_cast<int64_t>(MigrateCharge::kRecharge)}}},
        [](const C& c) { return static_cast<int64_t>(c.migrate_charge); },
        [](C& c, int64_t v) { c.migrate_charge = static_cast<MigrateCharge>(v); }},
+      {{.section = "memcg",
+        .key = "wb_stats_ratelimited",
+        .kind = SwitchKind::kBool,
+        .doc = "a cgroup v2 memcg's dirty domain reads its file, dirty and writeback pages as "
+               "the periodic rstat flush (every 2 s) left them: mem_cgroup_wb_stats flushes "
+               "only if that flush is a full cycle late (mem_cgroup_flush_stats_ratelimited "
+               "@6.12); before, it flushed whenever enough updates were pending "
+               "(mem_cgroup_flush_stats @6.1), a fresh view here. From 6.8, from memory "
+               "(absent from 6.1.192, present in 6.12.118)",
+        .default_value = 1,
+        .presets = {{.until = {6, 7}, .value = 0}}},
+       [](const C& c) { return static_cast<int64_t>(c.wb_stats_ratelimited); },
+       [](C& c, int64_t v) { c.wb_stats_ratelimited = v != 0; }},
   };
   return table;
 }

@@ -39,6 +39,8 @@ struct MemcgConfig {
   Hierarchy hierarchy = Hierarchy::kV1;
   int64_t charge_batch = kChargeBatch;
   MigrateCharge migrate_charge = MigrateCharge::kTransfer;
+  // mem_cgroup_wb_stats reads the stats of the last periodic flush.
+  bool wb_stats_ratelimited = true;
 
   bool enabled() const { return stat_protocol != StatProtocol::kNone; }
 };

@@ -247,6 +247,44 @@ void Controller::migrate(Pfn, Pfn to, mm::Folio& folio) {
   // The charge went with the folio's copy, which mm puts on the LRU.
 }
 
+void Controller::flush_stats() {
+  flushed_.resize(groups_.size());
+  for (const MemCgroup& g : groups_) flushed_[g.id] = wb_state(g.id);
+}
+
+std::optional<mm::WbStats> Controller::wb_stats(uint32_t memcg) const {
+  // Only cgroup v2 has cgroup writeback, and so a memcg dirty domain; the
+  // root's is the global one.
+  if (!enabled() || memcg == 0 || cfg_.hierarchy != Hierarchy::kV2) return std::nullopt;
+  mm::WbStats s = cfg_.wb_stats_ratelimited
+                      ? (memcg < flushed_.size() ? flushed_[memcg] : mm::WbStats{})
+                      : wb_state(memcg);
+  // The least room under the limits of the memcg and its ancestors below
+  // the root (memory.high is not modelled): page counters, always exact.
+  s.headroom = UINT64_MAX;
+  for_each_ancestor(memcg, [&](const MemCgroup& g) {
+    if (g.parent < 0) return;
+    const uint64_t ceiling = g.limit_pages;
+    s.headroom = std::min(s.headroom, ceiling - std::min(ceiling, g.usage));
+  });
+  return s;
+}
+
+mm::WbStats Controller::wb_state(uint32_t memcg) const {
+  mm::WbStats s;
+  const mm::LruSet& lru = mm_.lru();
+  for (const auto& n : mm_.topology().nodes()) {
+    s.filepages += lru.hier_size(memcg, n.id, mm::LruList::kInactiveFile) +
+                   lru.hier_size(memcg, n.id, mm::LruList::kActiveFile);
+  }
+  for (const MemCgroup& g : groups_) {
+    if (!is_ancestor(memcg, g.id)) continue;
+    s.dirty += mm_.writeback().memcg_dirty(g.id);
+    s.writeback += mm_.writeback().memcg_writeback(g.id);
+  }
+  return s;
+}
+
 double Controller::pc_lookup_ns(Pfn pfn, const mm::Folio& folio) {
   cost::CacheModel& cache = mm_.cache();
   const uint32_t bytes = cache.page_cgroup_bytes();
@@ -378,6 +416,8 @@ void Controller::move_account(mm::Folio& folio, Pfn pfn, uint32_t from, uint32_t
       ++t.mapped_file;
     }
   }
+  // Its dirty or writeback state moves with it.
+  mm_.writeback().move_account(folio, pfn, from, to);
   // Isolated from from's LRU, put back on to's (mem_cgroup_move_charge_pte_range).
   if (folio.test(mm::Folio::kLru)) {
     mm_.lru().relist(pfn, [&](mm::Folio& f) { f.memcg = to; });

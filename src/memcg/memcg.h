@@ -80,6 +80,14 @@ class Controller final : public mm::MemcgHooks {
   double file_rmap(Pfn pfn, mm::Folio& folio, bool add, bool transition) override;
   void count_fault(uint32_t memcg, bool major) override;
   void migrate(Pfn from, Pfn to, mm::Folio& folio) override;
+  std::optional<mm::WbStats> wb_stats(uint32_t memcg) const override;
+  // The periodic rstat flush (flush_memcg_stats_dwork, every kStatsFlushTime):
+  // what wb_stats reads under wb_stats_ratelimited. Whether it is needed:
+  bool periodic_stats_flush() const {
+    return enabled() && cfg_.hierarchy == Hierarchy::kV2 && cfg_.wb_stats_ratelimited;
+  }
+  void flush_stats();
+  static constexpr Tick kStatsFlushTime = milliseconds(2000);  // FLUSH_TIME, 2 * HZ
 
   // Charge moving (v1 mem_cgroup_move_task): begins the move of `mm`'s
   // charges from its memcg to `to` (start_move: moving_account raised, then
@@ -102,6 +110,9 @@ class Controller final : public mm::MemcgHooks {
     for (int g = static_cast<int>(memcg); g >= 0; g = groups_[g].parent) f(groups_[g]);
   }
   bool is_ancestor(uint32_t ancestor, uint32_t memcg) const;
+  // A memcg's file LRU, dirty and writeback pages now (its subtree's).
+  mm::WbStats wb_state(uint32_t memcg) const;
+  std::vector<mm::WbStats> flushed_;  // by memcg: wb_state at the last periodic flush
   mm::ChargeResult try_charge(uint32_t memcg, CpuId cpu, mm::Retry retry, uint64_t nr_pages);
   // The level that went over its limit (its failcnt counted), or -1.
   int res_charge(uint32_t memcg, uint64_t pages);

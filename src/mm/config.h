@@ -98,6 +98,14 @@ struct MmConfig {
   // min, in 1/10000 of a node's memory, if more than min/4 (4.6+; 0 gives
   // the older fixed min/4).
   int64_t watermark_scale_factor = 10;
+  // vm.dirty_ratio and vm.dirty_background_ratio: a dirty domain's limit
+  // and background threshold, in % of its dirtyable memory;
+  // vm.dirty_expire_centisecs: how old dirty data kupdate writes;
+  // vm.dirty_writeback_centisecs: how often it runs (0: never).
+  int64_t dirty_ratio = 20;
+  int64_t dirty_background_ratio = 10;
+  int64_t dirty_expire_centisecs = 3000;
+  int64_t dirty_writeback_centisecs = 500;
   // New anonymous folios start on the active list (before 5.9) or the
   // inactive one (lru_cache_add_inactive_or_unevictable).
   bool anon_fault_active = false;

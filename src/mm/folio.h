@@ -26,14 +26,18 @@ namespace mmsim::mm {
 struct Folio {
   enum : uint16_t {
     kAnon = 1,
-    kLocked = 2,          // PG_locked
-    kDirty = 4,           // PG_dirty
-    kLru = 8,             // on an LRU list (PG_lru)
-    kMlocked = 16,        // PG_mlocked (its LRU list is the unevictable one)
-    kUptodate = 32,       // PG_uptodate
-    kShmem = 64,          // page cache of a shmem inode (MAP_SHARED|MAP_ANONYMOUS)
-    kInUse = 128,         // allocated (not on the free list)
-    kReadahead = 256,     // PG_readahead: a fault on it starts the next readahead window
+    kLocked = 2,       // PG_locked
+    kDirty = 4,        // PG_dirty
+    kLru = 8,          // on an LRU list (PG_lru)
+    kMlocked = 16,     // PG_mlocked (its LRU list is the unevictable one)
+    kUptodate = 32,    // PG_uptodate
+    kShmem = 64,       // page cache of a shmem inode (MAP_SHARED|MAP_ANONYMOUS)
+    kInUse = 128,      // allocated (not on the free list)
+    kReadahead = 256,  // PG_readahead: a fault on it starts the next readahead window
+    // PG_reclaim: reclaim found it dirty or under writeback; its writeback's
+    // end rotates it to be reclaimed next. The kernel's PG_readahead is the
+    // same bit (a page under readahead is not under writeback), and so here.
+    kReclaim = kReadahead,
     kActive = 512,        // PG_active: on an active LRU list
     kReferenced = 1024,   // PG_referenced: seen referenced once by reclaim or an access
     kWorkingset = 2048,   // PG_workingset: part of the workingset (refaulted, or was active)

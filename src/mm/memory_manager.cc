@@ -456,7 +456,7 @@ void MemoryManager::folio_mark_dirty(Folio& f) {
   f.flags |= Folio::kDirty;
   // shmem's dirty_folio is noop_dirty_folio: the flag only, no NR_FILE_DIRTY
   // (tmpfs has no writeback).
-  if (!f.test(Folio::kShmem)) vmstat_.add(Vm::nr_dirty);
+  if (!f.test(Folio::kShmem)) writeback_.account_dirtied(f);
 }
 
 void MemoryManager::mlock_folio(Pfn pfn) {
@@ -1566,27 +1566,70 @@ std::optional<double> MemoryManager::evict_folio(Pfn pfn, CpuId cpu) {
   Folio& f = folios_.folio(pfn);
   // SIMPLIFICATION: no swap, so shmem folios (swap-backed) never go.
   if (f.test(Folio::kAnon) || f.test(Folio::kShmem) || f.test(Folio::kLocked) ||
-      f.test(Folio::kMlocked) || f.test(Folio::kDirty)) {
+      f.test(Folio::kMlocked) || f.test(Folio::kDirty) || writeback_.under_writeback(pfn)) {
     return std::nullopt;
   }
-  double cost_ns = 0, memcg_ns = 0;
-  if (f.mapcount > 0) {
-    // try_to_unmap: every PTE goes, with a flush of each mm's TLB.
-    auto& maps = scratch_maps_;
-    maps.clear();
-    rmap_walk(pfn, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
-    for (auto [mm, vpn] : maps) {
-      Vma* vma = mm->find_vma(vpn);
-      memcg_ns += zap_pte(*mm, *vma, mm->pgtable().table_alloc(vpn), vpn);
-      cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
-      mm->revoke(vpn, Vpn(vpn.v + 1));
-    }
-  }
+  double cost_ns = unmap_file_folio(pfn, cpu);
+  // A PTE's dirty bit may have dirtied it: it stays, unmapped.
+  if (f.test(Folio::kDirty)) return std::nullopt;
   lru_remove(pfn);  // reclaim has isolated it already
   files_[f.mapping]->shadows[f.index()] = workingset_eviction(f);
   delete_from_page_cache(pfn);
-  cost_ns += costs_.page_free_ns + memcg_ns;
+  cost_ns += costs_.page_free_ns;
   return cost_ns;
+}
+
+std::vector<std::pair<Mm*, Vpn>>& MemoryManager::rmap_collect(Pfn pfn) {
+  scratch_maps_.clear();
+  rmap_walk(pfn, [&](Mm& mm, Vma&, Vpn vpn) { scratch_maps_.emplace_back(&mm, vpn); });
+  return scratch_maps_;
+}
+
+double MemoryManager::unmap_file_folio(Pfn pfn, CpuId cpu) {
+  if (folios_.folio(pfn).mapcount <= 0) return 0;
+  // try_to_unmap: every PTE goes, with a flush of each mm's TLB.
+  double cost_ns = 0;
+  for (auto [mm, vpn] : rmap_collect(pfn)) {
+    Vma* vma = mm->find_vma(vpn);
+    cost_ns += zap_pte(*mm, *vma, mm->pgtable().table_alloc(vpn), vpn);
+    cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
+    mm->revoke(vpn, Vpn(vpn.v + 1));
+  }
+  return cost_ns;
+}
+
+double MemoryManager::folio_mkclean(Pfn pfn, CpuId cpu) {
+  if (folios_.folio(pfn).mapcount <= 0) return 0;
+  double cost_ns = 0;
+  for (auto [mm, vpn] : rmap_collect(pfn)) {
+    PteTable& t = mm->pgtable().table_alloc(vpn);
+    const auto i = static_cast<uint32_t>(vpn.v & (kPtesPerTable - 1));
+    Pte pte = t.get(i);
+    cost_ns += cache_.meta_miss_ns(cost::Meta::kPte, mm->id(), vpn.v, sizeof(uint64_t));
+    if (!(pte.flags & (Pte::kWrite | Pte::kDirty))) continue;
+    // page_mkclean_one: write-protected and clean; the next write faults
+    // (page_mkwrite) and dirties the folio again.
+    pte.flags = static_cast<uint8_t>(pte.flags & ~(Pte::kWrite | Pte::kDirty));
+    t.set(i, pte);
+    ++page_events_;
+    cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
+    mm->revoke(vpn, Vpn(vpn.v + 1));
+  }
+  return cost_ns;
+}
+
+void MemoryManager::folio_rotate_reclaimable(Pfn pfn) {
+  const Folio& f = folios_.folio(pfn);
+  if (f.test(Folio::kLocked) || f.test(Folio::kDirty) || f.test(Folio::kMlocked) ||
+      !f.test(Folio::kLru)) {
+    return;
+  }
+  // lru_move_tail_fn (SIMPLIFICATION: at once, not through the CPU's
+  // lru_rotate batch): off the active list if it was there.
+  lru_.del(pfn);
+  folios_.folio(pfn).flags &= static_cast<uint16_t>(~Folio::kActive);
+  lru_.add_tail(pfn);
+  vmstat_.add(Vm::pgrotated, f.nr_pages());
 }
 
 namespace {
@@ -2028,6 +2071,10 @@ MemoryManager::Fault MemoryManager::do_swap_page(Mm& mm, Vma& vma, Vpn vpn, Pte 
 }
 
 std::vector<std::string> MemoryManager::check_invariants() const {
+  int64_t dirty = 0, writeback = 0;
+  // By memcg (every id a folio may carry below kMaxMemcgs that the LRU knows).
+  std::vector<uint64_t> memcg_dirty(lru_.nr_memcgs() + 1, 0),
+      memcg_writeback(lru_.nr_memcgs() + 1, 0);
   std::vector<std::string> errors;
   auto err = [&](std::string s) {
     if (errors.size() < 20) errors.push_back(std::move(s));
@@ -2163,7 +2210,27 @@ std::vector<std::string> MemoryManager::check_invariants() const {
       if (f.mapcount > 0) ++mapped;
       if (files_[f.mapping]->lookup(f.index()) != p)
         err("folio " + std::to_string(p) + " not in its page cache slot");
+      if (f.test(Folio::kDirty) && !f.test(Folio::kShmem)) ++dirty;
+      if (writeback_.under_writeback(Pfn(p))) {
+        ++writeback;
+        // (It may be dirty again: written to after its PTEs were cleaned.)
+        if (f.test(Folio::kShmem)) err("folio " + std::to_string(p) + " under writeback is shmem");
+      }
+      if (f.test(Folio::kDirty) && !f.test(Folio::kShmem)) {
+        if (f.memcg < memcg_dirty.size()) ++memcg_dirty[f.memcg];
+      }
+      if (writeback_.under_writeback(Pfn(p)) && f.memcg < memcg_writeback.size())
+        ++memcg_writeback[f.memcg];
     }
+  }
+  if (vmstat_[Vm::nr_dirty] != dirty) err("nr_dirty != dirty page-cache folios");
+  if (vmstat_[Vm::nr_writeback] != writeback) err("nr_writeback != folios under writeback");
+  if (static_cast<int64_t>(writeback_.tagged_pages()) != dirty)
+    err("the inodes' dirty tags disagree with the dirty folios");
+  for (size_t m = 0; m < memcg_dirty.size(); ++m) {
+    if (memcg_dirty[m] != writeback_.memcg_dirty(static_cast<uint32_t>(m)) ||
+        memcg_writeback[m] != writeback_.memcg_writeback(static_cast<uint32_t>(m)))
+      err("memcg " + std::to_string(m) + "'s dirty or writeback count is off");
   }
   for (const auto& n : topo_.nodes()) {
     if (used[n.id.v] != folios_.used_pages(n.id))

@@ -23,6 +23,7 @@
 #include "mm/swap.h"
 #include "mm/tiers.h"
 #include "mm/vmstat.h"
+#include "mm/writeback.h"
 #include "topo/topology.h"
 
 namespace mmsim::mm {
@@ -166,6 +167,9 @@ class MemcgHooks {
   virtual double file_rmap(Pfn pfn, Folio& folio, bool add, bool transition) = 0;
   // A fault by a task of the mm (memory.stat pgfault, pgmajfault).
   virtual void count_fault(uint32_t memcg, bool major) = 0;
+  // mem_cgroup_wb_stats for the memcg's dirty domain; nullopt when it has
+  // none (the root, or cgroup v1, which has no cgroup writeback).
+  virtual std::optional<WbStats> wb_stats(uint32_t memcg) const = 0;
   // mem_cgroup_migrate: `to` has taken the place of `from` (its charge and
   // its memcg already copied); a page-cache folio joins its memcg's LRU.
   virtual void migrate(Pfn from, Pfn to, Folio& folio) = 0;
@@ -435,8 +439,25 @@ class MemoryManager {
   // Reclaim of one page-cache folio (shrink_page_list): unmaps it through the
   // rmap if needed, removes it from the page cache, uncharges and frees it.
   // Returns the time it took, or nullopt if it cannot go (locked, mlocked,
-  // dirty, or shmem: with no swap modelled, swap-backed pages stay).
+  // dirty, under writeback, or shmem: with no swap modelled, swap-backed
+  // pages stay).
   std::optional<double> evict_folio(Pfn pfn, CpuId cpu);
+  // try_to_unmap of a page-cache folio: every PTE goes (a dirty one
+  // dirties the folio), each mm's TLB flushed. Returns the time.
+  double unmap_file_folio(Pfn pfn, CpuId cpu);
+  // folio_mkclean (folio_clear_dirty_for_io): every PTE mapping the folio
+  // made clean and read-only, each mm's TLB flushed. Returns the time.
+  double folio_mkclean(Pfn pfn, CpuId cpu);
+  // folio_rotate_reclaimable: a folio on an LRU list, clean and evictable,
+  // goes to the inactive list's tail (pgrotated).
+  void folio_rotate_reclaimable(Pfn pfn);
+  // The dirty page cache and its writeback.
+  Writeback& writeback() { return writeback_; }
+  const Writeback& writeback() const { return writeback_; }
+  // The memcg's dirty domain (MemcgHooks::wb_stats), if it has one.
+  std::optional<WbStats> memcg_wb_stats(uint32_t memcg) const {
+    return memcg_ ? memcg_->wb_stats(memcg) : std::nullopt;
+  }
   // Reclaim of an anonymous folio to swap (shrink_folio_list's add_to_swap,
   // try_to_unmap, pageout): a slot, every PTE made a swap entry, then the
   // write if the folio is dirty (pswpout; the folio stays in the swap cache
@@ -538,8 +559,8 @@ class MemoryManager {
   // Changes the folio's flags, moving it to the LRU list they name when it is
   // on one.
   void set_lru_flags(Pfn pfn, uint16_t flags);
-  // folio_mark_dirty of a page-cache folio: PG_dirty, and nr_dirty unless it
-  // is shmem's.
+  // folio_mark_dirty of a page-cache folio: PG_dirty, and unless it is
+  // shmem's the dirty accounting (Writeback::account_dirtied).
   void folio_mark_dirty(Folio& f);
   void unlink_vma(Vma& vma);
   // Splits the VMA at `at`, returning the new upper part.
@@ -681,10 +702,14 @@ class MemoryManager {
   uint64_t nr_pte_tables_ = 0;
   MemcgHooks* memcg_ = nullptr;
   ReclaimHooks* reclaim_ = nullptr;
+  Writeback writeback_{*this};
   std::unique_ptr<SwapSpace> swap_;
   std::unordered_map<uint32_t, uint32_t> swap_slot_of_;  // swap-cache folio -> its slot
   uint32_t evicting_memcg_ = 0;
   std::vector<std::pair<Mm*, Vpn>> scratch_maps_;  // rmap walks that change PTEs
+  // The (mm, address) of every PTE mapping the folio, found by rmap_walk,
+  // in scratch_maps_ (to change them after the walk).
+  std::vector<std::pair<Mm*, Vpn>>& rmap_collect(Pfn pfn);
   bool thp_on_ = false;
   bool huge_zero_page_ = false;  // its 512 pages are allocated (thp_zero_page_alloc)
   // khugepaged's list of mms (khugepaged_scan.mm_head, in registration

@@ -551,6 +551,14 @@ HostFit fit_to_host(const scenario::Scenario& sc, const HostInfo& host,
     }
     if (sc.kernel.mm.min_free_kbytes != mm::kAutoMinFree)
       sysctl("kernel.min_free_kbytes", "min_free_kbytes", sc.kernel.mm.min_free_kbytes);
+    // Writeback: the dirty limits and the flusher's periods.
+    sysctl("kernel.dirty_ratio", "dirty_ratio", sc.kernel.mm.dirty_ratio);
+    sysctl("kernel.dirty_background_ratio", "dirty_background_ratio",
+           sc.kernel.mm.dirty_background_ratio);
+    sysctl("kernel.dirty_expire_centisecs", "dirty_expire_centisecs",
+           sc.kernel.mm.dirty_expire_centisecs);
+    sysctl("kernel.dirty_writeback_centisecs", "dirty_writeback_centisecs",
+           sc.kernel.mm.dirty_writeback_centisecs);
     // mmsim models the two-list LRU: a kernel with the multi-generational
     // one (6.1+, on by default in Debian's 6.12) has it switched off.
     const std::string lru_gen = o.sysfs_root + "/kernel/mm/lru_gen/enabled";

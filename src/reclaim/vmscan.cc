@@ -211,7 +211,7 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
   if (sc.who == Reclaimer::kKswapd) vm.add(Vm::pgscan_kswapd, scanned);
   if (sc.who == Reclaimer::kDirect) vm.add(Vm::pgscan_direct, scanned);
   vm.add(file ? Vm::pgscan_file : Vm::pgscan_anon, scanned);
-  uint64_t reclaimed = 0, activated = 0, written = 0, demoted = 0;
+  uint64_t reclaimed = 0, activated = 0, written = 0, demoted = 0, unqueued_dirty = 0;
   // The demote pass: folios to be reclaimed move to the next tier down
   // instead; those that cannot are reclaimed as usual.
   const bool demote = can_demote(node, sc);
@@ -227,6 +227,23 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
       continue;
     }
     if (f.test(Folio::kMlocked)) {  // not evictable: culled to the unevictable list
+      lru.add(pfn);
+      continue;
+    }
+    // folio_check_dirty_writeback: dirty page cache not yet queued for
+    // writeback tells that the flusher is behind.
+    const bool writeback = file && mm_.writeback().under_writeback(pfn);
+    if (file && !writeback && f.test(Folio::kDirty) && !f.test(Folio::kShmem))
+      unqueued_dirty += f.nr_pages();
+    if (writeback) {
+      // Under writeback: marked PG_reclaim, so that the write's end rotates
+      // it to the tail, and activated meanwhile (cases 1 and 2 of
+      // shrink_folio_list). SIMPLIFICATION: cgroup v1's limit reclaim, which
+      // waits for the write of a folio it finds marked (case 3), does the
+      // same.
+      f.flags |= Folio::kReclaim;
+      f.flags |= Folio::kActive;
+      activated += f.nr_pages();
       lru.add(pfn);
       continue;
     }
@@ -297,11 +314,20 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
         ++reclaimed;
         continue;
       }
-      // Dirty page cache is not written from here: PG_reclaim, and to the
-      // active list until the flusher has cleaned it; shmem is not swapped
-      // (SIMPLIFICATION) and goes active as if no slot were free; anything
-      // else that cannot go (locked) is kept.
-      verdict = f.test(Folio::kDirty) || f.test(Folio::kShmem) ? kActivate : kKeep;
+      if (f.test(Folio::kDirty) && !f.test(Folio::kShmem)) {
+        // Dirty page cache is not written from here (SIMPLIFICATION: nor
+        // by kswapd, whose pageout the kernel allows once a node's file
+        // pages are all dirty): unmapped, marked for immediate reclaim once
+        // the flusher has written it, and activated meanwhile.
+        sc.ns += mm_.unmap_file_folio(pfn, sc.cpu);
+        vm.add(Vm::nr_vmscan_immediate_reclaim, f.nr_pages());
+        f.flags |= Folio::kReclaim;
+        verdict = kActivate;
+      } else {
+        // shmem is not swapped (SIMPLIFICATION) and goes active as if no
+        // slot were free; anything else that cannot go (locked) is kept.
+        verdict = f.test(Folio::kShmem) ? kActivate : kKeep;
+      }
     }
     if (verdict == kActivate) {
       f.flags |= Folio::kActive;
@@ -310,6 +336,18 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
     lru.add(pfn);
   }
   mm_.set_evicting_memcg(0);
+  // Every folio taken dirty and not queued: the flusher is woken to write
+  // everything dirty.
+  if (pages > 0 && unqueued_dirty == pages) {
+    mm_.writeback().wakeup_flusher_threads();
+    // Legacy (cgroup v1) limit reclaim, which balance_dirty_pages does not
+    // hold back per memcg, then throttles itself on writeback
+    // (reclaim_throttle, VMSCAN_THROTTLE_WRITEBACK) while the flusher
+    // writes. SIMPLIFICATION: the flusher's pass and its writes are done
+    // within the reclaimer's wait, which the disk's time is.
+    if (sc.cgroup_reclaim() && config_.legacy_memcg)
+      sc.ns += mm_.writeback().write_and_wait(sc.cpu);
+  }
   // Put back on the active list: aged as activations (move_folios_to_lru).
   if (activated) {
     lru.age_nonresident(memcg, node, activated);

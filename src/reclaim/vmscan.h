@@ -10,8 +10,11 @@
 // free slots (else get_scan_count scans page cache only); shmem is not
 // swapped. With demotion on (demotion_enabled), what a node would reclaim
 // moves to the next memory tier down instead, anonymous or not, and counts
-// as reclaimed (pgdemote_kswapd, pgdemote_direct). Dirty page cache is not written back by reclaim:
-// it is activated (PG_reclaim) as direct reclaim does, for the flusher to clean.
+// as reclaimed (pgdemote_kswapd, pgdemote_direct). Dirty page cache is not
+// written back by reclaim: it is unmapped and activated with PG_reclaim, as
+// direct reclaim does, for the flusher to write (mm/writeback.h), whose
+// end of writeback rotates it to the inactive tail; a pass that took only
+// unqueued dirty pages wakes the flusher (wakeup_flusher_threads).
 #pragma once
 
 #include <array>

@@ -163,6 +163,10 @@ bool is_gauge(const std::string& c) {
   // The run's memory cgroups are made for it: their files are read after the
   // run in both worlds, gauges and counts alike. vmstat's nr_* are the
   // kernel's change over the run but the simulation's end value.
+  // A few nr_* are events all the same.
+  static constexpr std::string_view kEvents[] = {"nr_dirtied", "nr_written",
+                                                 "nr_vmscan_immediate_reclaim"};
+  if (std::find(std::begin(kEvents), std::end(kEvents), c) != std::end(kEvents)) return false;
   return c.rfind("nr_", 0) == 0 && c.rfind("nr_tlb_", 0) != 0;
 }
 

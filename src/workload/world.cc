@@ -43,7 +43,12 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
       workload_(workload),
       config_(std::move(config)),
       mm_(topo, costs, config_.mm),
-      vmscan_(mm_, config_.reclaim),
+      vmscan_(mm_,
+              [&] {
+                reclaim::ReclaimConfig r = config_.reclaim;
+                r.legacy_memcg = config_.memcg.hierarchy == memcg::Hierarchy::kV1;
+                return r;
+              }()),
       memcg_(config_.memcg, costs, mm_, vmscan_, topo.nr_cpus(), config_.cgroups),
       kswapd_gen_(topo.nr_nodes(), 0),
       sched_(topo, costs.context_switch_ns, *this),
@@ -207,6 +212,12 @@ RunResult World::run() {
   }
   tasks_[init]->task.comm = workload_.init_comm;
   timeline_.start(before);
+  // The memcg stats' periodic flush: at the run's start (its cgroups are
+  // new, all zero) and every FLUSH_TIME from then on.
+  if (memcg_.periodic_stats_flush()) {
+    memcg_.flush_stats();
+    queue_.schedule(memcg::Controller::kStatsFlushTime, this, kStatsFlush);
+  }
 
   RunResult r;
   if (config_.progress) queue_.on_progress(config_.progress);
@@ -408,6 +419,16 @@ void World::finish_trace(const RunResult& r) const {
 void World::start_kthreads(Tick at) {
   // (Every fault asks: most have woken nobody.)
   if (vmscan_.wakeups_pending()) wake_kswapds(at);
+  mm::Writeback& wb = mm_.writeback();
+  wb.stamp(at);
+  if (wb.take_wakeup() && !flusher_pending_) {
+    flusher_pending_ = true;
+    queue_.schedule(at + to_tick(costs_.context_switch_ns), this, kFlusher);
+  }
+  if (wb.take_timer_request()) {
+    const int64_t cs = mm_.config().dirty_writeback_centisecs;
+    queue_.schedule(at + milliseconds(cs * 10), this, kKupdate);
+  }
   // A registration wakes khugepaged only from its untimed sleep: asleep
   // between passes, it waits out its time.
   if (mm_.khugepaged_take_wakeup() && !khugepaged_pending_) {
@@ -461,6 +482,34 @@ void World::khugepaged_event(Tick now) {
     queue_.schedule(end + sleep, this, kKhugepaged);
   }
   start_kthreads(now);  // its allocation may have woken a kswapd
+}
+
+void World::flusher_event(Tick now) {
+  flusher_pending_ = false;
+  if (live_tasks_ == 0) return;  // the run is over (its bios still end)
+  // The flusher is a kworker on some idle CPU, else the first (its TLB
+  // flushes leave from there). SIMPLIFICATION: like kswapd, it takes no
+  // task's CPU time.
+  CpuId cpu(0);
+  for (const auto& c : mm_.topology().cpus()) {
+    if (sched_.current(c.id) == 0) {
+      cpu = c.id;
+      break;
+    }
+  }
+  const mm::Writeback::Step step = mm_.writeback().flusher_step(now, cpu);
+  run_checker("after a flusher pass");
+  const Tick end = now + std::max(to_tick(step.ns), Tick(1));
+  if (config_.trace)
+    config_.trace->kthread("flusher", now, end, "writeback pass",
+                           fmt::format("\"bios\":{}", step.bios.size()));
+  for (const mm::Writeback::Bio& b : step.bios)
+    queue_.schedule(std::max(b.done, now), this, kBioEnd, b.id);
+  if (step.more) {
+    flusher_pending_ = true;
+    queue_.schedule(end, this, kFlusher);
+  }
+  start_kthreads(now);
 }
 
 void World::kswapd_event(NodeId node, uint64_t gen, Tick now) {
@@ -533,6 +582,27 @@ void World::dispatch(sim::EventQueue&, const sim::Event& e) {
   }
   if (e.kind == kKswapdFreed) {
     mm_.folios().hold(NodeId(static_cast<uint16_t>(e.arg0)), 0);
+    return;
+  }
+  if (e.kind == kFlusher) {
+    flusher_event(e.time);
+    return;
+  }
+  if (e.kind == kBioEnd) {
+    mm_.writeback().end_bio(e.arg0);
+    run_checker("after a write's end");
+    return;
+  }
+  if (e.kind == kStatsFlush) {
+    if (live_tasks_ == 0) return;  // the run is over
+    memcg_.flush_stats();
+    queue_.schedule(e.time + memcg::Controller::kStatsFlushTime, this, kStatsFlush);
+    return;
+  }
+  if (e.kind == kKupdate) {
+    if (live_tasks_ == 0) return;  // the run is over
+    mm_.writeback().kupdate_timer();
+    start_kthreads(e.time);
     return;
   }
   TaskExec& t = exec(static_cast<uint32_t>(e.arg0));
@@ -1057,9 +1127,19 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
     check(wait_on_migration(t, vpn, r.pfn), "a migration entry with no migration");
     return false;
   }
+  const bool read = r.cost.io_ns > 0;
+  if (const uint64_t dirtied = mm_.writeback().take_dirtied()) {
+    // balance_dirty_pages_ratelimited: a dirtier past the freerun ceiling
+    // sleeps (io_schedule_timeout, D state).
+    r.cost.io_ns +=
+        mm_.writeback().balance_dirty_pages_ratelimited(t.dirty, t.proc->mm->memcg, dirtied);
+    start_kthreads(t.clock);
+  }
   if (r.cost.io_ns > 0) {
-    // Waiting for the read: D state, which the kernel reports as iowait.
-    if (config_.trace) t.task.wait_detail = fmt::format("page read at 0x{:x}", vpn.v << 12);
+    // Waiting for the read or throttled: D state, which the kernel reports as iowait.
+    if (config_.trace)
+      t.task.wait_detail = read ? fmt::format("page read at 0x{:x}", vpn.v << 12)
+                                : std::string("balance_dirty_pages");
     leave_cpu(t, sched::TaskState::kUninterruptible);
     queue_.schedule(t.clock + to_tick(r.cost.io_ns), this, kWakeTask, t.task.pid);
     return false;
@@ -1068,15 +1148,13 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
 }
 
 std::string World::oom_reason() const {
-  // Reclaim leaves dirty page cache where it is (vmscan.h): the kernel's
-  // flusher would write it back and reclaim could then free it, but mmsim
-  // models no writeback, so a memcg or a machine full of dirty file pages
-  // runs out of memory where the kernel would go on. Say so.
-  const int64_t dirty = mm_.vmstat()[mm::Vm::nr_dirty];
+  // Dirty page cache and page cache under writeback cannot be reclaimed
+  // until written: say how much there was.
+  const mm::VmStat& vm = mm_.vmstat();
+  const int64_t dirty = vm[mm::Vm::nr_dirty] + vm[mm::Vm::nr_writeback];
   if (dirty <= 0) return "out of memory";
   return fmt::format(
-      "out of memory, with {} dirty page-cache pages that reclaim could not free: mmsim "
-      "models no writeback (the flusher), which the kernel would start to clean them",
+      "out of memory, with {} dirty or writeback page-cache pages that reclaim could not free",
       dirty);
 }
 

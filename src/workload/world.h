@@ -265,6 +265,8 @@ class World final : public sim::EventHandler,
     bool needs_arena = false;
     std::optional<Vpn> arena_page;
     bool counts = false;  // its program has a count op (writes its counters)
+    // Its dirtying of page cache (balance_dirty_pages' ratelimit).
+    mm::TaskDirty dirty;
     // Its fault counts as its end-of-program report's getrusage read them,
     // before the report faulted its pages.
     std::optional<std::pair<uint64_t, uint64_t>> rusage_flt;
@@ -277,6 +279,10 @@ class World final : public sim::EventHandler,
     kKswapd = 7,
     kKswapdFreed = 8,
     kKhugepaged = 9,
+    kFlusher = 10,     // a pass of the flusher
+    kBioEnd = 11,      // a bio's write completes (arg0: its id)
+    kKupdate = 12,     // the flusher's periodic wakeup
+    kStatsFlush = 13,  // the memcg stats' periodic flush
   };
 
   TaskExec& exec(uint32_t pid) { return *tasks_[pid]; }
@@ -363,6 +369,10 @@ class World final : public sim::EventHandler,
   // The trace's task names, CPU names and counter tracks (from the timeline),
   // at the end of the run.
   void finish_trace(const RunResult& r) const;
+  // One pass of the flusher (its event), its bios' ends and its next pass
+  // scheduled.
+  void flusher_event(Tick now);
+  bool flusher_pending_ = false;  // a pass is in the queue
   // One step of a node's kswapd (its event), and the next one scheduled.
   void kswapd_event(NodeId node, uint64_t gen, Tick now);
   Tick horizon() const { return queue_.next_time(); }

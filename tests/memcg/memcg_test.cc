@@ -188,29 +188,6 @@ mode = "write"
   EXPECT_EQ(group(ran, "/g").pgpgin, 4 + 4);
 }
 
-TEST(MemcgLimit, AnOomOverDirtyPageCacheSaysWritebackIsNotModelled) {
-  // Dirty file pages are never cleaned (no flusher): a shared file mapping
-  // written beyond the limit runs out, and the kill says why.
-  auto ran = run_text(anon("limit = \"256KiB\"", R"(
-[[files]]
-name = "data"
-size = "1MiB"
-[[programs.main]]
-op = "map"
-region = "f"
-file = "data"
-flags = "shared"
-prot = "rw"
-[[programs.main]]
-op = "touch"
-region = "f"
-mode = "write"
-)"));
-  ASSERT_EQ(ran.result.errors.size(), 1u);
-  EXPECT_NE(ran.result.errors[0].find("models no writeback"), std::string::npos)
-      << ran.result.errors[0];
-}
-
 TEST(MemcgLimit, AnonymousMemoryBeyondTheLimitIsAnOomNotACrash) {
   auto ran = run_text(anon("limit = \"256KiB\"", R"(
 [[programs.main]]
