@@ -1875,7 +1875,9 @@ std::optional<double> MemoryManager::demote_folio(Pfn pfn, CpuId cpu) {
   const uint8_t order = f.order();
   const uint32_t nr = f.nr_pages();
   const auto target = tiers_.demotion_target(src);
-  if (!target || f.test(Folio::kLocked) || f.test(Folio::kMlocked)) return std::nullopt;
+  if (!target || f.test(Folio::kLocked) || f.test(Folio::kMlocked) ||
+      writeback_.under_writeback(pfn))
+    return std::nullopt;
   // alloc_demote_page: GFP_NOWAIT without reclaim, on the target alone
   // first, then on any lower-tier node; each may wake its node's kswapd and
   // go down to its min watermark.

@@ -252,8 +252,9 @@ uint64_t Writeback::write_inode(uint32_t file, Inode& inode, uint64_t budget, ui
       todo.push_back(*it);
     }
   };
-  collect(inode.dirty.lower_bound(inode.writeback_index), inode.dirty.end());
-  collect(inode.dirty.begin(), inode.dirty.lower_bound(inode.writeback_index));
+  uint64_t& writeback_index = writeback_index_[file];
+  collect(inode.dirty.lower_bound(writeback_index), inode.dirty.end());
+  collect(inode.dirty.begin(), inode.dirty.lower_bound(writeback_index));
   uint64_t last = UINT64_MAX;
   for (uint64_t index : todo) {
     const Pfn pfn(space->lookup(index));
@@ -274,7 +275,7 @@ uint64_t Writeback::write_inode(uint32_t file, Inode& inode, uint64_t budget, ui
     bio.push_back(static_cast<uint32_t>(pfn.v));
     last = index;
     written += nr;
-    inode.writeback_index = index + 1;
+    writeback_index = index + 1;
   }
   submit();
   return written;

@@ -148,7 +148,6 @@ class Writeback {
  private:
   struct Inode {
     std::set<uint64_t> dirty;  // offsets tagged dirty
-    uint64_t writeback_index = 0;
     Tick dirtied_when;
     bool stamped = false;
   };
@@ -170,8 +169,11 @@ class Writeback {
   double bandwidth_pages() const;
 
   MemoryManager& mm_;
-  std::vector<uint64_t> dirty_, writeback_;              // by memcg
-  std::map<uint32_t, Inode> inodes_;                     // dirty inodes, by file id
+  std::vector<uint64_t> dirty_, writeback_;  // by memcg
+  std::map<uint32_t, Inode> inodes_;         // dirty inodes, by file id
+  // Each file's mapping->writeback_index: where its next cyclic writeback
+  // starts (kept while it is clean).
+  std::unordered_map<uint32_t, uint64_t> writeback_index_;
   std::vector<uint32_t> b_dirty_;                        // dirty inodes, oldest first
   std::unordered_map<uint32_t, uint64_t> writeback_of_;  // folio under writeback -> its bio
   std::map<uint64_t, std::vector<uint32_t>> bios_;       // bios in flight: their folios

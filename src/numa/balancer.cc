@@ -496,6 +496,10 @@ bool Balancer::migrate_allowed(Pfn pfn, const mm::Vma& vma, NodeId target, Tick 
   const bool file_cache = !f.test(mm::Folio::kAnon) && !f.test(mm::Folio::kShmem);
   if (file_cache && f.mapcount != 1 && (vma.flags & mm::Vma::kExec)) return false;
   if (cfg_.skip_dirty_file && file_cache && f.test(mm::Folio::kDirty)) return false;
+  // A folio under writeback cannot move (migrate_folio_unmap's EBUSY for an
+  // asynchronous migration). SIMPLIFICATION: refused here, before its
+  // isolation, so no pgmigrate_fail is counted.
+  if (file_cache && mm_.writeback().under_writeback(pfn)) return false;
   // numamigrate_update_ratelimit (3.8-4.18): per destination node, a window
   // of 100 ms, a THP counting its pages.
   if (cfg_.migrate_rate_limit) {
