@@ -303,7 +303,7 @@ Writeback::Step Writeback::flusher_step(Tick now, CpuId cpu) {
   };
   auto any = [](const Inode&) { return true; };
   if (all_pages_ > 0) {
-    const uint64_t w = pass(all_pages_, 0, any);
+    const uint64_t w = pass(std::min(all_pages_, pass_limit_), 0, any);
     all_pages_ = w == 0 ? 0 : all_pages_ - std::min(all_pages_, w);
   } else if (kupdate_due_) {
     // wb_check_old_data_flush: inodes dirty for longer than
@@ -329,14 +329,16 @@ Writeback::Step Writeback::flusher_step(Tick now, CpuId cpu) {
   return step;
 }
 
-double Writeback::write_and_wait(CpuId cpu) {
+double Writeback::write_and_wait(CpuId cpu, uint64_t pages) {
   if (all_pages_ == 0) return 0;
   // Timed from the disk's present backlog: it starts when the disk is free.
   const Tick now = disk_free_;
   const bool background = std::exchange(background_, false);
   const bool kupdate = std::exchange(kupdate_due_, false);
   const bool running = running_;
+  pass_limit_ = pages;
   Step step = flusher_step(now, cpu);
+  pass_limit_ = UINT64_MAX;
   background_ = background;
   kupdate_due_ = kupdate;
   running_ = running;

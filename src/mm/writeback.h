@@ -135,10 +135,11 @@ class Writeback {
     bool more = false;
   };
   Step flusher_step(Tick now, CpuId cpu);
-  // A flusher pass of the write-everything work (if any) at once, its
-  // bios' ends too: for a reclaimer that waits on the writeback it woke.
-  // Returns the pass's time and the disk's.
-  double write_and_wait(CpuId cpu);
+  // The first `pages` of the write-everything work (if any) written at
+  // once, their bios' ends too: for a reclaimer that waits on the writeback
+  // it woke. The flusher's pass goes on with the rest. Returns the pass's
+  // time and the disk's.
+  double write_and_wait(CpuId cpu, uint64_t pages);
   // The bio's end: folio_end_writeback for each of its folios.
   void end_bio(uint64_t id);
 
@@ -186,7 +187,8 @@ class Writeback {
   bool kupdate_due_ = false;
   bool background_ = false;
   uint32_t background_memcg_ = 0;
-  bool running_ = false;  // a pass is scheduled
+  bool running_ = false;              // a pass is scheduled
+  uint64_t pass_limit_ = UINT64_MAX;  // pages a write-everything pass may write
   bool wakeup_ = false;
   bool timer_armed_ = false;
   bool timer_request_ = false;

@@ -342,11 +342,13 @@ uint64_t Vmscan::shrink_inactive_list(LruList l, uint64_t n, uint32_t memcg, Nod
     mm_.writeback().wakeup_flusher_threads();
     // Legacy (cgroup v1) limit reclaim, which balance_dirty_pages does not
     // hold back per memcg, then throttles itself on writeback
-    // (reclaim_throttle, VMSCAN_THROTTLE_WRITEBACK) while the flusher
-    // writes. SIMPLIFICATION: the flusher's pass and its writes are done
-    // within the reclaimer's wait, which the disk's time is.
+    // (reclaim_throttle, VMSCAN_THROTTLE_WRITEBACK) until the flusher has
+    // written SWAP_CLUSTER_MAX pages (__acct_reclaim_writeback), and goes
+    // on while the flusher writes the rest. SIMPLIFICATION: those first
+    // pages are written within the reclaimer's wait, which the disk's time
+    // is.
     if (sc.cgroup_reclaim() && config_.legacy_memcg)
-      sc.ns += mm_.writeback().write_and_wait(sc.cpu);
+      sc.ns += mm_.writeback().write_and_wait(sc.cpu, mm::kSwapClusterMax);
   }
   // Put back on the active list: aged as activations (move_folios_to_lru).
   if (activated) {
