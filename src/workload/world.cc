@@ -1130,9 +1130,18 @@ bool World::fault(TaskExec& t, Vpn vpn, bool write) {
   const bool read = r.cost.io_ns > 0;
   if (const uint64_t dirtied = mm_.writeback().take_dirtied()) {
     // balance_dirty_pages_ratelimited: a dirtier past the freerun ceiling
-    // sleeps (io_schedule_timeout, D state).
-    r.cost.io_ns +=
+    // sleeps (io_schedule_timeout, D state); then its write is retried.
+    // SIMPLIFICATION: if the flusher cleaned the page meanwhile, the retry's
+    // fault dirties it again without another pause, so a tiny limit
+    // (dirty_ratio 0) cannot stall the task on one page forever.
+    const bool retry = t.dirty_paused_page == vpn;
+    t.dirty_paused_page = Vpn(UINT64_MAX);
+    const double pause =
         mm_.writeback().balance_dirty_pages_ratelimited(t.dirty, t.proc->mm->memcg, dirtied);
+    if (pause > 0 && !retry) {
+      r.cost.io_ns += pause;
+      t.dirty_paused_page = vpn;
+    }
     start_kthreads(t.clock);
   }
   if (r.cost.io_ns > 0) {

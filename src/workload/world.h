@@ -267,6 +267,7 @@ class World final : public sim::EventHandler,
     bool counts = false;  // its program has a count op (writes its counters)
     // Its dirtying of page cache (balance_dirty_pages' ratelimit).
     mm::TaskDirty dirty;
+    Vpn dirty_paused_page{UINT64_MAX};  // the page whose write fault it last paused after
     // Its fault counts as its end-of-program report's getrusage read them,
     // before the report faulted its pages.
     std::optional<std::pair<uint64_t, uint64_t>> rusage_flt;

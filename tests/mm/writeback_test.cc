@@ -128,4 +128,13 @@ TEST(Writeback, AWrittenBackPageFaultsAndIsDirtiedAgainAtItsNextWrite) {
   EXPECT_EQ(written.vm("pgfault") - kept.vm("pgfault"), 16);
 }
 
+TEST(Writeback, AZeroDirtyRatioPausesEveryPageButTheWriterFinishes) {
+  // 256 pages: checked first after 32, then at each page, each paused.
+  const auto ran = run_text(shared_write("", "1MiB", true), {"kernel.dirty_ratio=0"});
+  EXPECT_FALSE(ran.result.time_limit_hit);
+  EXPECT_TRUE(ran.result.errors.empty());
+  EXPECT_GE(ran.vm("nr_dirtied"), 256);
+  EXPECT_GT(iowait_s(ran), 200 * 0.004);  // a jiffy's pause a page at least
+}
+
 }  // namespace
