@@ -1734,9 +1734,7 @@ Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn, bool writable) {
 
 MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
   MigrateStep s;
-  auto& maps = scratch_maps_;
-  maps.clear();
-  rmap_walk(folio, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
+  auto& maps = rmap_collect(folio);
   s.unmapped.reserve(maps.size());
   // The entry remembers the write permission and the young and dirty bits
   // (6.0 on x86). A NUMA hinting entry has the write bit only with
@@ -1786,9 +1784,7 @@ MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
 
 MemoryManager::MigrateStep MemoryManager::migrate_remap(Pfn from, Pfn to) {
   MigrateStep s;
-  auto& maps = scratch_maps_;
-  maps.clear();
-  rmap_walk(from, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
+  auto& maps = rmap_collect(from);
   // remove_migration_pte: the entry maps the same page of `to` (the head,
   // for a PMD).
   auto mapped = [&](Pte pte) {
@@ -1964,10 +1960,7 @@ MemoryManager::SwapOutResult MemoryManager::swap_out_folio(Pfn pfn, CpuId cpu) {
   // try_to_unmap: each PTE becomes a swap entry (its dirty bit moving to
   // the folio), each mm's TLB flushed.
   if (f.mapcount > 0) {
-    auto& maps = scratch_maps_;
-    maps.clear();
-    rmap_walk(pfn, [&](Mm& mm, Vma&, Vpn vpn) { maps.emplace_back(&mm, vpn); });
-    for (auto [mm, vpn] : maps) {
+    for (auto [mm, vpn] : rmap_collect(pfn)) {
       PteTable& t = mm->pgtable().table_alloc(vpn);
       const uint32_t i = vpn.v & (kPtesPerTable - 1);
       if (t.get(i).flags & Pte::kDirty) f.flags |= Folio::kDirty;
@@ -2212,17 +2205,18 @@ std::vector<std::string> MemoryManager::check_invariants() const {
       if (f.mapcount > 0) ++mapped;
       if (files_[f.mapping]->lookup(f.index()) != p)
         err("folio " + std::to_string(p) + " not in its page cache slot");
-      if (f.test(Folio::kDirty) && !f.test(Folio::kShmem)) ++dirty;
+      // (One under writeback may be dirty again: written to after its PTEs
+      // were cleaned.)
+      const bool in_memcgs = f.memcg < memcg_dirty.size();
+      if (f.test(Folio::kDirty) && !f.test(Folio::kShmem)) {
+        ++dirty;
+        if (in_memcgs) ++memcg_dirty[f.memcg];
+      }
       if (writeback_.under_writeback(Pfn(p))) {
         ++writeback;
-        // (It may be dirty again: written to after its PTEs were cleaned.)
+        if (in_memcgs) ++memcg_writeback[f.memcg];
         if (f.test(Folio::kShmem)) err("folio " + std::to_string(p) + " under writeback is shmem");
       }
-      if (f.test(Folio::kDirty) && !f.test(Folio::kShmem)) {
-        if (f.memcg < memcg_dirty.size()) ++memcg_dirty[f.memcg];
-      }
-      if (writeback_.under_writeback(Pfn(p)) && f.memcg < memcg_writeback.size())
-        ++memcg_writeback[f.memcg];
     }
   }
   if (vmstat_[Vm::nr_dirty] != dirty) err("nr_dirty != dirty page-cache folios");

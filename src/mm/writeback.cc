@@ -100,7 +100,8 @@ DirtyLimits Writeback::global_limits() const {
   DirtyLimits g;
   g.avail = free - std::min(free, reserve) +
             static_cast<uint64_t>(vm[Vm::nr_inactive_file] + vm[Vm::nr_active_file]) + 1;
-  g.dirty = static_cast<uint64_t>(vm[Vm::nr_dirty] + vm[Vm::nr_writeback]);
+  g.file_dirty = static_cast<uint64_t>(vm[Vm::nr_dirty]);
+  g.dirty = g.file_dirty + static_cast<uint64_t>(vm[Vm::nr_writeback]);
   domain_dirty_limits(g, mm_.config());
   return g;
 }
@@ -110,6 +111,7 @@ std::optional<DirtyLimits> Writeback::memcg_limits(uint32_t memcg,
   const std::optional<WbStats> s = mm_.memcg_wb_stats(memcg);
   if (!s) return std::nullopt;
   DirtyLimits m;
+  m.file_dirty = s->dirty;
   m.dirty = s->dirty + s->writeback;
   // mdtc_calc_avail: the memcg's file pages, and what room it has left, as
   // far as clean page cache outside it could make room.
@@ -138,8 +140,7 @@ double Writeback::balance_dirty_pages_ratelimited(TaskDirty& task, uint32_t memc
   // balance_dirty_pages.
   const DirtyLimits g = global_limits();
   const std::optional<DirtyLimits> m = memcg_limits(memcg, g);
-  const auto nr_reclaimable = static_cast<uint64_t>(mm_.vmstat()[Vm::nr_dirty]);
-  if (nr_reclaimable > g.bg_thresh && !in_progress()) start_background(0);
+  if (g.file_dirty > g.bg_thresh && !in_progress()) start_background(0);
   if (g.dirty <= g.freerun() && (!m || m->dirty <= m->freerun())) {
     // Free running: checked again after a distance set by how far below
     // the threshold each domain is.
@@ -206,14 +207,12 @@ void Writeback::kupdate_timer() {
 }
 
 bool Writeback::over_bg_thresh(uint32_t memcg) const {
+  // Each domain counts its dirty pages only, not those under writeback.
   const DirtyLimits g = global_limits();
-  if (static_cast<uint64_t>(mm_.vmstat()[Vm::nr_dirty]) > g.bg_thresh) return true;
+  if (g.file_dirty > g.bg_thresh) return true;
   if (memcg == 0) return false;
-  // The memcg's domain counts its dirty pages only, not those under
-  // writeback.
-  const std::optional<WbStats> s = mm_.memcg_wb_stats(memcg);
   const std::optional<DirtyLimits> m = memcg_limits(memcg, g);
-  return s && m && s->dirty > m->bg_thresh;
+  return m && m->file_dirty > m->bg_thresh;
 }
 
 uint64_t Writeback::chunk_pages() const {
@@ -281,40 +280,43 @@ uint64_t Writeback::write_inode(uint32_t file, Inode& inode, uint64_t budget, ui
   return written;
 }
 
+uint64_t Writeback::pass(uint64_t budget, uint32_t memcg, std::optional<Tick> dirtied_by, Tick now,
+                         CpuId cpu, Step& step) {
+  const uint64_t chunk = chunk_pages();
+  uint64_t written = 0;
+  const std::vector<uint32_t> order = b_dirty_;
+  for (uint32_t file : order) {
+    if (written >= budget) break;
+    Inode& inode = inodes_.at(file);
+    if (dirtied_by && !(inode.stamped && inode.dirtied_when <= *dirtied_by)) continue;
+    written += write_inode(file, inode, std::min(chunk, budget - written), memcg, now, cpu, step);
+  }
+  std::erase_if(b_dirty_, [&](uint32_t f) { return inodes_.at(f).dirty.empty(); });
+  std::erase_if(inodes_, [](const auto& kv) { return kv.second.dirty.empty(); });
+  return written;
+}
+
+void Writeback::write_all(uint64_t limit, Tick now, CpuId cpu, Step& step) {
+  const uint64_t w = pass(std::min(all_pages_, limit), 0, std::nullopt, now, cpu, step);
+  all_pages_ = w == 0 ? 0 : all_pages_ - std::min(all_pages_, w);
+}
+
 Writeback::Step Writeback::flusher_step(Tick now, CpuId cpu) {
   Step step;
   stamp(now);
   // wb_do_writeback: the write-everything work first, then kupdate's, then
-  // background writeback. A pass goes over the dirty inodes, oldest first,
-  // a chunk of each.
-  const uint64_t chunk = chunk_pages();
-  auto pass = [&](uint64_t budget, uint32_t memcg, auto&& wanted) {
-    uint64_t written = 0;
-    const std::vector<uint32_t> order = b_dirty_;
-    for (uint32_t file : order) {
-      if (written >= budget) break;
-      Inode& inode = inodes_.at(file);
-      if (!wanted(inode)) continue;
-      written += write_inode(file, inode, std::min(chunk, budget - written), memcg, now, cpu, step);
-    }
-    std::erase_if(b_dirty_, [&](uint32_t f) { return inodes_.at(f).dirty.empty(); });
-    std::erase_if(inodes_, [](const auto& kv) { return kv.second.dirty.empty(); });
-    return written;
-  };
-  auto any = [](const Inode&) { return true; };
+  // background writeback.
   if (all_pages_ > 0) {
-    const uint64_t w = pass(std::min(all_pages_, pass_limit_), 0, any);
-    all_pages_ = w == 0 ? 0 : all_pages_ - std::min(all_pages_, w);
+    write_all(UINT64_MAX, now, cpu, step);
   } else if (kupdate_due_) {
     // wb_check_old_data_flush: inodes dirty for longer than
     // dirty_expire_centisecs.
     const Tick expire = milliseconds(mm_.config().dirty_expire_centisecs * 10);
-    const uint64_t w = pass(
-        UINT64_MAX, 0, [&](const Inode& i) { return i.stamped && i.dirtied_when + expire <= now; });
-    if (w == 0) kupdate_due_ = false;
-    last_kupdate_ = now;
+    if (now < expire || pass(UINT64_MAX, 0, now - expire, now, cpu, step) == 0)
+      kupdate_due_ = false;
   } else if (background_) {
-    if (!over_bg_thresh(background_memcg_) || pass(UINT64_MAX, background_memcg_, any) == 0)
+    if (!over_bg_thresh(background_memcg_) ||
+        pass(UINT64_MAX, background_memcg_, std::nullopt, now, cpu, step) == 0)
       background_ = false;
   }
   step.more = in_progress();
@@ -333,15 +335,8 @@ double Writeback::write_and_wait(CpuId cpu, uint64_t pages) {
   if (all_pages_ == 0) return 0;
   // Timed from the disk's present backlog: it starts when the disk is free.
   const Tick now = disk_free_;
-  const bool background = std::exchange(background_, false);
-  const bool kupdate = std::exchange(kupdate_due_, false);
-  const bool running = running_;
-  pass_limit_ = pages;
-  Step step = flusher_step(now, cpu);
-  pass_limit_ = UINT64_MAX;
-  background_ = background;
-  kupdate_due_ = kupdate;
-  running_ = running;
+  Step step;
+  write_all(pages, now, cpu, step);
   double ns = step.ns;
   for (const Bio& b : step.bios) {
     ns = std::max(ns, static_cast<double>((b.done - now).ns));

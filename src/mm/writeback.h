@@ -54,8 +54,9 @@ struct Folio;
 
 // A domain's dirty state and limits (struct dirty_throttle_control), in pages.
 struct DirtyLimits {
-  uint64_t avail = 0;  // dirtyable memory
-  uint64_t dirty = 0;  // dirty and under writeback
+  uint64_t avail = 0;       // dirtyable memory
+  uint64_t dirty = 0;       // dirty and under writeback
+  uint64_t file_dirty = 0;  // dirty only (what background writeback is judged by)
   uint64_t thresh = 0;
   uint64_t bg_thresh = 0;
   // dirty_freerun_ceiling: below it a dirtier is not throttled.
@@ -154,6 +155,13 @@ class Writeback {
   };
   // writeback_chunk_size for works that are not data-integrity syncs.
   uint64_t chunk_pages() const;
+  // One pass over the dirty inodes, oldest first: up to a chunk of each,
+  // `budget` in all, of `memcg`'s subtree (0: any), of inodes dirtied at
+  // or before `dirtied_by` (none: any). Returns the pages written.
+  uint64_t pass(uint64_t budget, uint32_t memcg, std::optional<Tick> dirtied_by, Tick now,
+                CpuId cpu, Step& step);
+  // A pass of the write-everything work, of at most `limit` pages.
+  void write_all(uint64_t limit, Tick now, CpuId cpu, Step& step);
   // Writes up to `budget` dirty pages of the inode from its writeback_index
   // (of `memcg` and its subtree only, unless 0); returns pages written.
   uint64_t write_inode(uint32_t file, Inode& inode, uint64_t budget, uint32_t memcg, Tick now,
@@ -187,14 +195,12 @@ class Writeback {
   bool kupdate_due_ = false;
   bool background_ = false;
   uint32_t background_memcg_ = 0;
-  bool running_ = false;              // a pass is scheduled
-  uint64_t pass_limit_ = UINT64_MAX;  // pages a write-everything pass may write
+  bool running_ = false;  // a pass is scheduled
   bool wakeup_ = false;
   bool timer_armed_ = false;
   bool timer_request_ = false;
   bool dirty_exceeded_ = false;  // wb->dirty_exceeded
-  Tick last_kupdate_;
-  Tick disk_free_;  // when the disk has written every bio submitted so far
+  Tick disk_free_;               // when the disk has written every bio submitted so far
 };
 
 }  // namespace mmsim::mm
