@@ -65,7 +65,7 @@ void BM_NextBlockedOverPresentRange(benchmark::State& state) {
   for (uint64_t v = 0; v < pages; ++v) {
     mm::Pte pte;
     pte.flags = mm::Pte::kPresent;
-    pt.table_alloc(Vpn(v)).set(v & 511, pte);
+    pt.table_build(Vpn(v)).set(v & 511, pte);
   }
   for (auto _ : state) benchmark::DoNotOptimize(pt.next_blocked(Vpn(0), Vpn(pages), false));
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(pages));

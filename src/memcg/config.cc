@@ -92,6 +92,17 @@ std::span<const Switch<MemcgConfig>> memcg_switches() {
         .presets = {{.until = {6, 7}, .value = 0}}},
        [](const C& c) { return static_cast<int64_t>(c.wb_stats_ratelimited); },
        [](C& c, int64_t v) { c.wb_stats_ratelimited = v != 0; }},
+      {{.section = "memcg",
+        .key = "kmem_pagetables",
+        .kind = SwitchKind::kBool,
+        .doc = "page-table pages are charged to the allocating task's memcg as kernel memory "
+               "(__GFP_ACCOUNT in GFP_PGTABLE_USER: \"mm: memcontrol: account page tables\", "
+               "V. Davydov, 4.6, from memory; asm-generic/pgalloc.h @6.1, @6.12): in its usage "
+               "and its limit, and in v2's memory.stat pagetables. The root's are not charged",
+        .default_value = 1,
+        .presets = {{.until = {4, 5}, .value = 0}}},
+       [](const C& c) { return static_cast<int64_t>(c.kmem_pagetables); },
+       [](C& c, int64_t v) { c.kmem_pagetables = v != 0; }},
   };
   return table;
 }

@@ -41,6 +41,9 @@ struct MemcgConfig {
   MigrateCharge migrate_charge = MigrateCharge::kTransfer;
   // mem_cgroup_wb_stats reads the stats of the last periodic flush.
   bool wb_stats_ratelimited = true;
+  // Page tables are charged to the allocating task's memcg as kernel
+  // memory (GFP_PGTABLE_USER's __GFP_ACCOUNT, 4.6+).
+  bool kmem_pagetables = true;
 
   bool enabled() const { return stat_protocol != StatProtocol::kNone; }
 };

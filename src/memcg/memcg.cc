@@ -51,6 +51,7 @@ MemCgroup Controller::file_view(uint32_t id) const {
     view.rss += g.rss;
     view.mapped_file += g.mapped_file;
     view.shmem += g.shmem;
+    view.pagetables += g.pagetables;
     view.pgpgin += g.pgpgin;
     view.pgpgout += g.pgpgout;
     view.pgfault += g.pgfault;
@@ -186,6 +187,7 @@ Controller::Reclaimed Controller::reclaim(uint32_t memcg, uint64_t pages, CpuId 
 
 mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, CpuId cpu, mm::Retry retry) {
   if (!enabled()) return {};
+  if (mm_.folios().folio(pfn).test(mm::Folio::kKernel) && !cfg_.kmem_pagetables) return {};
   const uint32_t pages = mm_.folios().folio(pfn).nr_pages();
   const auto nr = static_cast<int64_t>(pages);
   mm::ChargeResult r = try_charge(memcg, cpu, retry, pages);
@@ -196,6 +198,11 @@ mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, CpuId cpu, mm::Retr
   r.ns += costs_.memcg_bitlock_ns + pc_lookup_ns(pfn, folio) + 2 * costs_.memcg_percpu_add_ns;
   folio.memcg = memcg;
   MemCgroup& g = groups_[memcg];
+  if (folio.test(mm::Folio::kKernel)) {
+    // Kernel memory (a page table, __GFP_ACCOUNT): in usage, not a page-in.
+    if (mm_.pgtable_counted(static_cast<mm::PtLevel>(folio.index()))) g.pagetables += nr;
+    return r;
+  }
   if (folio.test(mm::Folio::kAnon)) {
     g.rss += nr;
   } else {
@@ -210,6 +217,12 @@ void Controller::uncharge(Pfn, mm::Folio& folio) {
   if (!enabled()) return;
   MemCgroup& g = groups_[folio.memcg];
   const auto nr = static_cast<int64_t>(folio.nr_pages());
+  if (folio.test(mm::Folio::kKernel)) {
+    if (mm_.pgtable_counted(static_cast<mm::PtLevel>(folio.index()))) g.pagetables -= nr;
+    res_uncharge(folio.memcg, folio.nr_pages());
+    folio.memcg = 0;
+    return;
+  }
   if (folio.test(mm::Folio::kAnon)) {
     g.rss -= nr;
   } else {
@@ -453,12 +466,23 @@ std::vector<std::string> Controller::check_invariants() const {
   std::vector<std::string> errors;
   if (!enabled()) return errors;
   std::vector<int64_t> cache(groups_.size(), 0), rss(groups_.size(), 0), mapped(groups_.size(), 0),
-      shmem(groups_.size(), 0);
+      shmem(groups_.size(), 0), pagetables(groups_.size(), 0);
   std::vector<uint64_t> charged(groups_.size(), 0);
   // (mm's checker verifies that each folio is on its memcg's LRU.)
   const auto& folios = mm_.folios();
   for (uint32_t p = 0; p < folios.table_size(); ++p) {
     const mm::Folio& f = folios.folio(Pfn(p));
+    if (f.test(mm::Folio::kInUse) && f.is_pgtable()) {
+      if (f.memcg >= groups_.size()) {
+        errors.push_back("page table charged to an unknown memcg");
+        continue;
+      }
+      if (f.memcg == 0) continue;  // the root's are not charged
+      if (mm_.pgtable_counted(static_cast<mm::PtLevel>(f.index())))
+        pagetables[f.memcg] += f.nr_pages();
+      for_each_ancestor(f.memcg, [&](const MemCgroup& g) { charged[g.id] += f.nr_pages(); });
+      continue;
+    }
     // A migration's new folio is charged only when it takes the old one's place.
     if (!f.test(mm::Folio::kInUse) || !f.test(mm::Folio::kUptodate) || f.test(mm::Folio::kTail))
       continue;
@@ -486,6 +510,8 @@ std::vector<std::string> Controller::check_invariants() const {
       errors.push_back("memcg " + g.path + ": shmem stat disagrees with its folios");
     if (g.rss != rss[g.id])
       errors.push_back("memcg " + g.path + ": rss stat disagrees with its folios");
+    if (g.pagetables != pagetables[g.id])
+      errors.push_back("memcg " + g.path + ": pagetables stat disagrees with its page tables");
     if (g.mapped_file != mapped[g.id])
       errors.push_back("memcg " + g.path + ": mapped_file disagrees with its mapped folios");
     if (g.usage != charged[g.id])

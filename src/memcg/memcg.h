@@ -45,6 +45,9 @@ struct MemCgroup {
   // cache: page-cache pages, shmem's included (v1 cache, v2 file); shmem:
   // those of shmem/tmpfs (memory.stat shmem, NR_SHMEM).
   int64_t cache = 0, rss = 0, mapped_file = 0, shmem = 0;
+  // Page-table pages charged here that NR_PAGETABLE counts (memory.stat
+  // pagetables, v2 only).
+  int64_t pagetables = 0;
   int64_t pgpgin = 0, pgpgout = 0, pgfault = 0, pgmajfault = 0;
   int moving_account = 0;
   uint64_t move_lock_slowpath = 0;  // page-stat updates that took move_lock

@@ -122,6 +122,34 @@ std::span<const Switch<MmConfig>> mm_switches() {
        [](const MmConfig& c) { return static_cast<int64_t>(c.workingset_restore_stat); },
        [](MmConfig& c, int64_t v) { c.workingset_restore_stat = v != 0; }},
       {{.section = "kernel",
+        .key = "pagetable_stat",
+        .kind = SwitchKind::kChoice,
+        .doc = "which page-table pages /proc/vmstat nr_page_table_pages and memory.stat "
+               "pagetables count (NR_PAGETABLE, by the table's constructor): pte tables only, "
+               "pmd tables too (\"mm: account PMD tables like PTE tables\", 4.20, from memory; "
+               "include/linux/mm.h @6.1), or pud tables too (pagetable_pud_ctor, 6.7: absent "
+               "from 6.1, in 6.12). PGDs never",
+        .default_value = static_cast<int64_t>(PagetableStat::kPud),
+        .presets = {{.until = {4, 19}, .value = static_cast<int64_t>(PagetableStat::kPte)},
+                    {.from = {4, 20},
+                     .until = {6, 6},
+                     .value = static_cast<int64_t>(PagetableStat::kPmd)}},
+        .words = {{"pte", static_cast<int64_t>(PagetableStat::kPte)},
+                  {"pmd", static_cast<int64_t>(PagetableStat::kPmd)},
+                  {"pud", static_cast<int64_t>(PagetableStat::kPud)}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.pagetable_stat); },
+       [](MmConfig& c, int64_t v) { c.pagetable_stat = static_cast<PagetableStat>(v); }},
+      {{.section = "kernel",
+        .key = "page_table_isolation",
+        .kind = SwitchKind::kBool,
+        .doc = "CONFIG_PAGE_TABLE_ISOLATION (4.15, on in Debian's x86-64 kernels): a process's "
+               "PGD is an order-1 allocation, the kernel's half and the user copy "
+               "(arch/x86/include/asm/pgalloc.h PGD_ALLOCATION_ORDER @6.1, @6.12)",
+        .default_value = 1,
+        .presets = {{.until = {4, 14}, .value = 0}}},
+       [](const MmConfig& c) { return static_cast<int64_t>(c.page_table_isolation); },
+       [](MmConfig& c, int64_t v) { c.page_table_isolation = v != 0; }},
+      {{.section = "kernel",
         .key = "min_free_kbytes",
         .kind = SwitchKind::kInt,
         .doc = "vm.min_free_kbytes: the min watermark of all nodes together, shared out by node "

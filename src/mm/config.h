@@ -34,6 +34,14 @@ enum class RefaultStat : int64_t {
   kSplit,     // 5.9+: workingset_refault_anon and workingset_refault_file
 };
 
+// Which page-table pages /proc/vmstat's nr_page_table_pages (and memcg's
+// pagetables) counts: those whose constructor counts NR_PAGETABLE.
+enum class PagetableStat : int64_t {
+  kPte,  // PTE tables only (pgtable_page_ctor)
+  kPmd,  // and PMD tables (pgtable_pmd_page_ctor, 4.20)
+  kPud,  // and PUD tables (pagetable_pud_ctor, 6.7)
+};
+
 // /sys/kernel/mm/transparent_hugepage/enabled and defrag.
 enum class ThpEnabled : int64_t { kNever, kMadvise, kAlways };
 enum class ThpDefrag : int64_t { kNever, kMadvise, kDeferMadvise, kDefer, kAlways };
@@ -91,6 +99,11 @@ struct MmConfig {
   // workingset_restore (_anon/_file as the refault counter is split): a
   // refault of a page that had been active (4.20+).
   bool workingset_restore_stat = true;
+  // The page-table levels NR_PAGETABLE counts.
+  PagetableStat pagetable_stat = PagetableStat::kPud;
+  // CONFIG_PAGE_TABLE_ISOLATION (4.15+, Debian's): a PGD is two pages, the
+  // kernel's half and the user copy (PGD_ALLOCATION_ORDER 1).
+  bool page_table_isolation = true;
   // vm.min_free_kbytes; kAutoMinFree: the kernel's default for the
   // machine's memory (calculate_min_free_kbytes).
   int64_t min_free_kbytes = kAutoMinFree;

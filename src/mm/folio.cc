@@ -36,7 +36,10 @@ Pfn FolioAllocator::take(NodeId node, uint8_t order) {
   const uint32_t nr = 1u << order;
   uint32_t slot;
   if (order) {
+    // A block for the folio; one smaller than a THP (a PGD, order 1)
+    // leaves the rest of its block as free singles.
     slot = take_block();
+    for (uint32_t p = kHugePages; p-- > nr;) free_slots_.push_back(slot + p);
   } else if (!free_slots_.empty()) {
     slot = free_slots_.back();
     free_slots_.pop_back();
@@ -215,11 +218,12 @@ void FolioAllocator::free(Pfn pfn) {
   }
   mlock_count_.erase(pfn.v);
   nodes_[f.node.v].used -= nr;
-  if (f.large()) {
+  if (f.order() == kHugeOrder) {
     f.set_order(0);
     free_blocks_.push_back(pfn.v);
   } else {
-    free_slots_.push_back(pfn.v);
+    f.set_order(0);
+    for (uint32_t i = nr; i-- > 0;) free_slots_.push_back(pfn.v + i);
   }
   vmstat_.add(Vm::nr_free_pages, nr);
   vmstat_.add(Vm::pgfree, nr);

@@ -2,8 +2,9 @@
 // the kernel's memory policies. A folio is one 4 KiB page (order 0) or a
 // PMD-sized transparent huge page (order 9): its head entry and 511 tail
 // entries, one per 4 KiB page, each with its own mapcount, in a 512-aligned
-// block of the table, so that a tail's head is its pfn rounded down. Only
-// allocated pages have state; pfns name table entries, not physical frames
+// block of the table, so that a tail's head is its pfn rounded down (the
+// one other order, a PGD's 1, starts a block too). Only allocated pages have
+// state; pfns name table entries, not physical frames
 // (SIMPLIFICATION: no buddy allocator, so no fragmentation: a node with 512
 // free pages above its watermark has a huge page).
 #pragma once
@@ -44,9 +45,16 @@ struct Folio {
     kSwapCache = 4096,    // PG_swapcache: an anonymous folio with a swap slot
     kTail = 8192,         // a tail page of a large folio (PageTail): only mapcount is its own
     kLruBatched = 16384,  // in a CPU's lru_add batch (its CPU in lru_prev), not yet on a list
-    // The kernel's own memory (the huge zero page): no LRU, rmap or charge.
+    // The kernel's own memory: no LRU or rmap. Its mapping says what it is
+    // (kKernelHugeZero, kKernelPgtable).
     kKernel = 32768,
   };
+  // A kKernel folio's mapping: the huge zero page (never charged), or a
+  // page-table page (index: its PtLevel; charged to its memcg as kernel
+  // memory, unless that is the root).
+  static constexpr uint32_t kKernelHugeZero = 0;
+  static constexpr uint32_t kKernelPgtable = 1;
+  bool is_pgtable() const { return test(kKernel) && mapping == kKernelPgtable; }
   NodeId node;
   uint16_t flags = 0;
   int32_t mapcount = 0;        // PTEs mapping this folio (the kernel's _mapcount + 1)

@@ -93,10 +93,17 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
       vmstat_.add(Vm::thp_zero_page_alloc);
       r.cost.sys_ns += static_cast<double>(kHugePages) * cache_.page_zero_ns(ctx.node, ctx.node);
     }
+    // The table the PMD deposits (pte_alloc_one; the kernel takes it before
+    // the zero page).
+    PteTable* t = pte_alloc(mm, haddr, ctx, &r.cost.sys_ns);
+    if (!t) {
+      r.status = FaultStatus::kOom;
+      return out;
+    }
     Pte pmd;
     pmd.pfn = kZeroPfn;
     pmd.flags = Pte::kPresent | Pte::kYoung;
-    mm.pgtable().table_alloc(haddr).set_pmd(pmd);
+    t->set_pmd(pmd);
     r.cost.sys_ns += costs_.pte_set_ns;
     account_fault(ctx, false);
     return out;
@@ -113,14 +120,12 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
     page.set_index(haddr.v + i);
   }
   folios_.folio(*pfn).flags |= Folio::kAnon | Folio::kUptodate;
-  Folio& f = folios_.folio(*pfn);
   if (memcg_) {
-    // The light mask charges without reclaim, as it allocates (so the table
-    // does not grow under f).
+    // The light mask charges without reclaim, as it allocates.
     const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, ctx.cpu, Retry::kNoReclaim);
     out.memcg_ns += c.ns;
     if (!c.ok) {
-      f.flags = Folio::kInUse;
+      folios_.folio(*pfn).flags = Folio::kInUse;
       folios_.free(*pfn);
       vmstat_.add(Vm::thp_fault_fallback);
       vmstat_.add(Vm::thp_fault_fallback_charge);
@@ -128,6 +133,18 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
       return out;
     }
   }
+  // __do_huge_pmd_anonymous_page: the table the PMD deposits
+  // (pte_alloc_one); without it the folio goes and the fault is OOM.
+  PteTable* t = pte_alloc(mm, haddr, ctx, &r.cost.sys_ns);
+  if (!t) {
+    Folio& g = folios_.folio(*pfn);  // after the allocation's reclaim
+    if (memcg_) memcg_->uncharge(*pfn, g);
+    g.flags = Folio::kInUse;
+    folios_.free(*pfn);
+    r.status = FaultStatus::kOom;
+    return out;
+  }
+  Folio& f = folios_.folio(*pfn);
   vmstat_.add(Vm::nr_anon_pages, kHugePages);
   vmstat_.add(Vm::nr_anon_transparent_hugepages);
   vmstat_.add(Vm::thp_fault_alloc);
@@ -136,7 +153,7 @@ MemoryManager::Fault MemoryManager::do_huge_pmd_anonymous_page(Mm& mm, Vma& vma,
   Pte pmd;
   pmd.pfn = pfn->v;
   pmd.flags = Pte::kPresent | Pte::kYoung | Pte::kDirty | Pte::kWrite;
-  mm.pgtable().table_alloc(haddr).set_pmd(pmd);
+  t->set_pmd(pmd);
   ++entire_mapcount(*pfn);
   mm.rss_anon += kHugePages;
   if (vma.flags & Vma::kLocked) mlock_folio(*pfn);
@@ -197,7 +214,7 @@ double MemoryManager::zap_huge_pmd(Mm& mm, Vma& vma, Vpn haddr) {
   // (zap_huge_pmd's zap_deposited_table): the range may take a THP fault
   // again, as after munmap.
   t.set_pmd(Pte{});
-  mm.pgtable().free_table(haddr);
+  pgtable_free(mm.pgtable().free_table(haddr));
   ++page_events_;
   if (pmd.pfn == kZeroPfn || !pmd.maps_folio()) return 0;
   const Pfn head(pmd.pfn);

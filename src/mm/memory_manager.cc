@@ -246,7 +246,7 @@ MemoryManager::Referenced MemoryManager::folio_referenced(Pfn pfn) {
     return --unseen > 0;
   });
   for (auto [mm, vpn] : maps) {
-    PteTable& t = mm->pgtable().table_alloc(vpn);
+    PteTable& t = mm->pgtable().at(vpn);
     if (t.huge()) {  // pmdp_clear_flush_young: one bit for 2 MiB
       Pte pmd = t.pmd();
       pmd.flags = static_cast<uint8_t>(pmd.flags & ~Pte::kYoung);
@@ -300,7 +300,7 @@ struct MmDeleter {
   void operator()(Mm* mm) const { mgr->release_mm(mm); }
 };
 
-std::shared_ptr<Mm> MemoryManager::mm_alloc() {
+std::shared_ptr<Mm> MemoryManager::mm_alloc(const FaultCtx* ctx) {
   Mm* mm = new Mm(next_mm_id_++);
   // arch_pick_mmap_layout: a random base, here from the run's seed and the
   // mm (fork gives the child its parent's, in dup_mmap).
@@ -309,6 +309,13 @@ std::shared_ptr<Mm> MemoryManager::mm_alloc() {
     mm->mmap_rnd_pages = static_cast<uint32_t>(rng.next() % kHugePages);
   }
   mm->pgtable().count_tables_in(&nr_pte_tables_);
+  // mm_init's pgd_alloc, by the task that makes the mm. SIMPLIFICATION: an
+  // mm is always made (the kernel's fork or exec fails with ENOMEM); if
+  // memory is out it has no PGD page. Its time is in fork's base cost.
+  const FaultCtx cpu0{CpuId(0), topo_.cpu_to_node(CpuId(0))};
+  double ns = 0;
+  if (auto pgd = pgtable_alloc(PtLevel::kPgd, ctx ? *ctx : cpu0, &ns))
+    mm->pgtable().pgd_frame = pgd->v;
   live_mms_.push_back(mm);
   return std::shared_ptr<Mm>(mm, MmDeleter{this});
 }
@@ -316,8 +323,88 @@ std::shared_ptr<Mm> MemoryManager::mm_alloc() {
 void MemoryManager::release_mm(Mm* mm) {
   check(mm->vmas().empty(), "mm released with VMAs still mapped");
   khugepaged_exit(*mm);
+  // mmdrop: the page tables exit_mmap left (none, if it ran), then the PGD.
+  for (uint32_t frame : mm->pgtable().release_all()) pgtable_free(frame);
   live_mms_.erase(std::find(live_mms_.begin(), live_mms_.end(), mm));
   delete mm;
+}
+
+std::optional<Pfn> MemoryManager::pgtable_alloc(PtLevel level, const FaultCtx& ctx, double* ns) {
+  // alloc_pages with no VMA: the task's own policy; an interleave policy
+  // takes its nodes in turn (interleave_nodes).
+  static const MemPolicy kLocal;
+  const MemPolicy& pol = ctx.task_policy ? *ctx.task_policy : kLocal;
+  uint64_t ilx = 0;
+  if (pol.mode == MemPolicy::Mode::kInterleave && ctx.il_next) ilx = (*ctx.il_next)++;
+  const uint8_t order = level == PtLevel::kPgd && config_.page_table_isolation ? 1 : 0;
+  const std::optional<Pfn> pfn =
+      alloc_folio(pol, ctx.node, ilx, ctx.cpu, ns, Retry::kUntilOom, order);
+  if (!pfn) return std::nullopt;
+  {
+    Folio& f = folios_.folio(*pfn);
+    f.flags |= Folio::kKernel;
+    f.mapping = Folio::kKernelPgtable;
+    f.set_index(static_cast<uint64_t>(level));
+  }
+  // __GFP_ACCOUNT: charged to the task's memcg (the root's is not), which
+  // may reclaim; its failure fails the allocation.
+  if (memcg_ && ctx.memcg != 0) {
+    const ChargeResult c = memcg_->charge(ctx.memcg, *pfn, ctx.cpu);
+    *ns += c.ns;
+    if (!c.ok) {
+      folios_.folio(*pfn).flags = Folio::kInUse;
+      folios_.free(*pfn);
+      return std::nullopt;
+    }
+  }
+  const Folio& f = folios_.folio(*pfn);  // after the charge's reclaim
+  if (pgtable_counted(level)) vmstat_.add(Vm::nr_page_table_pages);
+  // __GFP_ZERO: the page is cleared.
+  *ns += costs_.page_alloc_ns +
+         static_cast<double>(f.nr_pages()) * cache_.page_zero_ns(ctx.node, f.node);
+  return pfn;
+}
+
+void MemoryManager::pgtable_free(uint32_t frame) {
+  if (frame == kNoFrame) return;
+  Folio& f = folios_.folio(Pfn(frame));
+  check(f.is_pgtable(), "a page-table page freed that is none");
+  if (pgtable_counted(static_cast<PtLevel>(f.index()))) vmstat_.add(Vm::nr_page_table_pages, -1);
+  if (memcg_ && f.memcg != 0) memcg_->uncharge(Pfn(frame), f);
+  f.flags = Folio::kInUse;
+  folios_.free(Pfn(frame));
+}
+
+bool MemoryManager::pmd_alloc(Mm& mm, Vpn vpn, const FaultCtx& ctx, double* ns, bool nofail) {
+  PageTable& pt = mm.pgtable();
+  for (PtLevel level : {PtLevel::kPud, PtLevel::kPmd}) {
+    if (pt.has_upper(level, vpn)) continue;
+    const std::optional<Pfn> pfn = pgtable_alloc(level, ctx, ns);
+    if (!pfn && !nofail) return false;
+    pt.set_upper(level, vpn, pfn ? pfn->v : kNoFrame);
+  }
+  return true;
+}
+
+PteTable* MemoryManager::pte_alloc(Mm& mm, Vpn vpn, const FaultCtx& ctx, double* ns, bool nofail) {
+  if (PteTable* t = mm.pgtable().table(vpn)) return t;
+  if (!pmd_alloc(mm, vpn, ctx, ns, nofail)) return nullptr;
+  const std::optional<Pfn> pfn = pgtable_alloc(PtLevel::kPte, ctx, ns);
+  if (!pfn && !nofail) return nullptr;
+  return &mm.pgtable().table_new(vpn, pfn ? pfn->v : kNoFrame);
+}
+
+double MemoryManager::free_pgtables(Mm& mm, Vpn start, Vpn end) {
+  // free_pgd_range between the neighbouring VMAs (floor and ceiling): a
+  // table goes when no VMA reaches into the range it maps, so that a later
+  // mapping there starts with empty PMDs (which THP faults need).
+  std::vector<uint32_t> frames;
+  mm.pgtable().free_pgtables(
+      start, end,
+      [&](Vpn first, Vpn stop) { return mm.find_vma_intersection(first, stop) != nullptr; },
+      &frames);
+  for (uint32_t frame : frames) pgtable_free(frame);
+  return static_cast<double>(frames.size()) * costs_.page_free_ns;
 }
 
 double MemoryManager::flush_tlb_range(Mm& mm, CpuId cpu, uint64_t pages) {
@@ -366,7 +453,7 @@ double MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool wr
   pte.pfn = pfn;
   pte.flags = Pte::kPresent | Pte::kYoung | (write ? (Pte::kWrite | Pte::kDirty) : 0);
   if (pfn != kZeroPfn && vma.maps_writable_on_read()) pte.flags |= Pte::kWrite;
-  mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), pte);
+  mm.pgtable().at(vpn).set(vpn.v & (kPtesPerTable - 1), pte);
   // The PTE's line, then (but for the zero page) the folio's struct page.
   double memcg_ns = cache_.meta_miss_ns(cost::Meta::kPte, mm.id(), vpn.v, sizeof(uint64_t));
   if (pfn == kZeroPfn) return memcg_ns;
@@ -733,7 +820,7 @@ MemoryManager::Mapped MemoryManager::fault_around(Mm& mm, Vma& vma, Vpn vpn) {
   const uint64_t table_start = vpn.v & ~uint64_t{kPtesPerTable - 1};
   from = std::max({from, vma.start.v, table_start});
   to = std::min({to, vma.end.v, table_start + kPtesPerTable});
-  PteTable& t = mm.pgtable().table_alloc(vpn);
+  PteTable& t = mm.pgtable().at(vpn);
   for (uint64_t v = from; v < to; ++v) {
     if (!t.get(v & (kPtesPerTable - 1)).none()) continue;
     const uint64_t index = vma.file_index(Vpn(v));
@@ -807,7 +894,15 @@ FaultResult MemoryManager::lose_fault_race(Mm& mm, Vpn vpn, bool huge, FaultCtx&
       memcg_ns += c.ns;
       charged = c.ok;
     }
-    Folio& g = folios_.folio(*pfn);  // after the charge's reclaim
+    if (charged && huge) {
+      // The table it would deposit, allocated after the folio's clearing,
+      // and freed with it (pte_free).
+      if (const std::optional<Pfn> t = pgtable_alloc(PtLevel::kPte, ctx, &r.cost.sys_ns)) {
+        pgtable_free(t->v);
+        r.cost.sys_ns += costs_.page_free_ns;
+      }
+    }
+    Folio& g = folios_.folio(*pfn);  // after the charge's (and the table's) reclaim
     if (charged) {
       r.cost.sys_ns += costs_.page_alloc_ns +
                        static_cast<double>(g.nr_pages()) * cache_.page_zero_ns(ctx.node, g.node);
@@ -840,6 +935,12 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     r.status = FaultStatus::kSegv;
     return out;
   }
+  // __handle_mm_fault allocates the PUD and PMD tables first (a PTE table
+  // below means they exist).
+  if (!mm.pgtable().table(vpn) && !pmd_alloc(mm, vpn, ctx, &r.cost.sys_ns)) {
+    r.status = FaultStatus::kOom;
+    return out;
+  }
   // A huge PMD, or an empty one a THP may fill (__handle_mm_fault); either
   // may fall back to the PTE level.
   OpCost huge_cost;
@@ -863,7 +964,7 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     // of a PTE that allows the access. It costs the access nothing more.
     Pte set = pte;
     set.flags |= Pte::kYoung | (write ? Pte::kDirty : 0);
-    mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), set);
+    mm.pgtable().at(vpn).set(vpn.v & (kPtesPerTable - 1), set);
     return out;
   }
   OpCost& cost = r.cost;
@@ -902,6 +1003,11 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
   }
 
   if (vma->is_anonymous()) {
+    // do_anonymous_page: the PTE table first.
+    if (!pte_alloc(mm, vpn, ctx, &cost.sys_ns)) {
+      r.status = FaultStatus::kOom;
+      return out;
+    }
     if (!write) {
       // do_anonymous_page maps the shared zero page on a read.
       map_folio(mm, *vma, vpn, kZeroPfn, false);
@@ -927,6 +1033,14 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
   const uint64_t index = vma->file_index(vpn);
   if (index >= file.size_pages) {
     r.status = FaultStatus::kSigbus;  // filemap_fault beyond i_size
+    return out;
+  }
+  // The PTE table: fault-around's preallocated one (do_fault_around), or
+  // finish_fault's. SIMPLIFICATION: before the page is looked up, so a
+  // fault whose page cannot be had keeps it (the kernel frees a
+  // preallocated table it did not use).
+  if (!pte_alloc(mm, vpn, ctx, &cost.sys_ns)) {
+    r.status = FaultStatus::kOom;
     return out;
   }
   const bool shared = vma->flags & Vma::kShared;
@@ -970,10 +1084,16 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
     cost.sys_ns +=
         costs_.page_alloc_ns + costs_.pte_set_ns + cache_.page_copy_ns(ctx.node, src, f.node);
   } else if (around) {
-    // After a read, fault-around maps the new window too.
+    // After a read, fault-around maps the new window too (the retried
+    // fault's); a page it leaves (PG_readahead-marked: the window's first
+    // page, when the file ends within its async part) finish_fault maps.
     const Mapped m = fault_around(mm, *vma, vpn);
     cost.sys_ns += m.ns;
     memcg_ns += m.memcg_ns;
+    if (mm.pgtable().get(vpn).none()) {
+      memcg_ns += map_folio(mm, *vma, vpn, *g.pfn, false);
+      cost.sys_ns += costs_.pte_set_ns;
+    }
   } else {
     memcg_ns += map_folio(mm, *vma, vpn, *g.pfn, write);
     cost.sys_ns += costs_.pte_set_ns;
@@ -985,7 +1105,7 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
 MemoryManager::Fault MemoryManager::do_wp_page(Mm& mm, Vma& vma, Vpn vpn, Pte pte, FaultCtx& ctx) {
   Fault out;
   FaultResult& r = out.result;
-  PteTable& t = mm.pgtable().table_alloc(vpn);
+  PteTable& t = mm.pgtable().at(vpn);
   const uint32_t i = vpn.v & (kPtesPerTable - 1);
   if (pte.pfn != kZeroPfn) {
     Folio& old = folios_.folio(Pfn(pte.pfn));
@@ -1270,11 +1390,7 @@ MmResult MemoryManager::munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu) {
     unlink_vma(*v);
     mm.erase_vma(v);
   }
-  // free_pgtables: the PTE tables no VMA reaches into any more go, so that
-  // a later mapping there starts with empty PMDs (which THP faults need).
-  mm.pgtable().free_empty(Vpn(start.v & ~uint64_t{kPtesPerTable - 1}), end, [&](Vpn base) {
-    return mm.find_vma_intersection(base, Vpn(base.v + kPtesPerTable)) != nullptr;
-  });
+  r.cost.sys_ns += free_pgtables(mm, start, end);
   mm.revoke(start, end);
   r.cost.sys_ns += flush_tlb_range(mm, cpu, zapped) + memcg_ns;
   return r;
@@ -1449,7 +1565,8 @@ MmResult MemoryManager::mlock(Mm& mm, Vpn start, uint64_t pages, FaultCtx& ctx) 
   return r;
 }
 
-OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
+OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, const FaultCtx& ctx) {
+  const CpuId cpu = ctx.cpu;
   OpCost cost;
   child.mmap_rnd_pages = parent.mmap_rnd_pages;
   uint64_t protected_ptes = 0;
@@ -1473,6 +1590,24 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
       c->avc.push_back(av);
     }
     anon_vma_prepare(*c);
+    // copy_page_range: the child gets a table wherever the parent has one
+    // in the VMA's range (copy_pud_range, copy_pmd_range; copy_pte_range
+    // allocates the PTE table before it looks at the entries), each the
+    // parent's allocation.
+    parent.pgtable().for_each_upper([&](PtLevel level, Vpn first, uint32_t) {
+      const Vpn stop(first.v + (uint64_t{1} << PageTable::upper_shift(level)));
+      if (stop <= pvma.start || first >= pvma.end) return;
+      const Vpn at = std::max(first, pvma.start);
+      if (level == PtLevel::kPmd) {
+        pmd_alloc(child, at, ctx, &cost.sys_ns, /*nofail=*/true);
+      } else if (!child.pgtable().has_upper(PtLevel::kPud, at)) {
+        const std::optional<Pfn> pud = pgtable_alloc(PtLevel::kPud, ctx, &cost.sys_ns);
+        child.pgtable().set_upper(PtLevel::kPud, at, pud ? pud->v : kNoFrame);
+      }
+    });
+    parent.pgtable().for_each_table_in(pvma.start, pvma.end, [&](Vpn base, PteTable&) {
+      pte_alloc(child, std::max(base, pvma.start), ctx, &cost.sys_ns, /*nofail=*/true);
+    });
     // copy_huge_pmd: the child shares each huge PMD's folio, both PMDs
     // write-protected (the huge zero page just shared).
     // A PROT_NONE hinting PMD loses its saved write permission too, and a
@@ -1488,7 +1623,7 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
       }
       Pte cpmd = pmd;
       cpmd.flags = static_cast<uint8_t>(cpmd.flags & ~Pte::kYoung);
-      child.pgtable().table_alloc(base).set_pmd(cpmd);
+      child.pgtable().at(base).set_pmd(cpmd);
       cost.sys_ns += costs_.pte_copy_ns;
       ++page_events_;
       if (!pmd.maps_folio()) return;
@@ -1501,7 +1636,7 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
       Pte pte = t.get(i);
       if (pte.swap()) {
         // copy_nonpresent_pte: the child refers to the same slot.
-        child.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), pte);
+        child.pgtable().at(vpn).set(vpn.v & (kPtesPerTable - 1), pte);
         ++swap_->slot(pte.pfn).count;
         cost.sys_ns += costs_.pte_copy_ns;
         ++page_events_;
@@ -1517,7 +1652,7 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
       }
       Pte cpte = pte;
       cpte.flags = static_cast<uint8_t>(cpte.flags & ~Pte::kYoung);
-      child.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), cpte);
+      child.pgtable().at(vpn).set(vpn.v & (kPtesPerTable - 1), cpte);
       cost.sys_ns += costs_.pte_copy_ns;
       ++page_events_;
       if (pte.pfn == kZeroPfn) return;
@@ -1556,6 +1691,8 @@ OpCost MemoryManager::exit_mmap(Mm& mm, CpuId cpu) {
     unlink_vma(*v);
   }
   mm.clear_vmas();
+  // free_pgtables over the whole address space (the PGD goes with the mm).
+  cost.sys_ns += free_pgtables(mm, Vpn(0), Vpn(UINT64_MAX >> kPageShift));
   // tlb_finish_mmu of a dying mm flushes only its last CPU.
   if (zapped) cost.sys_ns += costs_.tlb_flush_local_ns;
   cost.sys_ns += memcg_ns;
@@ -1591,7 +1728,7 @@ double MemoryManager::unmap_file_folio(Pfn pfn, CpuId cpu) {
   double cost_ns = 0;
   for (auto [mm, vpn] : rmap_collect(pfn)) {
     Vma* vma = mm->find_vma(vpn);
-    cost_ns += zap_pte(*mm, *vma, mm->pgtable().table_alloc(vpn), vpn);
+    cost_ns += zap_pte(*mm, *vma, mm->pgtable().at(vpn), vpn);
     cost_ns += costs_.pte_clear_ns + flush_tlb_range(*mm, cpu, 1);
     mm->revoke(vpn, Vpn(vpn.v + 1));
   }
@@ -1602,7 +1739,7 @@ double MemoryManager::folio_mkclean(Pfn pfn, CpuId cpu) {
   if (folios_.folio(pfn).mapcount <= 0) return 0;
   double cost_ns = 0;
   for (auto [mm, vpn] : rmap_collect(pfn)) {
-    PteTable& t = mm->pgtable().table_alloc(vpn);
+    PteTable& t = mm->pgtable().at(vpn);
     const auto i = static_cast<uint32_t>(vpn.v & (kPtesPerTable - 1));
     Pte pte = t.get(i);
     cost_ns += cache_.meta_miss_ns(cost::Meta::kPte, mm->id(), vpn.v, sizeof(uint64_t));
@@ -1721,7 +1858,7 @@ Pte MemoryManager::numa_pte_restored(const Mm& mm, Vpn vpn) const {
 }
 
 Pte MemoryManager::restore_numa_pte(Mm& mm, Vpn vpn, bool writable) {
-  PteTable& t = mm.pgtable().table_alloc(vpn);
+  PteTable& t = mm.pgtable().at(vpn);
   const uint32_t i = vpn.v & (kPtesPerTable - 1);
   if (t.huge()) {
     t.set_pmd(numa_pte_modify(t.pmd(), writable));  // do_huge_pmd_numa_page
@@ -1753,7 +1890,7 @@ MemoryManager::MigrateStep MemoryManager::migrate_unmap(Pfn folio, CpuId cpu) {
     return pte;
   };
   for (auto [mm, vpn] : maps) {
-    PteTable& t = mm->pgtable().table_alloc(vpn);
+    PteTable& t = mm->pgtable().at(vpn);
     const uint32_t pages = t.huge() ? kHugePages : 1;
     double flush_ns = 0;
     if (t.huge()) {
@@ -1796,7 +1933,7 @@ MemoryManager::MigrateStep MemoryManager::migrate_remap(Pfn from, Pfn to) {
     return m;
   };
   for (auto [mm, vpn] : maps) {
-    PteTable& t = mm->pgtable().table_alloc(vpn);
+    PteTable& t = mm->pgtable().at(vpn);
     if (t.huge()) {
       if (!t.pmd().migration()) continue;
       t.set_pmd(mapped(t.pmd()));
@@ -1961,7 +2098,7 @@ MemoryManager::SwapOutResult MemoryManager::swap_out_folio(Pfn pfn, CpuId cpu) {
   // the folio), each mm's TLB flushed.
   if (f.mapcount > 0) {
     for (auto [mm, vpn] : rmap_collect(pfn)) {
-      PteTable& t = mm->pgtable().table_alloc(vpn);
+      PteTable& t = mm->pgtable().at(vpn);
       const uint32_t i = vpn.v & (kPtesPerTable - 1);
       if (t.get(i).flags & Pte::kDirty) f.flags |= Folio::kDirty;
       Pte entry;
@@ -2050,7 +2187,7 @@ MemoryManager::Fault MemoryManager::do_swap_page(Mm& mm, Vma& vma, Vpn vpn, Pte 
   // swap_free: this PTE's reference to the slot goes; the folio maps in its
   // place, writable only for a write (do_swap_page's maybe_mkwrite).
   --swap_->slot(slot).count;
-  mm.pgtable().table_alloc(vpn).set(vpn.v & (kPtesPerTable - 1), Pte{});
+  mm.pgtable().at(vpn).set(vpn.v & (kPtesPerTable - 1), Pte{});
   out.memcg_ns += map_folio(mm, vma, vpn, pfn.v, write);
   r.cost.sys_ns += costs_.pte_set_ns;
   // should_try_to_free_swap: the slot is given up when the device is over
@@ -2079,6 +2216,34 @@ std::vector<std::string> MemoryManager::check_invariants() const {
   std::vector<int32_t> locked(folios_.table_size(), 0);  // by the folio's head
   std::vector<int32_t> pmds(folios_.table_size(), 0);    // huge PMDs, by head
   std::vector<uint32_t> swap_refs(swap_ ? swap_->total() : 0, 0);
+  // The page-table pages each mm's tables occupy, by frame.
+  std::vector<uint8_t> table_refs(folios_.table_size(), 0);
+  auto table_ref = [&](const Mm& mm, uint32_t frame, PtLevel level) {
+    if (frame == kNoFrame) return;
+    if (frame >= table_refs.size() || !folios_.folio(Pfn(frame)).test(Folio::kInUse) ||
+        !folios_.folio(Pfn(frame)).is_pgtable() ||
+        folios_.folio(Pfn(frame)).index() != static_cast<uint64_t>(level)) {
+      err("mm " + std::to_string(mm.id()) + " has a page table in a frame that is not one");
+      return;
+    }
+    ++table_refs[frame];
+  };
+  for (Mm* mm : live_mms_) {
+    table_ref(*mm, mm->pgtable().pgd_frame, PtLevel::kPgd);
+    mm->pgtable().for_each_upper(
+        [&](PtLevel level, Vpn, uint32_t frame) { table_ref(*mm, frame, level); });
+    mm->pgtable().for_each_table(
+        [&](Vpn, const PteTable& t) { table_ref(*mm, t.frame(), PtLevel::kPte); });
+    for (const auto& vp : mm->vmas()) {
+      if (!mm->pgtable().has_upper(PtLevel::kPmd, vp->start) ||
+          !mm->pgtable().has_upper(PtLevel::kPud, vp->start)) {
+        // (A VMA that never faulted has none: only one with a PTE table.)
+        if (mm->pgtable().table(vp->start))
+          err("mm " + std::to_string(mm->id()) + " has a PTE table with no table above it");
+      }
+    }
+  }
+  int64_t pagetables = 0;
   for (Mm* mm : live_mms_) {
     size_t huge_in_vmas = 0;
     for (const auto& vp : mm->vmas()) {
@@ -2169,6 +2334,14 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     if (static_cast<int64_t>(mlock_count) != locked[p])
       err("folio " + std::to_string(p) + " mlock_count wrong");
     if (mlock_count > 0) mlocked += nr;
+    if (f.is_pgtable()) {
+      if (table_refs[p] != 1)
+        err("page-table page " + std::to_string(p) + " is in " + std::to_string(table_refs[p]) +
+            " page tables");
+      if (pgtable_counted(static_cast<PtLevel>(f.index()))) ++pagetables;
+      unowned += nr;
+      continue;
+    }
     if (f.test(Folio::kKernel)) {  // the huge zero page
       unowned += nr;
       continue;
@@ -2242,6 +2415,8 @@ std::vector<std::string> MemoryManager::check_invariants() const {
   if (vmstat_[Vm::nr_file_pages] != file) err("nr_file_pages != page-cache folios");
   if (vmstat_[Vm::nr_mapped] != mapped) err("nr_mapped != mapped page-cache folios");
   if (vmstat_[Vm::nr_mlock] != mlocked) err("nr_mlock != mlocked folios");
+  if (vmstat_[Vm::nr_page_table_pages] != pagetables)
+    err("nr_page_table_pages != the page-table pages NR_PAGETABLE counts");
   if (vmstat_[Vm::nr_anon_transparent_hugepages] != thps)
     err("nr_anon_transparent_hugepages != PMD-mapped huge folios");
   for (auto& e : lru_.check_invariants()) err(std::move(e));

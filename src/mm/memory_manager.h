@@ -49,6 +49,9 @@ struct FaultCtx {
   uint32_t memcg = 0;  // whom new pages are charged to (the mm's memcg)
   // The faulting task's own policy (set_mempolicy); null: the default.
   const MemPolicy* task_policy = nullptr;
+  // Its interleave round robin for allocations without an address
+  // (interleave_nodes: page tables); null: always the policy's first node.
+  uint64_t* il_next = nullptr;
 };
 
 // The policy an allocation for `vma` follows (get_vma_policy): the VMA's, if
@@ -154,7 +157,9 @@ class MemcgHooks {
  public:
   virtual ~MemcgHooks() = default;
   // mem_cgroup_charge: a new anonymous or page-cache folio for `memcg`,
-  // reclaiming if over the limit. !ok: the charge failed (memcg OOM).
+  // reclaiming if over the limit; or a page-table page (kernel memory:
+  // __memcg_kmem_charge_page), if this kernel charges those (else it is left
+  // uncharged). !ok: the charge failed (memcg OOM).
   // Reclaim may demote, and so grow the folio table: a caller's Folio
   // references are stale afterwards.
   virtual ChargeResult charge(uint32_t memcg, Pfn pfn, CpuId cpu,
@@ -209,7 +214,9 @@ class MemoryManager {
   enum class Cached : uint8_t { kWritten, kRead };
   bool preload_file(AddressSpace& file, NodeId node, Cached how = Cached::kWritten);
 
-  std::shared_ptr<Mm> mm_alloc();
+  // mm_alloc at exec or fork: a new mm and its PGD (pgd_alloc), allocated
+  // by the task `ctx` describes (the forking parent); none: CPU 0's.
+  std::shared_ptr<Mm> mm_alloc(const FaultCtx* ctx = nullptr);
   MmResult mmap(Mm& mm, const MmapArgs& args, CpuId cpu);
   MmResult munmap(Mm& mm, Vpn start, uint64_t pages, CpuId cpu);
   // MADV_DONTNEED: zaps the PTEs of the range; EINVAL on a VM_LOCKED VMA.
@@ -237,9 +244,13 @@ class MemoryManager {
   // set (handle_pte_fault finds the PTE present, or __handle_mm_fault the
   // huge PMD): a spurious fault, which pays its entry and maps nothing.
   FaultResult spurious_fault(FaultCtx& ctx);
-  // dup_mmap: copies VMAs and, where the kernel does, PTEs (COW-protecting
-  // anonymous pages in both). The cost is the parent's.
-  OpCost dup_mmap(Mm& parent, Mm& child, CpuId cpu);
+  // dup_mmap: copies VMAs and, where the kernel does, page tables and PTEs
+  // (COW-protecting anonymous pages in both). The child's tables are the
+  // parent's allocations (`ctx`: its CPU, memcg and policy), as is the cost.
+  OpCost dup_mmap(Mm& parent, Mm& child, const FaultCtx& ctx);
+  OpCost dup_mmap(Mm& parent, Mm& child, CpuId cpu) {
+    return dup_mmap(parent, child, FaultCtx{cpu, topo_.cpu_to_node(cpu)});
+  }
   // exit_mmap: unmaps everything.
   OpCost exit_mmap(Mm& mm, CpuId cpu);
 
@@ -504,6 +515,13 @@ class MemoryManager {
   const VmStat& vmstat() const { return vmstat_; }
   // PTE tables of every live mm: each costs the host about 4.2 KB.
   uint64_t nr_pte_tables() const { return nr_pte_tables_; }
+  // Whether NR_PAGETABLE (nr_page_table_pages, memcg pagetables) counts a
+  // page-table page of the level.
+  bool pgtable_counted(PtLevel level) const {
+    return level == PtLevel::kPte ||
+           (level == PtLevel::kPmd && config_.pagetable_stat != PagetableStat::kPte) ||
+           (level == PtLevel::kPud && config_.pagetable_stat == PagetableStat::kPud);
+  }
   FolioAllocator& folios() { return folios_; }
   LruSet& lru() { return lru_; }
   const LruSet& lru() const { return lru_; }
@@ -523,6 +541,24 @@ class MemoryManager {
  private:
   friend struct MmDeleter;
   void release_mm(Mm* mm);
+  // A page-table page of `level` for the task of ctx (pte_alloc_one,
+  // pmd_alloc_one, pud_alloc_one, pgd_alloc: GFP_PGTABLE_USER): zeroed,
+  // placed by the task's own policy (no VMA's), charged to its memcg as
+  // kernel memory. Adds its time to *ns; nullopt: memory or the charge
+  // failed.
+  std::optional<Pfn> pgtable_alloc(PtLevel level, const FaultCtx& ctx, double* ns);
+  // Frees a page-table page (pte_free, pmd_free, pud_free, pgd_free).
+  void pgtable_free(uint32_t frame);
+  // __pud_alloc and __pmd_alloc: the PUD and PMD tables above vpn, each
+  // made if missing. False if one could not be had; with `nofail` the table
+  // is made without a frame instead (SIMPLIFICATION: a fork never fails).
+  bool pmd_alloc(Mm& mm, Vpn vpn, const FaultCtx& ctx, double* ns, bool nofail = false);
+  // __pte_alloc: vpn's PTE table, made if missing (with the tables above
+  // it); nullptr if memory ran out (not with `nofail`, as above).
+  PteTable* pte_alloc(Mm& mm, Vpn vpn, const FaultCtx& ctx, double* ns, bool nofail = false);
+  // free_pgtables after an unmap of [start, end): frees the tables there
+  // that no VMA reaches into any more. Returns the time.
+  double free_pgtables(Mm& mm, Vpn start, Vpn end);
   // The nodes' watermarks from min_free_kbytes and watermark_scale_factor.
   void setup_watermarks();
   // Installs a PTE mapping pfn and does the rmap/counter bookkeeping.

@@ -1,6 +1,7 @@
 #include "mm/pgtable.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "sim/check.h"
 
@@ -35,24 +36,57 @@ uint32_t PteTable::next_blocked(uint32_t from, uint32_t to, bool write) const {
   return to;
 }
 
-PteTable& PageTable::table_alloc(Vpn vpn) {
-  if (PteTable* t = table(vpn)) return *t;
+PteTable& PageTable::table_new(Vpn vpn, uint32_t frame) {
+  check(table(vpn) == nullptr, "a PTE table allocated twice");
   const uint64_t key = vpn.v >> kPteTableShift;
+  ++parent_of(PtLevel::kPte, vpn).children;
   auto& slot = tables_[key];
   slot = std::make_unique<PteTable>();
+  slot->set_frame(frame);
   if (total_) ++*total_;
   cached_key_ = key;
   cached_ = slot.get();
   return *slot;
 }
 
-void PageTable::erase(uint64_t key) {
-  if (!tables_.erase(key)) return;
+void PageTable::set_upper(PtLevel level, Vpn vpn, uint32_t frame) {
+  check(level == PtLevel::kPmd || level == PtLevel::kPud, "set_upper of a PTE table or the PGD");
+  check(!has_upper(level, vpn), "a page table allocated twice");
+  if (level == PtLevel::kPmd) ++parent_of(PtLevel::kPmd, vpn).children;
+  upper(level)[vpn.v >> upper_shift(level)] = Upper{frame, 0};
+}
+
+uint32_t PageTable::erase(uint64_t key) {
+  auto it = tables_.find(key);
+  check(it != tables_.end(), "a PTE table freed twice");
+  const uint32_t frame = it->second->frame();
+  tables_.erase(it);
+  --parent_of(PtLevel::kPte, Vpn(key << kPteTableShift)).children;
   if (total_) --*total_;
   if (cached_key_ == key) {
     cached_key_ = UINT64_MAX;
     cached_ = nullptr;
   }
+  return frame;
+}
+
+std::vector<uint32_t> PageTable::release_all() {
+  std::vector<uint32_t> frames;
+  std::vector<uint64_t> keys;
+  for (const auto& [key, t] : tables_) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  frames.reserve(keys.size() + pmd_tables_.size() + pud_tables_.size() + 1);
+  for (uint64_t key : keys) frames.push_back(erase(key));
+  for (PtLevel l : {PtLevel::kPmd, PtLevel::kPud}) {
+    std::vector<std::pair<uint64_t, uint32_t>> ups;
+    for (const auto& [key, u] : upper(l)) ups.emplace_back(key, u.frame);
+    std::sort(ups.begin(), ups.end());
+    for (const auto& [key, frame] : ups) frames.push_back(frame);
+    upper(l).clear();
+  }
+  frames.push_back(std::exchange(pgd_frame, kNoFrame));
+  frames.erase(std::remove(frames.begin(), frames.end(), kNoFrame), frames.end());
+  return frames;
 }
 
 std::vector<uint64_t> PageTable::keys_in(uint64_t first, uint64_t last) const {

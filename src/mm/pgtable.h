@@ -1,6 +1,8 @@
 // Models a process's page tables (mm->pgd down to PTE pages): sparse, one
 // 512-entry PTE table per 2 MiB of touched address space, with bitmaps that
-// let a sweep jump to the next page that needs the kernel.
+// let a sweep jump to the next page that needs the kernel; above them only
+// which PMD tables (one per 1 GiB) and PUD tables (one per 512 GiB) exist,
+// and the page frame each table occupies.
 #pragma once
 
 #include <algorithm>
@@ -18,6 +20,16 @@ namespace mmsim::mm {
 
 inline constexpr uint32_t kPtesPerTable = 512;
 inline constexpr int kPteTableShift = 9;
+
+// The levels of x86-64's 4-level page tables (p4d is folded into the pgd).
+enum class PtLevel : uint8_t { kPte, kPmd, kPud, kPgd };
+// The address bits (of a vpn) below each level's table: a PTE table maps
+// 2 MiB, a PMD table 1 GiB, a PUD table 512 GiB.
+inline constexpr int kPmdTableShift = kPteTableShift + 9;
+inline constexpr int kPudTableShift = kPmdTableShift + 9;
+// A table without a page frame of its own (one whose allocation failed where
+// the model cannot fail: see MemoryManager::pgtable_alloc).
+inline constexpr uint32_t kNoFrame = 0xFFFFFFFFu;
 
 // Special pfn of the shared zero page (present, never writable, no folio).
 inline constexpr uint32_t kZeroPfn = 0xFFFFFFFEu;
@@ -125,6 +137,10 @@ class PteTable {
     return to;
   }
   bool huge() const { return huge_; }
+  // The page frame the table occupies (kNoFrame: none); a huge PMD's table is
+  // the page it deposited (pgtable_trans_huge_deposit), the same frame.
+  uint32_t frame() const { return frame_; }
+  void set_frame(uint32_t pfn) { frame_ = pfn; }
   // The PMD of a huge mapping: pfn is the head's (or kZeroPfn).
   const Pte& pmd() const { return pmd_; }
   // Installs or changes the huge PMD (the table's PTEs must all be none);
@@ -145,6 +161,7 @@ class PteTable {
   mutable std::vector<NodePages> node_pages_;        // see node_pages()
   mutable bool node_pages_dirty_ = true;
   uint32_t nr_used_ = 0;
+  uint32_t frame_ = kNoFrame;
   bool huge_ = false;
   Pte pmd_{};
 };
@@ -162,7 +179,24 @@ class PageTable {
     cached_ = it->second.get();
     return cached_;
   }
-  PteTable& table_alloc(Vpn vpn);
+  // The PTE table covering vpn, which must exist.
+  PteTable& at(Vpn vpn) {
+    PteTable* t = table(vpn);
+    check(t != nullptr, "a PTE table used before it was allocated");
+    return *t;
+  }
+  // A new, empty PTE table for vpn's 2 MiB in page frame `frame`; its PMD
+  // table must exist.
+  PteTable& table_new(Vpn vpn, uint32_t frame);
+  // The PTE table covering vpn, made with the tables above it if missing,
+  // none with a page frame: a table built without a memory manager (unit
+  // tests, benchmarks).
+  PteTable& table_build(Vpn vpn) {
+    if (PteTable* t = table(vpn)) return *t;
+    if (!has_upper(PtLevel::kPud, vpn)) set_upper(PtLevel::kPud, vpn, kNoFrame);
+    if (!has_upper(PtLevel::kPmd, vpn)) set_upper(PtLevel::kPmd, vpn, kNoFrame);
+    return table_new(vpn, kNoFrame);
+  }
   [[gnu::always_inline]] Pte get(Vpn vpn) const {
     const PteTable* t = table(vpn);
     return t ? t->get(vpn.v & (kPtesPerTable - 1)) : Pte{};
@@ -172,21 +206,41 @@ class PageTable {
   size_t nr_tables() const { return tables_.size(); }
   // The 2 MiB range's PMD is none again (zap_huge_pmd frees the table the
   // huge PMD had deposited): a later fault there may map a THP. The table
-  // must be empty; references to it are dangling afterwards.
-  void free_table(Vpn vpn) {
+  // must be empty; references to it are dangling afterwards. Returns its
+  // frame, for the caller to free.
+  uint32_t free_table(Vpn vpn) {
     check(table(vpn) && !table(vpn)->nr_used(), "a PTE table freed while in use");
-    erase(vpn.v >> kPteTableShift);
+    return erase(vpn.v >> kPteTableShift);
   }
-  // free_pgtables: drops the tables of [from, to) that are empty and that
-  // `keep(base)` does not keep.
-  template <class Keep>
-  void free_empty(Vpn from, Vpn to, Keep&& keep) {
+  // free_pgtables: drops the tables of every level in [from, to) that hold
+  // nothing and whose range `in_use(first, end)` says no VMA reaches into;
+  // appends the frames they occupied to *frames.
+  template <class InUse>
+  void free_pgtables(Vpn from, Vpn to, InUse&& in_use, std::vector<uint32_t>* frames) {
     std::vector<uint64_t> empty;
     for_each_table_in(from, to, [&](Vpn base, const PteTable& t) {
-      if (!t.nr_used() && !keep(base)) empty.push_back(base.v >> kPteTableShift);
+      if (!t.nr_used() && !in_use(base, Vpn(base.v + kPtesPerTable)))
+        empty.push_back(base.v >> kPteTableShift);
     });
-    for (uint64_t key : empty) erase(key);
+    for (uint64_t key : empty) frames->push_back(erase(key));
+    free_upper(PtLevel::kPmd, from, to, in_use, frames);
+    free_upper(PtLevel::kPud, from, to, in_use, frames);
   }
+  // Whether the PMD (kPmd) or PUD (kPud) table covering vpn exists.
+  bool has_upper(PtLevel level, Vpn vpn) const {
+    return upper(level).count(vpn.v >> upper_shift(level)) != 0;
+  }
+  // A new PMD or PUD table for vpn in page frame `frame`; the table above it
+  // (a PMD's PUD) must exist.
+  void set_upper(PtLevel level, Vpn vpn, uint32_t frame);
+  // Calls f(PtLevel, Vpn first, frame) for every PMD and PUD table.
+  template <class F>
+  void for_each_upper(F&& f) const {
+    for (PtLevel l : {PtLevel::kPmd, PtLevel::kPud})
+      for (const auto& [key, u] : upper(l)) f(l, Vpn(key << upper_shift(l)), u.frame);
+  }
+  // The PGD's frame (pgd_alloc at the mm's creation), kNoFrame: none.
+  uint32_t pgd_frame = kNoFrame;
   // Visits every allocated table that overlaps [from, to) as f(Vpn base,
   // PteTable&), in address order.
   template <class F>
@@ -212,6 +266,9 @@ class PageTable {
   ~PageTable() {
     if (total_) *total_ -= tables_.size();
   }
+  // Every frame still held, the PGD's last, each table dropped: the mm's
+  // last teardown (free_pgtables over everything, then mm_free_pgd).
+  std::vector<uint32_t> release_all();
   // Visits every non-none PTE in [from, to) as f(Vpn, PteTable&, index), in
   // address order. The work grows with the tables present, not with the
   // range: a huge, mostly empty range visits only its allocated tables.
@@ -232,8 +289,57 @@ class PageTable {
     for (const auto& [key, t] : tables_) f(Vpn(key << kPteTableShift), *t);
   }
 
+  static constexpr int upper_shift(PtLevel level) {
+    return level == PtLevel::kPmd ? kPmdTableShift : kPudTableShift;
+  }
+
  private:
-  void erase(uint64_t key);
+  // A PMD or PUD table: its frame and the tables of the level below in it.
+  struct Upper {
+    uint32_t frame = kNoFrame;
+    uint32_t children = 0;
+  };
+  using UpperMap = std::unordered_map<uint64_t, Upper>;
+  UpperMap& upper(PtLevel level) { return level == PtLevel::kPmd ? pmd_tables_ : pud_tables_; }
+  const UpperMap& upper(PtLevel level) const {
+    return level == PtLevel::kPmd ? pmd_tables_ : pud_tables_;
+  }
+  // The table holding the PTE table (level kPte: its PMD table) or the PMD
+  // table (kPmd: its PUD table) at vpn, which must exist.
+  Upper& parent_of(PtLevel level, Vpn vpn) {
+    auto it = upper(level == PtLevel::kPte ? PtLevel::kPmd : PtLevel::kPud)
+                  .find(vpn.v >> (level == PtLevel::kPte ? kPmdTableShift : kPudTableShift));
+    check(it != upper(level == PtLevel::kPte ? PtLevel::kPmd : PtLevel::kPud).end(),
+          "a page table below a table that does not exist");
+    return it->second;
+  }
+  // Removes the PTE table; returns its frame.
+  uint32_t erase(uint64_t key);
+  // free_pgtables at one upper level: each table of [from, to) with no
+  // table below it and no VMA in its range.
+  template <class InUse>
+  void free_upper(PtLevel level, Vpn from, Vpn to, InUse& in_use, std::vector<uint32_t>* frames) {
+    if (to.v <= from.v) return;
+    const int shift = upper_shift(level);
+    UpperMap& map = upper(level);
+    const uint64_t first = from.v >> shift, last = (to.v - 1) >> shift;
+    std::vector<uint64_t> keys;
+    if (last - first >= map.size()) {
+      for (const auto& [key, u] : map)
+        if (key >= first && key <= last) keys.push_back(key);
+    } else {
+      for (uint64_t key = first; key <= last; ++key)
+        if (map.count(key)) keys.push_back(key);
+    }
+    std::sort(keys.begin(), keys.end());
+    for (uint64_t key : keys) {
+      auto it = map.find(key);
+      if (it->second.children || in_use(Vpn(key << shift), Vpn((key + 1) << shift))) continue;
+      frames->push_back(it->second.frame);
+      map.erase(it);
+      if (level == PtLevel::kPmd) --parent_of(PtLevel::kPmd, Vpn(key << shift)).children;
+    }
+  }
   // The keys of the allocated tables in [first, last], sorted.
   std::vector<uint64_t> keys_in(uint64_t first, uint64_t last) const;
   template <class F>
@@ -251,6 +357,8 @@ class PageTable {
     }
   }
   std::unordered_map<uint64_t, std::unique_ptr<PteTable>> tables_;
+  UpperMap pmd_tables_;  // by vpn >> kPmdTableShift
+  UpperMap pud_tables_;  // by vpn >> kPudTableShift
   uint64_t* total_ = nullptr;
   mutable uint64_t cached_key_ = UINT64_MAX;
   mutable PteTable* cached_ = nullptr;

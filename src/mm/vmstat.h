@@ -25,6 +25,7 @@ enum class Vm : uint8_t {
   nr_mlock,
   nr_dirty,
   nr_writeback,
+  nr_page_table_pages,
   // events
   pgpgin,
   pswpin,
@@ -114,6 +115,7 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(Vm::kCount)> k
     "nr_mlock",
     "nr_dirty",
     "nr_writeback",
+    "nr_page_table_pages",
     "pgpgin",
     "pswpin",
     "pswpout",

@@ -101,6 +101,7 @@ memcg::MemCgroup read_memcg(const std::string& dir, const std::string& path, boo
     g.rss = spages("anon");
     g.cache = spages("file");
     g.mapped_file = spages("file_mapped");
+    g.pagetables = spages("pagetables");
   } else {
     g.usage = pages(number("memory.usage_in_bytes").value_or(0));
     g.max_usage = pages(number("memory.max_usage_in_bytes").value_or(0));

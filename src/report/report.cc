@@ -119,9 +119,13 @@ ordered_json memcg_files_json(const memcg::MemCgroup& g, memcg::Hierarchy h) {
   if (h == memcg::Hierarchy::kV2) {
     // cgroup v2: memory.current, memory.max ("max" when unlimited),
     // memory.peak, memory.events, and memory.stat in bytes and events.
-    ordered_json stat = {{"anon", g.rss * page},    {"file", g.cache * page},
-                         {"shmem", g.shmem * page}, {"file_mapped", g.mapped_file * page},
-                         {"pgfault", g.pgfault},    {"pgmajfault", g.pgmajfault}};
+    ordered_json stat = {{"anon", g.rss * page},
+                         {"file", g.cache * page},
+                         {"shmem", g.shmem * page},
+                         {"file_mapped", g.mapped_file * page},
+                         {"pagetables", g.pagetables * page},
+                         {"pgfault", g.pgfault},
+                         {"pgmajfault", g.pgmajfault}};
     return {{"memory.current", g.usage * page},
             {"memory.max", unlimited ? ordered_json("max") : ordered_json(g.limit_pages * page)},
             {"memory.peak", g.max_usage * page},

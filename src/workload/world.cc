@@ -194,13 +194,16 @@ RunResult World::run() {
   collector_ = make_collector();
   const mm::VmStat before = mm_.vmstat();
   auto proc = std::make_shared<Process>();
-  proc->mm = mm_.mm_alloc();
+  // The collector's fork: it allocates the child's page tables, in its own
+  // (the root) memcg.
+  const mm::FaultCtx collector_ctx{collector_cpu_, mm_.topology().cpu_to_node(collector_cpu_)};
+  proc->mm = mm_.mm_alloc(&collector_ctx);
   proc->mm->observer = this;
   proc->mm->memcg = memcg_.enabled() ? workload_.init_cgroup : 0;
-  mm_.dup_mmap(*collector_->mm, *proc->mm, collector_cpu_);
+  mm_.dup_mmap(*collector_->mm, *proc->mm, collector_ctx);
   proc->image = collector_->image;
   proc->regions.resize(workload_.regions.size());
-  const uint32_t init = spawn(0, proc, workload_.init_program, Tick(0));
+  const uint32_t init = spawn(0, std::move(proc), workload_.init_program, Tick(0));
   // The collector's own writes after the fork break its side of the
   // copy-on-write: those pages are the first process's alone from then on,
   // where the collector had faulted them.
@@ -291,7 +294,10 @@ uint32_t World::spawn(uint32_t parent_pid, std::shared_ptr<Process> proc, uint32
   t.program = program;
   t.slice_index = slice_index;
   t.slices = slices;
-  if (parent_pid) t.mempolicy = exec(parent_pid).mempolicy;  // copied by fork and clone
+  if (parent_pid) {  // copied by fork and clone (dup_task_struct)
+    t.mempolicy = exec(parent_pid).mempolicy;
+    t.il_next = exec(parent_pid).il_next;
+  }
   t.counters.assign(workload_.counters.size(), 0);
   t.counts = counts_anything(workload_.programs[program].ops);
   t.stack.push_back(Frame{&workload_.programs[program].ops, 0, nullptr, 0, Tick()});
@@ -1092,8 +1098,8 @@ void World::move_task(TaskExec& t, NodeId node) {
 }
 
 mm::FaultCtx World::fault_ctx(TaskExec& t) {
-  return mm::FaultCtx{t.task.cpu,      t.task.node,       &t.task.min_flt,
-                      &t.task.maj_flt, t.proc->mm->memcg, &t.mempolicy};
+  return mm::FaultCtx{t.task.cpu,        t.task.node,  &t.task.min_flt, &t.task.maj_flt,
+                      t.proc->mm->memcg, &t.mempolicy, &t.il_next};
 }
 
 bool World::fault(TaskExec& t, Vpn vpn, bool write) {
@@ -1429,11 +1435,11 @@ std::shared_ptr<World::Process> World::make_collector() {
   // unmarked from 4.16. The collector runs on collector_cpu_, in the root
   // memcg.
   auto c = std::make_shared<Process>();
-  c->mm = mm_.mm_alloc();
+  mm::FaultCtx ctx{collector_cpu_, mm_.topology().cpu_to_node(collector_cpu_)};
+  c->mm = mm_.mm_alloc(&ctx);
   c->mm->observer = this;
   map_process_image(*c);
   if (!workload_.image_in_use) return c;
-  mm::FaultCtx ctx{collector_cpu_, mm_.topology().cpu_to_node(collector_cpu_)};
   const ImagePages& img = c->image;
   for (const auto* pages : {&img.pages, &img.read_pages, &img.thread_pages, &img.collector_writes,
                             &img.stack_pages, &img.stack_read_pages}) {
@@ -1641,11 +1647,12 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
   std::shared_ptr<Process> child_proc = t.proc;
   if (!thread) {
     child_proc = std::make_shared<Process>();
-    child_proc->mm = mm_.mm_alloc();
+    const mm::FaultCtx parent_ctx = fault_ctx(t);  // the parent allocates the child's tables
+    child_proc->mm = mm_.mm_alloc(&parent_ctx);
     child_proc->mm->observer = this;
     child_proc->mm->memcg = t.proc->mm->memcg;  // a child starts in its parent's cgroup
     child_proc->regions = t.proc->regions;
-    cost += mm_.dup_mmap(*t.proc->mm, *child_proc->mm, t.task.cpu);
+    cost += mm_.dup_mmap(*t.proc->mm, *child_proc->mm, parent_ctx);
   }
   std::vector<Vpn> own_pages = t.own_image_pages;  // fork: the child runs on the same stack
   if (!thread) {
@@ -1826,6 +1833,7 @@ World::Step World::exec_mempolicy(TaskExec& t, const Op& op) {
   mm::MemPolicy p = op.policy;
   if (op.node_share != NodeShare::kNone) p.nodes = share_nodes(t, op.node_share);
   t.mempolicy = std::move(p);
+  t.il_next = 0;  // do_set_mempolicy: il_prev starts before the first node
   balancer_.set_task_policy_mof(t.task.pid, t.mempolicy.mode == mm::MemPolicy::Mode::kDefault);
   return Step::kNext;
 }

@@ -228,6 +228,10 @@ class World final : public sim::EventHandler,
     // VMAs without a policy of their own allocate by. Inherited at fork and
     // clone.
     mm::MemPolicy mempolicy;
+    // Where its interleave policy's round robin stands for allocations that
+    // have no address (page tables: interleave_nodes, task->il_prev); reset
+    // by set_mempolicy.
+    uint64_t il_next = 0;
     // Its last sweep or touch, and at its exit the share of that range's
     // mapped pages on its node, in % (-1: none).
     const Op* last_access = nullptr;

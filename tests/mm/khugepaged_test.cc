@@ -80,7 +80,9 @@ TEST(Khugepaged, ARangeOfBasePagesBecomesOneThpMappedByAPmd) {
   EXPECT_EQ(t.vm(Vm::nr_anon_transparent_hugepages), 1);
   // The 512 base pages were copied and freed.
   EXPECT_EQ(t.vm(Vm::nr_anon_pages), 512);
-  EXPECT_EQ(t.w.mgr.folios().in_use(), 512u);
+  // ...besides the mm's page tables: its PGD (2 pages), PUD, PMD, and the
+  // PTE table, now the PMD's deposit.
+  EXPECT_EQ(t.w.mgr.folios().in_use(), 512u + 5u);
   EXPECT_EQ(t.mm->rss_anon, 512u);
   EXPECT_EQ(t.w.mgr.khugepaged_stats().pages_collapsed, 1u);
   t.w.expect_consistent();

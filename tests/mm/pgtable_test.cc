@@ -54,8 +54,8 @@ TEST(PteTable, NodePagesFollowAnEntryThatChanges) {
 
 TEST(PageTable, ForEachVisitsOnlyTheEntriesInUse) {
   PageTable pt;
-  pt.table_alloc(Vpn(0)).set(5, present(1));
-  pt.table_alloc(Vpn(0)).set(400, present(2));
+  pt.table_build(Vpn(0)).set(5, present(1));
+  pt.table_build(Vpn(0)).set(400, present(2));
   std::vector<uint64_t> seen;
   pt.for_each(Vpn(0), Vpn(512), [&](Vpn v, PteTable&, uint32_t) { seen.push_back(v.v); });
   EXPECT_EQ(seen, (std::vector<uint64_t>{5, 400}));

@@ -55,8 +55,8 @@ TEST(PageTableWalk, AHugeMostlyEmptyRangeVisitsOnlyThePresentPtes) {
   mm::PageTable pt;
   mm::Pte pte;
   pte.flags = mm::Pte::kPresent;
-  pt.table_alloc(Vpn(5)).set(5, pte);
-  pt.table_alloc(Vpn(uint64_t{1} << 40)).set(0, pte);
+  pt.table_build(Vpn(5)).set(5, pte);
+  pt.table_build(Vpn(uint64_t{1} << 40)).set(0, pte);
   std::vector<uint64_t> seen;
   pt.for_each(Vpn(0), Vpn(uint64_t{1} << 45),
               [&](Vpn v, mm::PteTable&, uint32_t) { seen.push_back(v.v); });

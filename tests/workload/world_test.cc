@@ -186,8 +186,9 @@ region = "a"
 mode = "write"
 size = 4096
 )"));
-  // 4 pages for the parent, then one copy per child.
-  EXPECT_EQ(ran.vm("pgalloc_normal"), 4 + 3);
+  // 4 pages for the parent, then one copy per child; and each process's
+  // page tables: its PGD (2 pages), PUD, PMD and PTE tables.
+  EXPECT_EQ(ran.vm("pgalloc_normal"), 4 + 3 + 4 * 5);
 }
 
 TEST(World, TheTimeLimitStopsATaskThatWouldRunOnInOneEvent) {
