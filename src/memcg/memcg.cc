@@ -44,9 +44,13 @@ std::optional<uint32_t> Controller::find(const std::string& path) const {
 
 MemCgroup Controller::file_view(uint32_t id) const {
   MemCgroup view = groups_[id];
+  view.dirty = static_cast<int64_t>(mm_.writeback().memcg_dirty(id));
+  view.writeback = static_cast<int64_t>(mm_.writeback().memcg_writeback(id));
   if (cfg_.hierarchy != Hierarchy::kV2) return view;
   for (const MemCgroup& g : groups_) {
     if (g.id == id || !is_ancestor(id, g.id)) continue;
+    view.dirty += static_cast<int64_t>(mm_.writeback().memcg_dirty(g.id));
+    view.writeback += static_cast<int64_t>(mm_.writeback().memcg_writeback(g.id));
     view.cache += g.cache;
     view.rss += g.rss;
     view.mapped_file += g.mapped_file;

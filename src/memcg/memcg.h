@@ -48,6 +48,10 @@ struct MemCgroup {
   // Page-table pages charged here that NR_PAGETABLE counts (memory.stat
   // pagetables, v2 only).
   int64_t pagetables = 0;
+  // Its dirty and under-writeback page-cache pages (memory.stat file_dirty
+  // and file_writeback; v1's dirty and writeback), filled in by file_view
+  // from the writeback state.
+  int64_t dirty = 0, writeback = 0;
   int64_t pgpgin = 0, pgpgout = 0, pgfault = 0, pgmajfault = 0;
   int moving_account = 0;
   uint64_t move_lock_slowpath = 0;  // page-stat updates that took move_lock

@@ -102,6 +102,8 @@ memcg::MemCgroup read_memcg(const std::string& dir, const std::string& path, boo
     g.cache = spages("file");
     g.mapped_file = spages("file_mapped");
     g.pagetables = spages("pagetables");
+    g.dirty = spages("file_dirty");
+    g.writeback = spages("file_writeback");
   } else {
     g.usage = pages(number("memory.usage_in_bytes").value_or(0));
     g.max_usage = pages(number("memory.max_usage_in_bytes").value_or(0));
@@ -114,6 +116,8 @@ memcg::MemCgroup read_memcg(const std::string& dir, const std::string& path, boo
     g.rss = spages("rss");
     g.cache = spages("cache");
     g.mapped_file = spages("mapped_file");
+    g.dirty = spages("dirty");
+    g.writeback = spages("writeback");
     g.pgpgin = st("pgpgin");
     g.pgpgout = st("pgpgout");
   }

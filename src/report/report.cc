@@ -123,6 +123,8 @@ ordered_json memcg_files_json(const memcg::MemCgroup& g, memcg::Hierarchy h) {
                          {"file", g.cache * page},
                          {"shmem", g.shmem * page},
                          {"file_mapped", g.mapped_file * page},
+                         {"file_dirty", g.dirty * page},
+                         {"file_writeback", g.writeback * page},
                          {"pagetables", g.pagetables * page},
                          {"pgfault", g.pgfault},
                          {"pgmajfault", g.pgmajfault}};
@@ -137,6 +139,7 @@ ordered_json memcg_files_json(const memcg::MemCgroup& g, memcg::Hierarchy h) {
   // cgroup v1: the res_counter files and the v1 memory.stat.
   ordered_json stat = {{"cache", g.cache * page}, {"rss", g.rss * page},
                        {"shmem", g.shmem * page}, {"mapped_file", g.mapped_file * page},
+                       {"dirty", g.dirty * page}, {"writeback", g.writeback * page},
                        {"pgpgin", g.pgpgin},      {"pgpgout", g.pgpgout},
                        {"pgfault", g.pgfault},    {"pgmajfault", g.pgmajfault}};
   const int64_t limit = unlimited ? -1 : static_cast<int64_t>(g.limit_pages * page);

@@ -219,8 +219,12 @@ TEST(AnonFault, AllocationFallsBackToTheNearestNodeWhenTheLocalOneIsFull) {
     ASSERT_EQ(w.fault(*mm, Vpn(a.v + i), true), FaultStatus::kOk);
     const NodeId n = w.folio_at(*mm, Vpn(a.v + i)).node;
     // Node 0 until it is full, then node 1.
-    if (n == NodeId(1) && !remote) EXPECT_EQ(w.mgr.folios().free_pages(NodeId(0)), 0u);
-    if (remote) EXPECT_EQ(n, NodeId(1));
+    if (n == NodeId(1) && !remote) {
+      EXPECT_EQ(w.mgr.folios().free_pages(NodeId(0)), 0u);
+    }
+    if (remote) {
+      EXPECT_EQ(n, NodeId(1));
+    }
     remote |= n == NodeId(1);
   }
   EXPECT_TRUE(remote);

@@ -138,3 +138,22 @@ TEST(Writeback, AZeroDirtyRatioPausesEveryPageButTheWriterFinishes) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Writeback, AMemcgsDirtyAndWritebackPagesAreItsMemoryStatFileDirtyAndFileWriteback) {
+  // 1 MiB read in and written by a task of /g, far below any threshold:
+  // dirty at the run's end.
+  const auto ran = run_text(shared_write("", "1MiB", false));
+  int found = 0;
+  for (const auto& g : ran.result.memcg) {
+    if (g.path != "/g") continue;
+    ++found;
+    EXPECT_EQ(g.dirty, 256);
+    EXPECT_EQ(g.dirty, ran.vm("nr_dirty"));
+    EXPECT_EQ(g.writeback, ran.vm("nr_writeback"));
+  }
+  EXPECT_EQ(found, 1);
+}
+
+}  // namespace
