@@ -204,7 +204,7 @@ mm::ChargeResult Controller::charge(uint32_t memcg, Pfn pfn, CpuId cpu, mm::Retr
   MemCgroup& g = groups_[memcg];
   if (folio.test(mm::Folio::kKernel)) {
     // Kernel memory (a page table, __GFP_ACCOUNT): in usage, not a page-in.
-    if (mm_.pgtable_counted(static_cast<mm::PtLevel>(folio.index()))) g.pagetables += nr;
+    if (mm_.pgtable_counted(folio)) g.pagetables += nr;
     return r;
   }
   if (folio.test(mm::Folio::kAnon)) {
@@ -222,7 +222,7 @@ void Controller::uncharge(Pfn, mm::Folio& folio) {
   MemCgroup& g = groups_[folio.memcg];
   const auto nr = static_cast<int64_t>(folio.nr_pages());
   if (folio.test(mm::Folio::kKernel)) {
-    if (mm_.pgtable_counted(static_cast<mm::PtLevel>(folio.index()))) g.pagetables -= nr;
+    if (mm_.pgtable_counted(folio)) g.pagetables -= nr;
     res_uncharge(folio.memcg, folio.nr_pages());
     folio.memcg = 0;
     return;
@@ -482,8 +482,7 @@ std::vector<std::string> Controller::check_invariants() const {
         continue;
       }
       if (f.memcg == 0) continue;  // the root's are not charged
-      if (mm_.pgtable_counted(static_cast<mm::PtLevel>(f.index())))
-        pagetables[f.memcg] += f.nr_pages();
+      if (mm_.pgtable_counted(f)) pagetables[f.memcg] += f.nr_pages();
       for_each_ancestor(f.memcg, [&](const MemCgroup& g) { charged[g.id] += f.nr_pages(); });
       continue;
     }

@@ -369,26 +369,29 @@ void MemoryManager::pgtable_free(uint32_t frame) {
   if (frame == kNoFrame) return;
   Folio& f = folios_.folio(Pfn(frame));
   check(f.is_pgtable(), "a page-table page freed that is none");
-  if (pgtable_counted(static_cast<PtLevel>(f.index()))) vmstat_.add(Vm::nr_page_table_pages, -1);
+  if (pgtable_counted(f)) vmstat_.add(Vm::nr_page_table_pages, -1);
   if (memcg_ && f.memcg != 0) memcg_->uncharge(Pfn(frame), f);
   f.flags = Folio::kInUse;
   folios_.free(Pfn(frame));
 }
 
-bool MemoryManager::pmd_alloc(Mm& mm, Vpn vpn, const FaultCtx& ctx, double* ns, bool nofail) {
+bool MemoryManager::upper_alloc(Mm& mm, Vpn vpn, PtLevel level, const FaultCtx& ctx, double* ns,
+                                bool nofail) {
   PageTable& pt = mm.pgtable();
-  for (PtLevel level : {PtLevel::kPud, PtLevel::kPmd}) {
-    if (pt.has_upper(level, vpn)) continue;
-    const std::optional<Pfn> pfn = pgtable_alloc(level, ctx, ns);
-    if (!pfn && !nofail) return false;
-    pt.set_upper(level, vpn, pfn ? pfn->v : kNoFrame);
+  for (PtLevel l : {PtLevel::kPud, PtLevel::kPmd}) {
+    if (!pt.has_upper(l, vpn)) {
+      const std::optional<Pfn> pfn = pgtable_alloc(l, ctx, ns);
+      if (!pfn && !nofail) return false;
+      pt.set_upper(l, vpn, pfn ? pfn->v : kNoFrame);
+    }
+    if (l == level) break;
   }
   return true;
 }
 
 PteTable* MemoryManager::pte_alloc(Mm& mm, Vpn vpn, const FaultCtx& ctx, double* ns, bool nofail) {
   if (PteTable* t = mm.pgtable().table(vpn)) return t;
-  if (!pmd_alloc(mm, vpn, ctx, ns, nofail)) return nullptr;
+  if (!upper_alloc(mm, vpn, PtLevel::kPmd, ctx, ns, nofail)) return nullptr;
   const std::optional<Pfn> pfn = pgtable_alloc(PtLevel::kPte, ctx, ns);
   if (!pfn && !nofail) return nullptr;
   return &mm.pgtable().table_new(vpn, pfn ? pfn->v : kNoFrame);
@@ -937,7 +940,7 @@ MemoryManager::Fault MemoryManager::do_handle_mm_fault(Mm& mm, Vpn vpn, bool wri
   }
   // __handle_mm_fault allocates the PUD and PMD tables first (a PTE table
   // below means they exist).
-  if (!mm.pgtable().table(vpn) && !pmd_alloc(mm, vpn, ctx, &r.cost.sys_ns)) {
+  if (!mm.pgtable().table(vpn) && !upper_alloc(mm, vpn, PtLevel::kPmd, ctx, &r.cost.sys_ns)) {
     r.status = FaultStatus::kOom;
     return out;
   }
@@ -1597,13 +1600,7 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, const FaultCtx& ctx) {
     parent.pgtable().for_each_upper([&](PtLevel level, Vpn first, uint32_t) {
       const Vpn stop(first.v + (uint64_t{1} << PageTable::upper_shift(level)));
       if (stop <= pvma.start || first >= pvma.end) return;
-      const Vpn at = std::max(first, pvma.start);
-      if (level == PtLevel::kPmd) {
-        pmd_alloc(child, at, ctx, &cost.sys_ns, /*nofail=*/true);
-      } else if (!child.pgtable().has_upper(PtLevel::kPud, at)) {
-        const std::optional<Pfn> pud = pgtable_alloc(PtLevel::kPud, ctx, &cost.sys_ns);
-        child.pgtable().set_upper(PtLevel::kPud, at, pud ? pud->v : kNoFrame);
-      }
+      upper_alloc(child, std::max(first, pvma.start), level, ctx, &cost.sys_ns, /*nofail=*/true);
     });
     parent.pgtable().for_each_table_in(pvma.start, pvma.end, [&](Vpn base, PteTable&) {
       pte_alloc(child, std::max(base, pvma.start), ctx, &cost.sys_ns, /*nofail=*/true);
@@ -2338,7 +2335,7 @@ std::vector<std::string> MemoryManager::check_invariants() const {
       if (table_refs[p] != 1)
         err("page-table page " + std::to_string(p) + " is in " + std::to_string(table_refs[p]) +
             " page tables");
-      if (pgtable_counted(static_cast<PtLevel>(f.index()))) ++pagetables;
+      if (pgtable_counted(f)) ++pagetables;
       unowned += nr;
       continue;
     }

@@ -522,6 +522,10 @@ class MemoryManager {
            (level == PtLevel::kPmd && config_.pagetable_stat != PagetableStat::kPte) ||
            (level == PtLevel::kPud && config_.pagetable_stat == PagetableStat::kPud);
   }
+  // The same for a page-table page's folio (its index is its level).
+  bool pgtable_counted(const Folio& f) const {
+    return pgtable_counted(static_cast<PtLevel>(f.index()));
+  }
   FolioAllocator& folios() { return folios_; }
   LruSet& lru() { return lru_; }
   const LruSet& lru() const { return lru_; }
@@ -549,10 +553,12 @@ class MemoryManager {
   std::optional<Pfn> pgtable_alloc(PtLevel level, const FaultCtx& ctx, double* ns);
   // Frees a page-table page (pte_free, pmd_free, pud_free, pgd_free).
   void pgtable_free(uint32_t frame);
-  // __pud_alloc and __pmd_alloc: the PUD and PMD tables above vpn, each
-  // made if missing. False if one could not be had; with `nofail` the table
-  // is made without a frame instead (SIMPLIFICATION: a fork never fails).
-  bool pmd_alloc(Mm& mm, Vpn vpn, const FaultCtx& ctx, double* ns, bool nofail = false);
+  // __pud_alloc and __pmd_alloc: the tables above vpn from the PUD down to
+  // `level` (kPud, or kPmd for both), each made if missing. False if one
+  // could not be had; with `nofail` the table is made without a frame
+  // instead (SIMPLIFICATION: a fork never fails).
+  bool upper_alloc(Mm& mm, Vpn vpn, PtLevel level, const FaultCtx& ctx, double* ns,
+                   bool nofail = false);
   // __pte_alloc: vpn's PTE table, made if missing (with the tables above
   // it); nullptr if memory ran out (not with `nofail`, as above).
   PteTable* pte_alloc(Mm& mm, Vpn vpn, const FaultCtx& ctx, double* ns, bool nofail = false);

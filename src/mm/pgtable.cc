@@ -72,30 +72,15 @@ uint32_t PageTable::erase(uint64_t key) {
 
 std::vector<uint32_t> PageTable::release_all() {
   std::vector<uint32_t> frames;
-  std::vector<uint64_t> keys;
-  for (const auto& [key, t] : tables_) keys.push_back(key);
-  std::sort(keys.begin(), keys.end());
-  frames.reserve(keys.size() + pmd_tables_.size() + pud_tables_.size() + 1);
-  for (uint64_t key : keys) frames.push_back(erase(key));
+  frames.reserve(tables_.size() + pmd_tables_.size() + pud_tables_.size() + 1);
+  for (uint64_t key : keys_in(tables_, 0, UINT64_MAX)) frames.push_back(erase(key));
   for (PtLevel l : {PtLevel::kPmd, PtLevel::kPud}) {
-    std::vector<std::pair<uint64_t, uint32_t>> ups;
-    for (const auto& [key, u] : upper(l)) ups.emplace_back(key, u.frame);
-    std::sort(ups.begin(), ups.end());
-    for (const auto& [key, frame] : ups) frames.push_back(frame);
+    for (uint64_t key : keys_in(upper(l), 0, UINT64_MAX)) frames.push_back(upper(l)[key].frame);
     upper(l).clear();
   }
   frames.push_back(std::exchange(pgd_frame, kNoFrame));
   frames.erase(std::remove(frames.begin(), frames.end(), kNoFrame), frames.end());
   return frames;
-}
-
-std::vector<uint64_t> PageTable::keys_in(uint64_t first, uint64_t last) const {
-  std::vector<uint64_t> keys;
-  for (const auto& [key, t] : tables_) {
-    if (key >= first && key <= last) keys.push_back(key);
-  }
-  std::sort(keys.begin(), keys.end());
-  return keys;
 }
 
 Vpn PageTable::next_blocked(Vpn from, Vpn to, bool write) const {

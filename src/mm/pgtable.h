@@ -252,7 +252,7 @@ class PageTable {
       if (PteTable* t = table(Vpn(key << kPteTableShift))) f(Vpn(key << kPteTableShift), *t);
     };
     if (last - first >= tables_.size()) {
-      for (uint64_t key : keys_in(first, last)) visit(key);
+      for (uint64_t key : keys_in(tables_, first, last)) visit(key);
       return;
     }
     for (uint64_t key = first; key <= last; ++key) visit(key);
@@ -279,7 +279,7 @@ class PageTable {
     const uint64_t first = from.v >> kPteTableShift;
     const uint64_t last = (to.v - 1) >> kPteTableShift;
     if (last - first >= tables_.size()) {
-      for (uint64_t key : keys_in(first, last)) visit_table(key, from, to, f);
+      for (uint64_t key : keys_in(tables_, first, last)) visit_table(key, from, to, f);
       return;
     }
     for (uint64_t key = first; key <= last; ++key) visit_table(key, from, to, f);
@@ -307,10 +307,9 @@ class PageTable {
   // The table holding the PTE table (level kPte: its PMD table) or the PMD
   // table (kPmd: its PUD table) at vpn, which must exist.
   Upper& parent_of(PtLevel level, Vpn vpn) {
-    auto it = upper(level == PtLevel::kPte ? PtLevel::kPmd : PtLevel::kPud)
-                  .find(vpn.v >> (level == PtLevel::kPte ? kPmdTableShift : kPudTableShift));
-    check(it != upper(level == PtLevel::kPte ? PtLevel::kPmd : PtLevel::kPud).end(),
-          "a page table below a table that does not exist");
+    const PtLevel up = level == PtLevel::kPte ? PtLevel::kPmd : PtLevel::kPud;
+    auto it = upper(up).find(vpn.v >> upper_shift(up));
+    check(it != upper(up).end(), "a page table below a table that does not exist");
     return it->second;
   }
   // Removes the PTE table; returns its frame.
@@ -322,16 +321,7 @@ class PageTable {
     if (to.v <= from.v) return;
     const int shift = upper_shift(level);
     UpperMap& map = upper(level);
-    const uint64_t first = from.v >> shift, last = (to.v - 1) >> shift;
-    std::vector<uint64_t> keys;
-    if (last - first >= map.size()) {
-      for (const auto& [key, u] : map)
-        if (key >= first && key <= last) keys.push_back(key);
-    } else {
-      for (uint64_t key = first; key <= last; ++key)
-        if (map.count(key)) keys.push_back(key);
-    }
-    std::sort(keys.begin(), keys.end());
+    const std::vector<uint64_t> keys = keys_in(map, from.v >> shift, (to.v - 1) >> shift);
     for (uint64_t key : keys) {
       auto it = map.find(key);
       if (it->second.children || in_use(Vpn(key << shift), Vpn((key + 1) << shift))) continue;
@@ -340,8 +330,21 @@ class PageTable {
       if (level == PtLevel::kPmd) --parent_of(PtLevel::kPmd, Vpn(key << shift)).children;
     }
   }
-  // The keys of the allocated tables in [first, last], sorted.
-  std::vector<uint64_t> keys_in(uint64_t first, uint64_t last) const;
+  // The keys of `map` (PTE tables, or PMD or PUD tables) in [first, last],
+  // sorted: by a walk of the map, or of the range when that is the shorter.
+  template <class Map>
+  static std::vector<uint64_t> keys_in(const Map& map, uint64_t first, uint64_t last) {
+    std::vector<uint64_t> keys;
+    if (last - first >= map.size()) {
+      for (const auto& entry : map)
+        if (entry.first >= first && entry.first <= last) keys.push_back(entry.first);
+      std::sort(keys.begin(), keys.end());
+    } else {
+      for (uint64_t key = first; key <= last; ++key)
+        if (map.count(key)) keys.push_back(key);
+    }
+    return keys;
+  }
   template <class F>
   void visit_table(uint64_t key, Vpn from, Vpn to, F& f) {
     const uint64_t base = key << kPteTableShift;

@@ -196,7 +196,7 @@ RunResult World::run() {
   auto proc = std::make_shared<Process>();
   // The collector's fork: it allocates the child's page tables, in its own
   // (the root) memcg.
-  const mm::FaultCtx collector_ctx{collector_cpu_, mm_.topology().cpu_to_node(collector_cpu_)};
+  mm::FaultCtx collector_ctx = collector_fault_ctx();
   proc->mm = mm_.mm_alloc(&collector_ctx);
   proc->mm->observer = this;
   proc->mm->memcg = memcg_.enabled() ? workload_.init_cgroup : 0;
@@ -208,9 +208,10 @@ RunResult World::run() {
   // copy-on-write: those pages are the first process's alone from then on,
   // where the collector had faulted them.
   if (workload_.image_in_use) {
-    mm::FaultCtx ctx{collector_cpu_, mm_.topology().cpu_to_node(collector_cpu_)};
     for (const Vpn v : collector_->image.collector_writes) {
-      if (mm_.handle_mm_fault(*collector_->mm, v, true, ctx).status != mm::FaultStatus::kOk) break;
+      if (mm_.handle_mm_fault(*collector_->mm, v, true, collector_ctx).status !=
+          mm::FaultStatus::kOk)
+        break;
     }
   }
   tasks_[init]->task.comm = workload_.init_comm;
@@ -1435,7 +1436,7 @@ std::shared_ptr<World::Process> World::make_collector() {
   // unmarked from 4.16. The collector runs on collector_cpu_, in the root
   // memcg.
   auto c = std::make_shared<Process>();
-  mm::FaultCtx ctx{collector_cpu_, mm_.topology().cpu_to_node(collector_cpu_)};
+  mm::FaultCtx ctx = collector_fault_ctx();
   c->mm = mm_.mm_alloc(&ctx);
   c->mm->observer = this;
   map_process_image(*c);

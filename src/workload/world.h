@@ -353,6 +353,11 @@ class World final : public sim::EventHandler,
   // What a fault of t's charges and counts to: its CPU, node, fault
   // counters, memcg and own memory policy.
   static mm::FaultCtx fault_ctx(TaskExec& t);
+  // mmsim-exec's collector's: its CPU and node, the root memcg, the default
+  // policy.
+  mm::FaultCtx collector_fault_ctx() const {
+    return mm::FaultCtx{collector_cpu_, mm_.topology().cpu_to_node(collector_cpu_)};
+  }
   bool fault(TaskExec& t, Vpn vpn, bool write);
   // The first page of [from, *to) another task of t's process is still
   // zero-filling at t's clock: lowers *to to it and returns that fault.
