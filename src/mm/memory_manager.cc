@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "sim/check.h"
 #include "sim/rng.h"
@@ -464,6 +465,7 @@ double MemoryManager::map_folio(Mm& mm, Vma& vma, Vpn vpn, uint32_t pfn, bool wr
   memcg_ns += cache_.meta_miss_ns(cost::Meta::kStructPage, 0, pfn, cost::kStructPageBytes, f.node);
   const bool first = f.mapcount++ == 0;
   if (!f.test(Folio::kAnon)) {
+    files_[f.mapping]->mappers[f.index()].add(&mm, vpn);
     if (first) vmstat_.add(Vm::nr_mapped);
     if (memcg_) memcg_ns += memcg_->file_rmap(Pfn(pfn), f, true, first);
   }
@@ -590,6 +592,13 @@ double MemoryManager::zap_pte(Mm& mm, Vma& vma, PteTable& t, Vpn vpn, Unmap why)
   memcg_ns +=
       cache_.meta_miss_ns(cost::Meta::kStructPage, 0, page.v, cost::kStructPageBytes, f.node);
   const bool anon = f.test(Folio::kAnon);
+  if (!anon) {
+    AddressSpace& file = *files_[f.mapping];
+    const auto it = file.mappers.find(f.index());
+    check(it != file.mappers.end(), "a file page mapped without its mappers");
+    it->second.remove(&mm, vpn);
+    if (it->second.empty()) file.mappers.erase(it);
+  }
   const bool zap = why == Unmap::kZap;
   if (zap && (pte.flags & Pte::kDirty) && !anon) folio_mark_dirty(f);
   // zap_pte_range: a young PTE of a file folio counts as an access, before
@@ -1226,7 +1235,7 @@ MmResult MemoryManager::mmap(Mm& mm, const MmapArgs& args, CpuId cpu) {
   vma->policy = args.policy;
   vma->name = args.name;
   Vma* v = mm.insert_vma(std::move(vma));
-  if (file) file->i_mmap.push_back(v);
+  if (file) ++file->i_mmap;
   r.addr = v->start;
   return r;
 }
@@ -1310,9 +1319,7 @@ void MemoryManager::unlink_vma(Vma& vma) {
   }
   vma.avc.clear();
   if (vma.file) {
-    auto& im = vma.file->i_mmap;
-    im.erase(std::find(im.begin(), im.end(), &vma));
-    if (im.empty() && vma.file->unnamed) truncate_unnamed(*vma.file);
+    if (--vma.file->i_mmap == 0 && vma.file->unnamed) truncate_unnamed(*vma.file);
   }
 }
 
@@ -1354,7 +1361,7 @@ Vma* MemoryManager::split_vma(Mm& mm, Vma& vma, Vpn at) {
   upper->pgoff = vma.pgoff + (at.v - vma.start.v);
   vma.end = at;
   for (AnonVma* av : upper->avc) av->vmas.push_back(upper.get());
-  if (upper->file) upper->file->i_mmap.push_back(upper.get());
+  if (upper->file) ++upper->file->i_mmap;
   return mm.insert_vma(std::move(upper));
 }
 
@@ -1585,7 +1592,7 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, const FaultCtx& ctx) {
     cv->name = pvma.name;
     Vma* c = child.insert_vma(std::move(cv));
     cost.sys_ns += costs_.vma_op_ns;
-    if (c->file) c->file->i_mmap.push_back(c);
+    if (c->file) ++c->file->i_mmap;
     if (!pvma.anon_vma) continue;  // nothing to copy: the child faults the pages in
     // anon_vma_fork: join the parent's chain, then get an anon_vma of its own.
     for (AnonVma* av : pvma.avc) {
@@ -1657,6 +1664,7 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, const FaultCtx& ctx) {
       const Pfn head = folio_head(Pfn(pte.pfn));
       const Folio& f = folios_.folio(head);
       if (f.large()) ++pte_mapcount(head);
+      if (!f.test(Folio::kAnon)) files_[f.mapping]->mappers[f.index()].add(&child, vpn);
       if (f.test(Folio::kAnon)) {
         ++child.rss_anon;
       } else if (f.test(Folio::kShmem)) {
@@ -2241,6 +2249,7 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     }
   }
   int64_t pagetables = 0;
+  uint64_t file_ptes = 0;
   for (Mm* mm : live_mms_) {
     size_t huge_in_vmas = 0;
     for (const auto& vp : mm->vmas()) {
@@ -2278,6 +2287,7 @@ std::vector<std::string> MemoryManager::check_invariants() const {
           return;
         }
         ++ptes[pte.pfn];
+        if (!folios_.folio(folio_head(Pfn(pte.pfn))).test(Folio::kAnon)) ++file_ptes;
         if (vma.flags & Vma::kLocked) ++locked[folio_head(Pfn(pte.pfn)).v];
       });
     }
@@ -2288,6 +2298,23 @@ std::vector<std::string> MemoryManager::check_invariants() const {
       mm->pgtable().for_each(vp->start, vp->end, [&](Vpn, PteTable&, uint32_t) { ++in_vmas; });
     }
     if (in_vmas != total) err("mm " + std::to_string(mm->id()) + " has PTEs outside its VMAs");
+  }
+  // Each file PTE once in its page's mappers, and nothing else there (with
+  // the rmap check below, which finds each PTE through them).
+  {
+    const std::unordered_set<const Mm*> live(live_mms_.begin(), live_mms_.end());
+    uint64_t entries = 0;
+    for (const auto& file : files_) {
+      for (const auto& [index, m] : file->mappers) {
+        entries += m.size();
+        m.for_each([&](Mm& mm, Vpn) {
+          if (!live.contains(&mm)) err("file " + file->name + " has a mapper of a gone mm");
+        });
+      }
+    }
+    if (entries != file_ptes)
+      err(std::to_string(entries) + " file-page mappers for " + std::to_string(file_ptes) +
+          " file PTEs");
   }
   int64_t anon = 0, file = 0, mapped = 0, mlocked = 0, unowned = 0, thps = 0;
   std::vector<uint64_t> used(topo_.nr_nodes(), 0);

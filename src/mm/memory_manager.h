@@ -405,9 +405,18 @@ class MemoryManager {
         if (!visit(vma, Vpn(folio.index()))) return;
       }
     } else {
-      for (Vma* vma : files_[folio.mapping]->i_mmap) {
-        if (folio.index() < vma->pgoff) continue;
-        if (!visit(vma, Vpn(vma->start.v + (folio.index() - vma->pgoff)))) return;
+      // The PTEs that map the page's offset (AddressSpace::mappers), where
+      // the kernel walks every VMA of i_mmap that spans it. Collected
+      // first: f may unmap.
+      const auto it = files_[folio.mapping]->mappers.find(folio.index());
+      if (it == files_[folio.mapping]->mappers.end()) return;
+      std::vector<std::pair<Mm*, Vpn>> maps;
+      maps.reserve(it->second.size());
+      it->second.for_each([&](Mm& mm, Vpn vpn) { maps.emplace_back(&mm, vpn); });
+      for (auto [mm, vpn] : maps) {
+        Vma* vma = mm->find_vma(vpn);
+        check(vma != nullptr, "a file page's mapper outside every VMA");
+        if (!visit(vma, vpn)) return;
       }
     }
   }

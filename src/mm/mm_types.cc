@@ -2,7 +2,47 @@
 
 #include <algorithm>
 
+#include "sim/check.h"
+
 namespace mmsim::mm {
+
+void PageMappers::remove(Mm* mm, Vpn vpn) {
+  // From both ends at once.
+  size_t lo = first_, hi = v_.size();
+  size_t at = SIZE_MAX;
+  while (lo < hi) {
+    if (v_[lo].mm == mm && v_[lo].vpn == vpn) {
+      at = lo;
+      break;
+    }
+    --hi;
+    if (v_[hi].mm == mm && v_[hi].vpn == vpn) {
+      at = hi;
+      break;
+    }
+    ++lo;
+  }
+  check(at != SIZE_MAX, "removing a mapping of a file page that was never added");
+  v_[at].mm = nullptr;
+  ++holes_;
+  // Holes at either end go at once.
+  while (first_ < v_.size() && !v_[first_].mm) {
+    ++first_;
+    --holes_;
+  }
+  while (v_.size() > first_ && !v_.back().mm) {
+    v_.pop_back();
+    --holes_;
+  }
+  if (first_ == v_.size()) {
+    v_.clear();
+    first_ = 0;
+  } else if (first_ + holes_ > size()) {
+    std::erase_if(v_, [](const Entry& e) { return e.mm == nullptr; });
+    first_ = 0;
+    holes_ = 0;
+  }
+}
 
 void AddressSpace::store(uint64_t index, uint32_t pfn) {
   const uint64_t key = index >> kPteTableShift;

@@ -21,8 +21,42 @@ namespace mmsim::mm {
 class Mm;
 struct Vma;
 
+// The PTEs that map one page of a file, as (mm, address), in the order
+// they were made. The kernel's rmap walk of a file page visits every VMA
+// of the file's i_mmap that spans its offset, whether it maps the page or
+// not, and checks each one's PTE; a simulator cannot afford that when 10^5
+// processes map the same executable and a few of them map a given page of
+// it. This index makes the walk as long as the page's mappings.
+// Removal looks from both ends (processes tend to go in the order they
+// came, or the reverse) and leaves a hole, squeezed out once holes
+// outnumber entries.
+class PageMappers {
+ public:
+  void add(Mm* mm, Vpn vpn) { v_.push_back({mm, vpn}); }
+  // The mapping must be there.
+  void remove(Mm* mm, Vpn vpn);
+  bool empty() const { return v_.size() == first_; }
+  // Calls f(Mm&, Vpn) for each, in order; f must not add or remove.
+  template <class F>
+  void for_each(F&& f) const {
+    for (size_t i = first_; i < v_.size(); ++i) {
+      if (v_[i].mm) f(*v_[i].mm, v_[i].vpn);
+    }
+  }
+  size_t size() const { return v_.size() - first_ - holes_; }
+
+ private:
+  struct Entry {
+    Mm* mm;  // nullptr: a hole
+    Vpn vpn;
+  };
+  std::vector<Entry> v_;
+  size_t first_ = 0;  // holes before it are not counted in holes_
+  size_t holes_ = 0;
+};
+
 // The page cache of one file: which folio caches each page offset, and the
-// VMAs that map the file (i_mmap), through which file rmap walks go.
+// VMAs that map the file (i_mmap, counted), and who maps each page.
 // What an evicted page leaves in its slot (workingset_eviction's shadow
 // entry): the lruvec it left and that lruvec's nonresident age then.
 struct Shadow {
@@ -43,7 +77,9 @@ struct AddressSpace {
   // pages and all, with the last of them.
   bool unnamed = false;
   uint64_t nrpages = 0;  // folios in the cache
-  std::vector<Vma*> i_mmap;
+  uint64_t i_mmap = 0;   // the VMAs that map the file
+  // Who maps each page offset: rmap walks of a file page go through it.
+  std::unordered_map<uint64_t, PageMappers> mappers;
   // Evicted offsets (the xarray's shadow entries): a re-read is a refault.
   std::unordered_map<uint64_t, Shadow> shadows;
   // The readahead state (file_ra_state): the last window read, [start,

@@ -183,10 +183,10 @@ RunResult World::run() {
                         ": memory ran out while caching it; the rest stays on disk");
   }
 
-  // mmsim-exec's file, of which the image's data VMA is a private mapping:
-  // its 3 pages there, in the page cache (on disk or, in a guest's
-  // initramfs, shmem) since the executor was started.
-  exec_file_ = &mm_.create_file("mmsim-exec", 3, workload_.executable_on_tmpfs);
+  // mmsim-exec's file, of which the image's text, .rodata and data VMAs
+  // are private mappings: all of it in the page cache (on disk or, in a
+  // guest's initramfs, shmem) since the executor was started.
+  exec_file_ = &mm_.create_file("mmsim-exec", kExecFilePages, workload_.executable_on_tmpfs);
   if (workload_.image_in_use) mm_.preload_file(*exec_file_, NodeId(0));
 
   // mmsim-exec's collector forks the first task after it read the
@@ -240,6 +240,8 @@ RunResult World::run() {
   const Tick end = converged_ ? converged_at_ : r.time_limit_hit ? config_.time_limit : last_exit_;
   r.elapsed_s = end.seconds();
   if (converged_) r.converged_s = r.elapsed_s;
+  // Every task gone: the collector reads their reports, then the counters.
+  if (workload_.image_in_use && live_tasks_ == 0 && limit_error_.empty()) collector_after_run();
   run_checker("end of run", /*always=*/true);
 
   r.vmstat = vmstat_delta(before, mm_.vmstat());
@@ -1099,8 +1101,9 @@ void World::move_task(TaskExec& t, NodeId node) {
 }
 
 mm::FaultCtx World::fault_ctx(TaskExec& t) {
-  return mm::FaultCtx{t.task.cpu,        t.task.node,  &t.task.min_flt, &t.task.maj_flt,
-                      t.proc->mm->memcg, &t.mempolicy, &t.il_next};
+  const uint32_t memcg = t.outside_cgroup ? 0 : t.proc->mm->memcg;
+  return mm::FaultCtx{t.task.cpu, t.task.node,  &t.task.min_flt, &t.task.maj_flt,
+                      memcg,      &t.mempolicy, &t.il_next};
 }
 
 bool World::fault(TaskExec& t, Vpn vpn, bool write) {
@@ -1358,21 +1361,42 @@ void World::map_process_image(Process& proc) {
     // anon-migrate-threads.toml, a main thread and two threads): each
     // fault after the last pass, its address and the symbol of its ip.
     // SIMPLIFICATION: the main thread of a threaded process touches the
-    // heap one page higher (its threads' state sits below); and text pages
-    // (to_chars, the report's formatting), which the model does not map.
+    // heap one page higher (its threads' state sits below).
     std::string_view report = {};
+    // Its first page's offset in mmsim-exec's file (from_file only).
+    uint64_t pgoff = 0;
+    // Its pages the collector writes after the tasks have exited, one
+    // character a page: 'w'. From a page_fault_user trace of a 6.12 guest
+    // (validate/mempolicy-placement.toml): 21 faults between the task's
+    // exit and the collector's last read of the counters, 3 on [stack]
+    // pages and 2 on bss pages and 4 on heap pages that it had written
+    // before the fork (write-protect faults: the pages are its own again),
+    // 11 on fresh pages at the heap's top (the report's text, parsed), and
+    // 1 instruction fetch. SIMPLIFICATION: how much the heap grows depends
+    // on the report's size; these are one plan's.
+    std::string_view after = {};
   };
   constexpr uint32_t kRw = mm::Vma::kRead | mm::Vma::kWrite;
   // Addresses as a non-PIE static binary has them, with the heap and
   // [stack] at fixed stand-ins for their randomised places: the heap low,
   // [stack] at the top. The bss's first page holds glibc's locks (stdio's,
   // the exit functions'), which it takes only with threads.
+  // The file-backed VMAs are the ELF's PT_LOAD segments as `readelf -l`
+  // shows them for mmsim-exec (Debian 12, g++ 12, -static): the headers'
+  // page, the text (R E), .rodata and .eh_frame (R), and .data after the
+  // RELRO part. SIMPLIFICATION: the RELRO part (6 pages, read-only after
+  // the collector's start wrote it: anonymous copies fork copies) is left
+  // out; no task faults it.
   static constexpr Image kImage[] = {
-      {0x55b000, 3, kRw, "mmsim-exec data", "wSc", true, "xw."},
-      {0x55f000, 6, kRw, "mmsim-exec bss", "t...ww", false, "....r."},
-      {0x1000000, 34, kRw, "[heap]", "rr.................LCTrrrrr.......", false,
-       ".w...................hww..wwww...."},
-      {0x7ffffffde000, 33, kRw, "[stack]", "............rr..............MWrrr", false},
+      {0x400000, 1, mm::Vma::kRead, "mmsim-exec", "", true, "", 0},
+      {0x401000, 0xf7, mm::Vma::kRead | mm::Vma::kExec, "mmsim-exec text", "", true, "", 0x1},
+      {0x4f8000, 0x5d, mm::Vma::kRead, "mmsim-exec rodata", "", true, "", 0xf8},
+      {0x55b000, 3, kRw, "mmsim-exec data", "wSc", true, "xw.", 0x15b},
+      {0x55f000, 6, kRw, "mmsim-exec bss", "t...ww", false, "....r.", 0, "....ww"},
+      {0x1000000, 38, kRw, "[heap]", "rr.................LCTrrrrr...........", false,
+       ".w...................hww..wwww........", 0, "...................wwww....wwwwwwwwwww"},
+      {0x7ffffffde000, 33, kRw, "[stack]", "............rr..............MWrrr", false, "", 0,
+       "............................www.."},
   };
   auto map = [&](const Image& i) {
     mm::MmapArgs a;
@@ -1380,7 +1404,10 @@ void World::map_process_image(Process& proc) {
     a.pages = i.pages;
     a.vm_flags = i.flags;
     a.name = i.name;
-    if (i.from_file) a.file = exec_file_;
+    if (i.from_file) {
+      a.file = exec_file_;
+      a.pgoff = i.pgoff;
+    }
     const Vpn at = mm_.mmap(*proc.mm, a, CpuId(0)).addr;
     check(i.use.empty() || i.use.size() == i.pages, "an image VMA's use has a page each");
     const bool stack = std::string_view(i.name) == "[stack]";
@@ -1400,6 +1427,10 @@ void World::map_process_image(Process& proc) {
       if (c == 'C') img.count_pages.push_back(v);
       if (c == 'c') img.collector_writes.push_back(v);
     }
+    check(i.after.empty() || i.after.size() == i.pages, "an image VMA's `after` has a page each");
+    for (uint64_t k = 0; k < i.after.size(); ++k) {
+      if (i.after[k] == 'w') img.collector_after_writes.push_back(Vpn(at.v + k));
+    }
     check(i.report.empty() || i.report.size() == i.pages, "an image VMA's report has a page each");
     for (uint64_t k = 0; k < i.report.size(); ++k) {
       const Vpn v(at.v + k);
@@ -1410,6 +1441,41 @@ void World::map_process_image(Process& proc) {
     }
   };
   for (const Image& i : kImage) map(i);
+  // The pages of mmsim-exec's text and .rodata the tasks run or read, each
+  // in a 64 KiB fault-around window of its own. fork copies no PTE of a
+  // read-only file VMA (it has no anon_vma: vma_needs_copy), so every
+  // process faults them anew, and each fault maps its window's cached
+  // pages (do_fault_around). From page_fault_user traces of 6.12 guests
+  // (validate/anon-migrate-pinned.toml and anon-migrate-threads.toml, each
+  // fault's ip symbolised; the same pages in every run): at a task's
+  // start, ten text pages (instruction fetches) and two of .rodata; as a
+  // process makes its first thread, three text pages, and one the thread
+  // runs as it starts (SIMPLIFICATION: faulted by the creator); in a
+  // task's report, to_chars's text and the plan's strings; as a thread
+  // exits, glibc's exit code at the text's end. Where the code lies moves
+  // with each build of mmsim-exec; which windows, and how many, is what
+  // the counters see.
+  enum class Run : uint8_t { kStart, kFirstThread, kReport, kThreadExit };
+  static constexpr struct {
+    uint64_t addr;
+    Run when;
+  } kCode[] = {
+      {0x406000, Run::kStart},       {0x413000, Run::kStart},       {0x42e000, Run::kStart},
+      {0x44c000, Run::kStart},       {0x45c000, Run::kStart},       {0x462000, Run::kStart},
+      {0x486000, Run::kStart},       {0x49c000, Run::kStart},       {0x4ad000, Run::kStart},
+      {0x4b0000, Run::kStart},       {0x4f8000, Run::kStart},       {0x51d000, Run::kStart},
+      {0x47f000, Run::kFirstThread}, {0x4dd000, Run::kFirstThread}, {0x4e1000, Run::kFirstThread},
+      {0x4c7000, Run::kFirstThread}, {0x43d000, Run::kReport},      {0x525000, Run::kReport},
+      {0x4f0000, Run::kThreadExit},
+  };
+  // The collector's instruction fetch after the tasks' exit (the report's
+  // parsing), in a window its start did not map.
+  proc.image.collector_after_code.push_back(Vpn(0x433000 >> kPageShift));
+  ImagePages& img = proc.image;
+  const std::array<std::vector<Vpn>*, 4> lists = {&img.code_start, &img.code_first_thread,
+                                                  &img.code_report, &img.code_thread_exit};
+  for (const auto& c : kCode)
+    lists[static_cast<size_t>(c.when)]->push_back(Vpn(c.addr >> kPageShift));
   // map_vdso: [vvar] (4 pages: the vDSO's data, pvclock, hvclock and time
   // namespace pages) and [vdso] (2) above it, in one range. The mmap area's
   // first (get_unmapped_area), which moves every later mapping 6 pages down,
@@ -1442,6 +1508,10 @@ std::shared_ptr<World::Process> World::make_collector() {
   map_process_image(*c);
   if (!workload_.image_in_use) return c;
   const ImagePages& img = c->image;
+  // It has run the code a task runs at its start (the same fork return).
+  for (const Vpn v : img.code_start) {
+    if (mm_.handle_mm_fault(*c->mm, v, false, ctx).status != mm::FaultStatus::kOk) return c;
+  }
   for (const auto* pages : {&img.pages, &img.read_pages, &img.thread_pages, &img.collector_writes,
                             &img.stack_pages, &img.stack_read_pages}) {
     for (const Vpn v : *pages) {
@@ -1451,6 +1521,17 @@ std::shared_ptr<World::Process> World::make_collector() {
     }
   }
   return c;
+}
+
+void World::collector_after_run() {
+  const ImagePages& img = collector_->image;
+  mm::FaultCtx ctx = collector_fault_ctx();
+  for (const Vpn v : img.collector_after_code) {
+    if (mm_.handle_mm_fault(*collector_->mm, v, false, ctx).status != mm::FaultStatus::kOk) return;
+  }
+  for (const Vpn v : img.collector_after_writes) {
+    if (mm_.handle_mm_fault(*collector_->mm, v, true, ctx).status != mm::FaultStatus::kOk) return;
+  }
 }
 
 World::Step World::touch_pages(TaskExec& t, std::span<const Vpn> pages, bool write) {
@@ -1472,8 +1553,13 @@ World::Step World::touch_image(TaskExec& t) {
   Step s = Step::kNext;
   const ImagePages& img = t.proc->image;
   if (!t.image_faulted) {
-    // At its start: all it uses.
-    s = touch(img.pages, true);
+    // At its start: all it uses, the code it runs first. The collector's
+    // child runs that code before it joins its cgroup (cgroup.procs), so
+    // the collector's memcg, the root, counts those faults.
+    t.outside_cgroup = t.task.ppid == 0;
+    s = touch(img.code_start, false);
+    t.outside_cgroup = false;
+    if (s == Step::kNext) s = touch(img.pages, true);
     if (s == Step::kNext) s = touch(img.thread_pages, threaded);
     if (s == Step::kNext) s = touch(img.read_pages, false);
     if (s == Step::kNext && main_thread) s = touch(img.stack_pages, true);
@@ -1524,12 +1610,15 @@ World::Step World::report(TaskExec& t) {
       for (uint64_t k = 0; k < kReportPages; ++k) fresh[k] = Vpn(t.arena_page->v + 1 + k);
       s = touch_pages(t, fresh, true);
     }
+    if (s == Step::kNext) s = touch_pages(t, img.code_report, false);
     if (s == Step::kNext) s = touch_pages(t, img.report_state, true);
+    if (s == Step::kNext) s = touch_pages(t, img.code_thread_exit, false);
   } else {
     // A task of the main arena: chunks of its free lists, then the heap's
-    // top.
+    // top, then the code that formats the report.
     s = touch_pages(t, img.report_heap_read, false);
     if (s == Step::kNext) s = touch_pages(t, img.report_writes, true);
+    if (s == Step::kNext) s = touch_pages(t, img.code_report, false);
   }
   return s;
 }
@@ -1687,6 +1776,10 @@ World::Step World::exec_fork(TaskExec& t, const Op& op, bool thread) {
     // the executor has written its threads' state in the heap.
     if (!t.proc->threaded) {
       t.proc->threaded = true;
+      for (const Vpn v : t.proc->image.code_first_thread) {
+        if (!t.proc->mm->pgtable().get(v).accessible() && !fault(t, v, false))
+          return Step::kStopped;
+      }
       for (const Vpn v : t.proc->image.thread_pages) {
         if (!t.proc->mm->pgtable().get(v).writable() && !fault(t, v, true)) return Step::kStopped;
       }

@@ -162,12 +162,22 @@ class World final : public sim::EventHandler,
     // Those the collector writes after it forks the first process: that
     // process's copies are its own from then on, unfaulted.
     std::vector<Vpn> collector_writes;
+    // Those the collector touches after the tasks have exited, as it reads
+    // and parses their reports, before it reads the counters the last
+    // time: pages it wrote before the fork (shared with the first process
+    // until its exit, now its own again), fresh heap pages, and a window of
+    // code (see map_process_image).
+    std::vector<Vpn> collector_after_writes, collector_after_code;
     // Those a task touches as it reports at its program's end (see
     // World::report): malloc's state, which every task reads and a thread
     // writes as it exits (report_state); and, for a task of the main arena,
     // the heap pages its report's allocations read (report_heap_read) and
     // write (report_writes, with the state it writes).
     std::vector<Vpn> report_state, report_heap_read, report_writes;
+    // Pages of the executable's text and .rodata its tasks read: at a
+    // task's start, as the process makes its first thread, in a report,
+    // and as a thread exits (see map_process_image).
+    std::vector<Vpn> code_start, code_first_thread, code_report, code_thread_exit;
   };
   struct Process {
     uint32_t tgid = 0;
@@ -261,6 +271,8 @@ class World final : public sim::EventHandler,
     std::vector<Vpn> own_image_pages;
     bool touch_image = true;
     bool image_faulted = false;  // its first touch of the image is done
+    // Its faults count in the root memcg: it has not joined its cgroup yet.
+    bool outside_cgroup = false;
     // A thread's stack block (its guard page first), which glibc hands back
     // to the kernel, all but the top, when the thread ends.
     std::optional<Vpn> stack_block;
@@ -308,6 +320,8 @@ class World final : public sim::EventHandler,
   // mmsim-exec's collector: maps and faults in the image the first process
   // is then forked from (see world.cc). Its own faults come before the run.
   std::shared_ptr<Process> make_collector();
+  // The collector's work once every task has exited (collector_after_*).
+  void collector_after_run();
   // False if the mm has no room for them (vm.max_map_count); else the
   // thread's pages in use in *pages and its stack block's start in *block.
   bool map_thread_image(Process& proc, CpuId cpu, std::vector<Vpn>* pages, Vpn* block);
@@ -481,6 +495,8 @@ class World final : public sim::EventHandler,
   std::vector<std::unique_ptr<TaskExec>> tasks_;  // by pid; [0] unused
   std::shared_ptr<Process> collector_;            // the first process's parent
   mm::AddressSpace* exec_file_ = nullptr;         // mmsim-exec's file (the image's data)
+  // Its size: the end of its last PT_LOAD segment's file part (readelf -l).
+  static constexpr uint64_t kExecFilePages = 0x15e;
   // Where the collector runs: where mmsim native's exec lands, launched
   // from a shell on a CPU of the seed's ([noise] launch_cpu). The first
   // task's fork sees it busy there.

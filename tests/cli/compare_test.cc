@@ -216,9 +216,10 @@ TEST(Compare, FaultAroundOf64KiBTakesFewerPageFaultsThanNone) {
   ASSERT_EQ(combos.size(), 2u);
   const int64_t without = combos[0].at("runs")[0].at("vmstat").at("pgfault");
   const int64_t with = combos[1].at("runs")[0].at("vmstat").at("pgfault");
-  // 256 file pages: one fault each without fault-around, one per 16 with it.
+  // 256 file pages: one fault each without fault-around, one per 16 with it
+  // (both runs take the executor's own faults besides, about 70).
   EXPECT_GE(without, 256);
-  EXPECT_LT(with, without / 4);
+  EXPECT_GE(without - with, 256 - 16 - 16);
   EXPECT_NE(combos[0].at("mean").at("sys_s"), combos[1].at("mean").at("sys_s"));
 }
 

@@ -134,11 +134,13 @@ TEST(Tiering, TheRateLimitCountsCandidatesButStopsTheirPromotion) {
 
 TEST(Tiering, WithoutDemotionPromotionWaitsForFreeDramThatNeverComes) {
   // No swap and no demotion: anonymous memory cannot be reclaimed, so DRAM
-  // stays at its watermarks and every promotion is refused.
+  // stays at its watermarks, and only what kswapd frees of the page cache
+  // (the executor's file) lets a promotion through; the rest are refused.
   const Ran r = run_text(hot_cold(R"(version = "6.1"
 numa_balancing = 2)"));
   EXPECT_GT(r.vm("numa_hint_faults"), 0);
-  EXPECT_EQ(r.vm("pgpromote_success"), 0);
+  EXPECT_LE(r.vm("pgpromote_success"), r.vm("pgsteal_file"));
+  EXPECT_LT(r.vm("pgpromote_success"), r.vm("pgpromote_candidate"));
   EXPECT_EQ(r.vm("pgdemote_kswapd"), 0);
   EXPECT_EQ(r.vm("pgscan_anon"), 0);
 }

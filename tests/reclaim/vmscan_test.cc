@@ -345,8 +345,10 @@ TEST(Swap, AnonymousPagesBeyondMemoryGoToSwapAndFaultBackMajor) {
   EXPECT_GT(ran.vm("pswpout"), 0);
   EXPECT_GT(ran.vm("pswpin"), 0);
   // Every page read back from the device was a major fault, and a refault
-  // of a page whose eviction left a shadow in its slot.
-  EXPECT_EQ(ran.vm("pgmajfault"), ran.vm("pswpin"));
+  // of a page whose eviction left a shadow in its slot. The other major
+  // faults read back the executor's text, evicted too (each a refault).
+  EXPECT_GE(ran.vm("pgmajfault"), ran.vm("pswpin"));
+  EXPECT_LE(ran.vm("pgmajfault") - ran.vm("pswpin"), ran.vm("workingset_refault_file"));
   EXPECT_EQ(ran.vm("workingset_refault_anon"), ran.vm("pswpin"));
   EXPECT_GT(ran.vm("pgsteal_anon"), 0);
 }

@@ -82,20 +82,22 @@ TEST(ProcessImage, InUsePagesAreFaultedInOnceAtEachTasksStart) {
   // (its stack's top 2 and its malloc arena's first); the collector's
   // write to a data page after the fork. At their ends the reports: main's
   // writes 4 heap pages it shared with the collector and 3 past the heap's
-  // top, each thread's 5 pages of its arena.
-  EXPECT_EQ(in_use.vm("pgfault") - mapped.vm("pgfault"), 9 + 1 + 2 * 3 + 1 + 7 + 2 * 5);
+  // top, each thread's 5 pages of its arena. The executable's code, once
+  // for the process (fork left it unmapped): 12 windows at main's start, 4
+  // as it makes its first thread, and in the first thread's report 2 (the
+  // report's code) and 1 (glibc's exit). Once they have all exited, the
+  // collector's 21 as it parses their reports.
+  EXPECT_EQ(in_use.vm("pgfault") - mapped.vm("pgfault"),
+            9 + 1 + 2 * 3 + 1 + 7 + 2 * 5 + 12 + 4 + 2 + 1 + 21);
 }
 
-TEST(ProcessImage, TheCollectorsFaultsComeBeforeTheRun) {
-  // mmsim-exec reads the counters, then forks: its own faults on its image
-  // are not the run's. Without a thread, main does not write the bss page
-  // of glibc's locks; its report at the end writes 4 heap pages it shared
-  // with the collector and 3 fresh ones. The collector's write to a data
-  // page after the fork is counted too.
-  const testing::Ran ran = testing::run_text(R"([scenario]
+// One task that sleeps 1 ms; the run cut at `time_limit` if one is given.
+std::string sleeper(const std::string& time_limit = "") {
+  return R"([scenario]
 name = "image"
 seed = 1
-
+)" + (time_limit.empty() ? "" : "time_limit = \"" + time_limit + "\"\n") +
+         R"(
 [machine]
 sockets = 2
 cores_per_socket = 2
@@ -111,20 +113,42 @@ program = "main"
 [[programs.main]]
 op = "sleep"
 duration = "1ms"
-)");
-  EXPECT_EQ(ran.vm("pgfault"), 9 + 4 + 3 + 1);
+)";
+}
+
+TEST(ProcessImage, TheCollectorsFaultsComeBeforeTheRun) {
+  // mmsim-exec reads the counters, then forks: its own faults on its image
+  // are not the run's. Without a thread, main does not write the bss page
+  // of glibc's locks; its report at the end writes 4 heap pages it shared
+  // with the collector and 3 fresh ones. The collector's write to a data
+  // page after the fork is counted too, and the windows of code main runs
+  // at its start (12) and in its report (2), which fork did not copy. After
+  // main's exit, the collector's 21 as it reads and parses the report.
+  const testing::Ran ran = testing::run_text(sleeper());
+  EXPECT_EQ(ran.vm("pgfault"), 9 + 4 + 3 + 1 + 12 + 2 + 21);
+}
+
+TEST(ProcessImage, ARunCutByItsTimeLimitHasNoReportAndNoCollectorWorkAfterIt) {
+  // main still sleeps when the limit ends the run: it has written its 9
+  // pages and run its 12 windows of code, the collector its page after the
+  // fork; no report (7 + 2) and none of the collector's parsing (21).
+  const testing::Ran ran = testing::run_text(sleeper("500us"));
+  EXPECT_TRUE(ran.result.time_limit_hit);
+  EXPECT_EQ(ran.vm("pgfault"), 9 + 1 + 12);
 }
 
 TEST(ProcessImage, AReportsFaultsAreTheRunsButNotInTheTasksMinflt) {
   // mmsim-exec's task reads getrusage, then builds its report: the 7
   // faults of main's report (4 heap pages shared with the collector, 3
   // fresh) count in /proc/vmstat, not in main's minflt. Each thread's 5
-  // fresh arena pages likewise.
+  // fresh arena pages likewise, and the code the first report runs (3
+  // windows: the report's 2, a thread's exit); and after the tasks' exit,
+  // the collector's 21.
   const testing::Ran ran = testing::run_text(scenario("in-use", 0, "10ms"));
   uint64_t minflt = 0;
   for (const auto& t : ran.result.tasks) minflt += t.min_flt;
   // Besides the tasks' own, the collector's write after the fork.
-  EXPECT_EQ(static_cast<uint64_t>(ran.vm("pgfault")) - minflt, 7u + 2 * 5 + 1);
+  EXPECT_EQ(static_cast<uint64_t>(ran.vm("pgfault")) - minflt, 7u + 2 * 5 + 1 + 3 + 21);
 }
 
 TEST(ProcessImage, TheFirstTaskStartsWhereAForkBesideTheBusyCollectorGoes) {
@@ -250,8 +274,9 @@ TEST(ProcessImage, AThreadThatEndsBeforeItsProcessHandsBackItsStackBelowItsLastF
 
 TEST(ProcessImage, AThreadsStackTopIsFirstTouchedByItsCreator) {
   // pthread_create writes the struct pthread and TLS in the top page: that
-  // fault is main's (besides its 9 image pages and, at its first thread,
-  // the bss's first); the thread's frames, in the next page, and its
+  // fault is main's (besides its 9 image pages, the 12 windows of code it
+  // runs at its start and, at its first thread, the bss's first and 4
+  // windows of code); the thread's frames, in the next page, and its
   // arena's first page are its own.
   const testing::Ran mapped = testing::run_text(scenario("mapped", 0, "10ms"));
   const testing::Ran in_use = testing::run_text(scenario("in-use", 0, "10ms"));
@@ -261,7 +286,7 @@ TEST(ProcessImage, AThreadsStackTopIsFirstTouchedByItsCreator) {
       if (t.comm == comm) n += t.min_flt;
     return n;
   };
-  EXPECT_EQ(minflt(in_use, "main") - minflt(mapped, "main"), 9u + 1 + 2);
+  EXPECT_EQ(minflt(in_use, "main") - minflt(mapped, "main"), 9u + 12 + 1 + 4 + 2);
   EXPECT_EQ(minflt(in_use, "thread") - minflt(mapped, "thread"), 2u * 2);
 }
 
