@@ -69,6 +69,7 @@ TEST(FileRmap, AnUnmappedPageLeavesTheWalkAndAChildsCopiedPteJoinsIt) {
 TEST(FileRmap, MappersLeaveFromEitherEndAndFromTheMiddle) {
   MmWorld w;  // first: the mms go back to it
   std::vector<std::shared_ptr<Mm>> mms;
+  mms.reserve(6);
   for (int i = 0; i < 6; ++i) mms.push_back(w.mgr.mm_alloc());
   PageMappers m;
   for (int i = 0; i < 6; ++i) m.add(mms[i].get(), Vpn(i));
