@@ -2249,7 +2249,6 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     }
   }
   int64_t pagetables = 0;
-  uint64_t file_ptes = 0;
   for (Mm* mm : live_mms_) {
     size_t huge_in_vmas = 0;
     for (const auto& vp : mm->vmas()) {
@@ -2287,7 +2286,6 @@ std::vector<std::string> MemoryManager::check_invariants() const {
           return;
         }
         ++ptes[pte.pfn];
-        if (!folios_.folio(folio_head(Pfn(pte.pfn))).test(Folio::kAnon)) ++file_ptes;
         if (vma.flags & Vma::kLocked) ++locked[folio_head(Pfn(pte.pfn)).v];
       });
     }
@@ -2299,22 +2297,31 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     }
     if (in_vmas != total) err("mm " + std::to_string(mm->id()) + " has PTEs outside its VMAs");
   }
-  // Each file PTE once in its page's mappers, and nothing else there (with
-  // the rmap check below, which finds each PTE through them).
+  // A file page's mappers: each a live mm's PTE (or migration entry) of
+  // that page, and as many as the page's PTEs (compared below, in place of
+  // a walk of each file page's rmap, which goes through the same list).
+  std::vector<int32_t> via_mappers(folios_.table_size(), 0);
   {
     const std::unordered_set<const Mm*> live(live_mms_.begin(), live_mms_.end());
-    uint64_t entries = 0;
     for (const auto& file : files_) {
       for (const auto& [index, m] : file->mappers) {
-        entries += m.size();
-        m.for_each([&](Mm& mm, Vpn) {
-          if (!live.contains(&mm)) err("file " + file->name + " has a mapper of a gone mm");
+        m.for_each([&](Mm& mm, Vpn vpn) {
+          if (!live.contains(&mm)) {
+            err("file " + file->name + " has a mapper of a gone mm");
+            return;
+          }
+          const Pte pte = mm.pgtable().get(vpn);
+          const Folio& f = folios_.folio(Pfn(pte.pfn));
+          if (!pte.maps_folio() || pte.pfn >= via_mappers.size() || f.test(Folio::kAnon) ||
+              f.mapping != file->id || f.index() != index) {
+            err("file " + file->name + " page " + std::to_string(index) +
+                " has a mapper whose PTE does not map it");
+            return;
+          }
+          ++via_mappers[pte.pfn];
         });
       }
     }
-    if (entries != file_ptes)
-      err(std::to_string(entries) + " file-page mappers for " + std::to_string(file_ptes) +
-          " file PTEs");
   }
   int64_t anon = 0, file = 0, mapped = 0, mlocked = 0, unowned = 0, thps = 0;
   std::vector<uint64_t> used(topo_.nr_nodes(), 0);
@@ -2346,8 +2353,13 @@ std::vector<std::string> MemoryManager::check_invariants() const {
       if (pmds[p] > 0) ++thps;
     }
     // The rmap must find every PTE (and PMD) that maps the folio (it only
-    // reports real ones, so equal counts mean the same set).
-    if (mappings > 0) {
+    // reports real ones, so equal counts mean the same set). A file page's
+    // rmap is its mappers, checked above.
+    if (!f.test(Folio::kAnon) && !f.large()) {
+      if (via_mappers[p] != mappings)
+        err("file folio " + std::to_string(p) + " has " + std::to_string(via_mappers[p]) +
+            " mappers for " + std::to_string(mappings) + " mappings");
+    } else if (mappings > 0) {
       int32_t found = 0;
       rmap_walk(Pfn(p), [&](Mm&, Vma&, Vpn) { ++found; });
       if (found != mappings)
