@@ -2304,16 +2304,17 @@ std::vector<std::string> MemoryManager::check_invariants() const {
   {
     const std::unordered_set<const Mm*> live(live_mms_.begin(), live_mms_.end());
     for (const auto& file : files_) {
-      for (const auto& [index, m] : file->mappers) {
-        m.for_each([&](Mm& mm, Vpn vpn) {
+      for (const auto& entry : file->mappers) {
+        const uint64_t index = entry.first;  // not a structured binding: the lambda takes it
+        entry.second.for_each([&](Mm& mm, Vpn vpn) {
           if (!live.contains(&mm)) {
             err("file " + file->name + " has a mapper of a gone mm");
             return;
           }
           const Pte pte = mm.pgtable().get(vpn);
-          const Folio& f = folios_.folio(Pfn(pte.pfn));
-          if (!pte.maps_folio() || pte.pfn >= via_mappers.size() || f.test(Folio::kAnon) ||
-              f.mapping != file->id || f.index() != index) {
+          const bool in_table = pte.maps_folio() && pte.pfn < via_mappers.size();
+          const Folio* f = in_table ? &folios_.folio(Pfn(pte.pfn)) : nullptr;
+          if (!f || f->test(Folio::kAnon) || f->mapping != file->id || f->index() != index) {
             err("file " + file->name + " page " + std::to_string(index) +
                 " has a mapper whose PTE does not map it");
             return;

@@ -408,8 +408,9 @@ class MemoryManager {
       // The PTEs that map the page's offset (AddressSpace::mappers), where
       // the kernel walks every VMA of i_mmap that spans it. Collected
       // first: f may unmap.
-      const auto it = files_[folio.mapping]->mappers.find(folio.index());
-      if (it == files_[folio.mapping]->mappers.end()) return;
+      const auto& mappers = files_[folio.mapping]->mappers;
+      const auto it = mappers.find(folio.index());
+      if (it == mappers.end()) return;
       std::vector<std::pair<Mm*, Vpn>> maps;
       maps.reserve(it->second.size());
       it->second.for_each([&](Mm& mm, Vpn vpn) { maps.emplace_back(&mm, vpn); });

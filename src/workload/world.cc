@@ -207,13 +207,8 @@ RunResult World::run() {
   // The collector's own writes after the fork break its side of the
   // copy-on-write: those pages are the first process's alone from then on,
   // where the collector had faulted them.
-  if (workload_.image_in_use) {
-    for (const Vpn v : collector_->image.collector_writes) {
-      if (mm_.handle_mm_fault(*collector_->mm, v, true, collector_ctx).status !=
-          mm::FaultStatus::kOk)
-        break;
-    }
-  }
+  if (workload_.image_in_use)
+    collector_faults(*collector_->mm, collector_->image.collector_writes, true, collector_ctx);
   tasks_[init]->task.comm = workload_.init_comm;
   timeline_.start(before);
   // The memcg stats' periodic flush: at the run's start (its cgroups are
@@ -1452,28 +1447,31 @@ void World::map_process_image(Process& proc) {
   // process makes its first thread, three text pages, and one the thread
   // runs as it starts (SIMPLIFICATION: faulted by the creator); in a
   // task's report, to_chars's text and the plan's strings; as a thread
-  // exits, glibc's exit code at the text's end. Where the code lies moves
+  // exits, glibc's exit code at the text's end; and the collector's
+  // instruction fetch after the tasks' exit (the report's parsing), in a
+  // window its start did not map. Where the code lies moves
   // with each build of mmsim-exec; which windows, and how many, is what
   // the counters see.
-  enum class Run : uint8_t { kStart, kFirstThread, kReport, kThreadExit };
+  enum class Run : uint8_t { kStart, kFirstThread, kReport, kThreadExit, kCollectorAfter };
   static constexpr struct {
     uint64_t addr;
     Run when;
   } kCode[] = {
-      {0x406000, Run::kStart},       {0x413000, Run::kStart},       {0x42e000, Run::kStart},
-      {0x44c000, Run::kStart},       {0x45c000, Run::kStart},       {0x462000, Run::kStart},
-      {0x486000, Run::kStart},       {0x49c000, Run::kStart},       {0x4ad000, Run::kStart},
-      {0x4b0000, Run::kStart},       {0x4f8000, Run::kStart},       {0x51d000, Run::kStart},
-      {0x47f000, Run::kFirstThread}, {0x4dd000, Run::kFirstThread}, {0x4e1000, Run::kFirstThread},
-      {0x4c7000, Run::kFirstThread}, {0x43d000, Run::kReport},      {0x525000, Run::kReport},
-      {0x4f0000, Run::kThreadExit},
+      {0x406000, Run::kStart},       {0x413000, Run::kStart},
+      {0x42e000, Run::kStart},       {0x44c000, Run::kStart},
+      {0x45c000, Run::kStart},       {0x462000, Run::kStart},
+      {0x486000, Run::kStart},       {0x49c000, Run::kStart},
+      {0x4ad000, Run::kStart},       {0x4b0000, Run::kStart},
+      {0x4f8000, Run::kStart},       {0x51d000, Run::kStart},
+      {0x47f000, Run::kFirstThread}, {0x4dd000, Run::kFirstThread},
+      {0x4e1000, Run::kFirstThread}, {0x4c7000, Run::kFirstThread},
+      {0x43d000, Run::kReport},      {0x525000, Run::kReport},
+      {0x4f0000, Run::kThreadExit},  {0x433000, Run::kCollectorAfter},
   };
-  // The collector's instruction fetch after the tasks' exit (the report's
-  // parsing), in a window its start did not map.
-  proc.image.collector_after_code.push_back(Vpn(0x433000 >> kPageShift));
   ImagePages& img = proc.image;
-  const std::array<std::vector<Vpn>*, 4> lists = {&img.code_start, &img.code_first_thread,
-                                                  &img.code_report, &img.code_thread_exit};
+  const std::array<std::vector<Vpn>*, 5> lists = {&img.code_start, &img.code_first_thread,
+                                                  &img.code_report, &img.code_thread_exit,
+                                                  &img.collector_after_code};
   for (const auto& c : kCode)
     lists[static_cast<size_t>(c.when)]->push_back(Vpn(c.addr >> kPageShift));
   // map_vdso: [vvar] (4 pages: the vDSO's data, pvclock, hvclock and time
@@ -1509,29 +1507,29 @@ std::shared_ptr<World::Process> World::make_collector() {
   if (!workload_.image_in_use) return c;
   const ImagePages& img = c->image;
   // It has run the code a task runs at its start (the same fork return).
-  for (const Vpn v : img.code_start) {
-    if (mm_.handle_mm_fault(*c->mm, v, false, ctx).status != mm::FaultStatus::kOk) return c;
-  }
+  // Memory too short for even this (a hostile min_free_kbytes): the first
+  // task faults what is missing and meets the shortage itself.
+  if (!collector_faults(*c->mm, img.code_start, false, ctx)) return c;
   for (const auto* pages : {&img.pages, &img.read_pages, &img.thread_pages, &img.collector_writes,
                             &img.stack_pages, &img.stack_read_pages}) {
-    for (const Vpn v : *pages) {
-      // Memory too short for even this (a hostile min_free_kbytes): the
-      // first task faults what is missing and meets the shortage itself.
-      if (mm_.handle_mm_fault(*c->mm, v, true, ctx).status != mm::FaultStatus::kOk) return c;
-    }
+    if (!collector_faults(*c->mm, *pages, true, ctx)) return c;
   }
   return c;
+}
+
+bool World::collector_faults(mm::Mm& mm, std::span<const Vpn> pages, bool write,
+                             mm::FaultCtx& ctx) {
+  for (const Vpn v : pages) {
+    if (mm_.handle_mm_fault(mm, v, write, ctx).status != mm::FaultStatus::kOk) return false;
+  }
+  return true;
 }
 
 void World::collector_after_run() {
   const ImagePages& img = collector_->image;
   mm::FaultCtx ctx = collector_fault_ctx();
-  for (const Vpn v : img.collector_after_code) {
-    if (mm_.handle_mm_fault(*collector_->mm, v, false, ctx).status != mm::FaultStatus::kOk) return;
-  }
-  for (const Vpn v : img.collector_after_writes) {
-    if (mm_.handle_mm_fault(*collector_->mm, v, true, ctx).status != mm::FaultStatus::kOk) return;
-  }
+  if (collector_faults(*collector_->mm, img.collector_after_code, false, ctx))
+    collector_faults(*collector_->mm, img.collector_after_writes, true, ctx);
 }
 
 World::Step World::touch_pages(TaskExec& t, std::span<const Vpn> pages, bool write) {

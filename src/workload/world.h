@@ -322,6 +322,9 @@ class World final : public sim::EventHandler,
   std::shared_ptr<Process> make_collector();
   // The collector's work once every task has exited (collector_after_*).
   void collector_after_run();
+  // The collector faults `pages` of mm in turn; false at the first that
+  // fails (memory short).
+  bool collector_faults(mm::Mm& mm, std::span<const Vpn> pages, bool write, mm::FaultCtx& ctx);
   // False if the mm has no room for them (vm.max_map_count); else the
   // thread's pages in use in *pages and its stack block's start in *block.
   bool map_thread_image(Process& proc, CpuId cpu, std::vector<Vpn>* pages, Vpn* block);
