@@ -16,7 +16,7 @@ Controller::Controller(const MemcgConfig& cfg, const cost::CostProfile& costs,
   MemCgroup root;
   root.path.assign(1, '/');
   groups_.push_back(root);
-  check(cgroups.size() < mm::kMaxMemcgs, "more memcgs than a folio can name");
+  check(cgroups.size() + 1 < mm::kMaxMemcgs, "more memcgs than a folio can name");
   for (const auto& spec : cgroups) {
     MemCgroup g;
     g.id = static_cast<uint32_t>(groups_.size());
@@ -33,10 +33,17 @@ Controller::Controller(const MemcgConfig& cfg, const cost::CostProfile& costs,
     groups_.push_back(g);
     mm_.lru().set_parent(g.id, static_cast<uint32_t>(g.parent));
   }
+  // The outside memcg, last: a root of its own here (its charges and stats
+  // reach no reported group), the root's child on the LRU.
+  MemCgroup outside;
+  outside.path = "(outside the run)";  // for the checker's messages; find() skips it
+  outside.id = static_cast<uint32_t>(groups_.size());
+  groups_.push_back(outside);
+  mm_.lru().set_parent(outside.id, 0);
 }
 
 std::optional<uint32_t> Controller::find(const std::string& path) const {
-  for (const auto& g : groups_) {
+  for (const auto& g : cgroups()) {
     if (g.path == path) return g.id;
   }
   return std::nullopt;
@@ -68,7 +75,7 @@ MemCgroup Controller::file_view(uint32_t id) const {
 std::vector<MemCgroup> Controller::files_view() const {
   std::vector<MemCgroup> view;
   view.reserve(groups_.size());
-  for (const MemCgroup& g : groups_) view.push_back(file_view(g.id));
+  for (const MemCgroup& g : cgroups()) view.push_back(file_view(g.id));
   return view;
 }
 

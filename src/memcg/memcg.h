@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,7 +68,15 @@ class Controller final : public mm::MemcgHooks {
   const MemcgConfig& config() const { return cfg_; }
   // The memcg of a path ("/" is the root, id 0); nullopt if unknown.
   std::optional<uint32_t> find(const std::string& path) const;
-  const std::vector<MemCgroup>& cgroups() const { return groups_; }
+  // The memcg outside the run's: what the host charged before the run
+  // began (a guest's initramfs, unpacked at boot into the real root memcg,
+  // holds mmsim-exec's file). mmsim's "/" stands for the run's own cgroup,
+  // which the real root lies above; this memcg is neither "/" nor below it,
+  // has no path and no files, and is never reported. Reclaim reaches its
+  // pages as the machine's (its lruvecs hang below the root's).
+  uint32_t outside() const { return static_cast<uint32_t>(groups_.size() - 1); }
+  // The run's cgroups, "/" first (the outside memcg is not among them).
+  std::span<const MemCgroup> cgroups() const { return {groups_.data(), groups_.size() - 1}; }
   // The cgroups as their files read. Under v1 memory.stat's counters are a
   // group's own (its total_* lines, not reported here, sum the subtree).
   // Under v2 they sum the group's subtree (memcg_page_state and

@@ -275,7 +275,7 @@ AddressSpace& MemoryManager::create_file(std::string name, uint64_t size_pages, 
   return *files_.back();
 }
 
-bool MemoryManager::preload_file(AddressSpace& file, NodeId node, Cached how) {
+bool MemoryManager::preload_file(AddressSpace& file, NodeId node, Cached how, uint32_t memcg) {
   const MemPolicy local;
   for (uint64_t i = 0; i < file.size_pages; ++i) {
     if (file.lookup(i) != AddressSpace::kNone) continue;
@@ -287,7 +287,7 @@ bool MemoryManager::preload_file(AddressSpace& file, NodeId node, Cached how) {
                (how == Cached::kRead ? Folio::kReferenced : 0);
     f.mapping = file.id;
     f.set_index(i);
-    if (memcg_) memcg_->charge(0, *pfn, CpuId(0));  // cached before the run: the root's
+    if (memcg_) memcg_->charge(memcg, *pfn, CpuId(0));  // cached before the run
     lru_.add(*pfn);
     file.store(i, pfn->v);
     vmstat_.add(Vm::nr_file_pages);

@@ -210,9 +210,12 @@ class MemoryManager {
   // (kWritten: a tmpfs file's data, an initramfs's files), or read back with
   // read(2) (kRead: filemap_read marks each folio accessed, so each starts
   // PG_referenced and its next mark_page_accessed activates it).
-  // False if memory ran out first (the rest of the file stays uncached).
+  // Its pages are charged to `memcg` (the root's by default: the run's
+  // own cgroup). False if memory ran out first (the rest of the file stays
+  // uncached).
   enum class Cached : uint8_t { kWritten, kRead };
-  bool preload_file(AddressSpace& file, NodeId node, Cached how = Cached::kWritten);
+  bool preload_file(AddressSpace& file, NodeId node, Cached how = Cached::kWritten,
+                    uint32_t memcg = 0);
 
   // mm_alloc at exec or fork: a new mm and its PGD (pgd_alloc), allocated
   // by the task `ctx` describes (the forking parent); none: CPU 0's.

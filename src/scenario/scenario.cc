@@ -1559,10 +1559,11 @@ LoadResult parse_table(toml::table root, const std::string& file,
     const toml::array* a = n->as_array();
     if (!a || !a->is_array_of_tables()) {
       top.error(n, "cgroups", "expected [[cgroups]] tables");
-    } else if (a->size() >= mm::kMaxMemcgs) {
+    } else if (a->size() + 1 >= mm::kMaxMemcgs) {
+      // Ids: the root, the scenario's cgroups, and the memcg outside the run.
       top.error(n, "cgroups",
                 fmt::format("{} cgroups; at most {} (a page's memcg id is 16 bits)", a->size(),
-                            mm::kMaxMemcgs - 1));
+                            mm::kMaxMemcgs - 2));
     } else {
       for (size_t i = 0; i < a->size(); ++i) {
         const toml::table& ct = *a->get(i)->as_table();

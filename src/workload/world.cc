@@ -185,9 +185,12 @@ RunResult World::run() {
 
   // mmsim-exec's file, of which the image's text, .rodata and data VMAs
   // are private mappings: all of it in the page cache (on disk or, in a
-  // guest's initramfs, shmem) since the executor was started.
+  // guest's initramfs, shmem) since the executor was started, charged
+  // outside the run's cgroup (the initramfs was unpacked at boot).
   exec_file_ = &mm_.create_file("mmsim-exec", kExecFilePages, workload_.executable_on_tmpfs);
-  if (workload_.image_in_use) mm_.preload_file(*exec_file_, NodeId(0));
+  if (workload_.image_in_use) {
+    mm_.preload_file(*exec_file_, NodeId(0), mm::MemoryManager::Cached::kWritten, memcg_.outside());
+  }
 
   // mmsim-exec's collector forks the first task after it read the
   // counters (the collector's own faults come before, uncounted).
@@ -236,7 +239,8 @@ RunResult World::run() {
   r.elapsed_s = end.seconds();
   if (converged_) r.converged_s = r.elapsed_s;
   // Every task gone: the collector reads their reports, then the counters.
-  if (workload_.image_in_use && live_tasks_ == 0 && limit_error_.empty()) collector_after_run();
+  const bool completed = workload_.image_in_use && live_tasks_ == 0 && limit_error_.empty();
+  if (completed) collector_after_run();
   run_checker("end of run", /*always=*/true);
 
   r.vmstat = vmstat_delta(before, mm_.vmstat());
@@ -256,15 +260,23 @@ RunResult World::run() {
   }
   r.errors = errors_;
   if (errors_not_kept_) r.errors.push_back(fmt::format("... and {} more errors", errors_not_kept_));
-  r.check_failures = check_failures_;
   r.timeline = timeline_.samples_until(r.elapsed_s);
   if (config_.trace) finish_trace(r);
-  if (memcg_.enabled()) r.memcg = memcg_.files_view();
   const auto& meta = mm_.cache().meta_stats();
   for (size_t a = 0; a < meta.size(); ++a) {
     r.metadata.push_back(
         {cost::kMetaNames[a], meta[a].hits, meta[a].misses, meta[a].streamed, meta[a].miss_ns});
   }
+  if (completed) {
+    // The counters read, mmsim-exec exits; only then does its launcher read
+    // the cgroup files: the collector's anonymous pages and page tables are
+    // uncharged by then, the page cache it charged stays.
+    mm_.exit_mmap(*collector_->mm, collector_cpu_);
+    collector_.reset();
+    run_checker("after the collector's exit", /*always=*/true);
+  }
+  r.check_failures = check_failures_;
+  if (memcg_.enabled()) r.memcg = memcg_.files_view();
   return r;
 }
 

@@ -518,6 +518,71 @@ TEST(MemcgReport, AV1RunReportsUsageInBytesAndLimitInBytesAndNoV2Names) {
   }
 }
 
+// One task that writes 64 KiB and sleeps, in the run's own cgroup ("/"),
+// with the executor's image in use; the run cut at `time_limit` if given.
+std::string in_root(const std::string& hierarchy, const std::string& time_limit = "") {
+  return R"(
+[scenario]
+)" + (time_limit.empty() ? "" : "time_limit = \"" + time_limit + "\"\n") +
+         R"(
+[machine]
+preset = "2s-16c"
+mem_per_node = "256MiB"
+[kernel]
+version = "6.1"
+[memcg]
+hierarchy = ")" +
+         hierarchy + R"("
+[run]
+program = "main"
+process_image = "in-use"
+[[programs.main]]
+op = "map"
+region = "a"
+size = "64KiB"
+[[programs.main]]
+op = "touch"
+region = "a"
+mode = "write"
+[[programs.main]]
+op = "sleep"
+duration = "1ms"
+)";
+}
+
+TEST(MemcgReport, TheExecutorsFileIsChargedOutsideTheRunsCgroup) {
+  // The 350 pages of mmsim-exec were cached before the run (a guest's
+  // initramfs, unpacked at boot into the real root), and every process
+  // maps them; the run's "/" holds none of them, and the memcg that does
+  // is not reported.
+  for (const char* h : {"v1", "v2"}) {
+    auto ran = run_text(in_root(h));
+    ASSERT_EQ(ran.result.memcg.size(), 1u) << h;
+    const MemCgroup& root = group(ran, "/");
+    EXPECT_EQ(root.cache, 0) << h;
+    EXPECT_EQ(root.shmem, 0) << h;
+    EXPECT_EQ(root.mapped_file, 0) << h;
+    EXPECT_GT(root.pgpgin, 16) << h;  // the task's pages and the collector's
+    EXPECT_LT(root.pgpgin, 350) << h;
+  }
+}
+
+TEST(MemcgReport, TheCgroupFilesAreReadOnceTheExecutorHasExited) {
+  // mmsim-exec reads the counters, exits, and only then does its launcher
+  // read the cgroup files: the collector's anonymous pages are gone too.
+  auto ran = run_text(in_root("v1"));
+  const MemCgroup& root = group(ran, "/");
+  EXPECT_EQ(root.rss, 0);
+  EXPECT_EQ(root.pgpgout, root.pgpgin);
+  EXPECT_TRUE(ran.result.check_failures.empty());
+}
+
+TEST(MemcgReport, ARunCutByItsTimeLimitReportsItsCgroupsWithTheirTasksAlive) {
+  auto ran = run_text(in_root("v1", "500us"));
+  ASSERT_TRUE(ran.result.time_limit_hit);
+  EXPECT_GE(group(ran, "/").rss, 16);  // the task's 64 KiB at least
+}
+
 // Charge moving under v1 and v2 (the controller on its own) -------------------
 
 // A memory manager with a memcg controller of two cgroups, /a and /b, the
