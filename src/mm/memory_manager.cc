@@ -445,9 +445,9 @@ AnonVma& MemoryManager::anon_vma_prepare(Vma& vma) {
   if (vma.anon_vma) return *vma.anon_vma;
   auto av = std::make_unique<AnonVma>();
   av->id = static_cast<uint32_t>(anon_vmas_.size());
-  av->vmas.push_back(&vma);
+  const uint32_t slot = av->add(&vma);
   vma.anon_vma = av.get();
-  vma.avc.push_back(av.get());
+  vma.avc.push_back({av.get(), slot});
   anon_vmas_.push_back(std::move(av));
   return *vma.anon_vma;
 }
@@ -1288,8 +1288,8 @@ Vma* MemoryManager::vma_merge(Mm& mm, Vpn start, Vpn end, const VmaMergeKey& key
   auto adopt = [&](Vma& survivor, const Vma* from) {
     if (survivor.anon_vma || !from || !from->anon_vma) return;
     survivor.anon_vma = from->anon_vma;
-    survivor.avc = from->avc;
-    for (AnonVma* av : survivor.avc) av->vmas.push_back(&survivor);
+    survivor.avc.clear();
+    for (const AnonVmaLink& l : from->avc) survivor.avc.push_back({l.av, l.av->add(&survivor)});
   };
   if (after) {
     // prev grows over the range, and over next too if all three are
@@ -1314,9 +1314,7 @@ Vma* MemoryManager::vma_merge(Mm& mm, Vpn start, Vpn end, const VmaMergeKey& key
 }
 
 void MemoryManager::unlink_vma(Vma& vma) {
-  for (AnonVma* av : vma.avc) {
-    av->vmas.erase(std::find(av->vmas.begin(), av->vmas.end(), &vma));
-  }
+  for (const AnonVmaLink& l : vma.avc) l.av->remove(l.slot);
   vma.avc.clear();
   if (vma.file) {
     if (--vma.file->i_mmap == 0 && vma.file->unnamed) truncate_unnamed(*vma.file);
@@ -1360,7 +1358,7 @@ Vma* MemoryManager::split_vma(Mm& mm, Vma& vma, Vpn at) {
   upper->start = at;
   upper->pgoff = vma.pgoff + (at.v - vma.start.v);
   vma.end = at;
-  for (AnonVma* av : upper->avc) av->vmas.push_back(upper.get());
+  for (AnonVmaLink& l : upper->avc) l.slot = l.av->add(upper.get());
   if (upper->file) ++upper->file->i_mmap;
   return mm.insert_vma(std::move(upper));
 }
@@ -1595,10 +1593,7 @@ OpCost MemoryManager::dup_mmap(Mm& parent, Mm& child, const FaultCtx& ctx) {
     if (c->file) ++c->file->i_mmap;
     if (!pvma.anon_vma) continue;  // nothing to copy: the child faults the pages in
     // anon_vma_fork: join the parent's chain, then get an anon_vma of its own.
-    for (AnonVma* av : pvma.avc) {
-      av->vmas.push_back(c);
-      c->avc.push_back(av);
-    }
+    for (const AnonVmaLink& l : pvma.avc) c->avc.push_back({l.av, l.av->add(c)});
     anon_vma_prepare(*c);
     // copy_page_range: the child gets a table wherever the parent has one
     // in the VMA's range (copy_pud_range, copy_pmd_range; copy_pte_range
@@ -2160,7 +2155,7 @@ MemoryManager::Fault MemoryManager::do_swap_page(Mm& mm, Vma& vma, Vpn vpn, Pte 
     // page_add_anon_rmap: the VMA's own anon_vma if this mm alone refers to
     // the slot, else the root of its chain, which every forked VMA is on.
     AnonVma& own = anon_vma_prepare(vma);
-    const AnonVma& av = swap_->slot(slot).count == 1 ? own : *vma.avc.front();
+    const AnonVma& av = swap_->slot(slot).count == 1 ? own : *vma.avc.front().av;
     {
       Folio& f = folios_.folio(*p);
       f.flags |= Folio::kAnon | Folio::kUptodate | Folio::kSwapCache;
@@ -2240,6 +2235,11 @@ std::vector<std::string> MemoryManager::check_invariants() const {
     mm->pgtable().for_each_table(
         [&](Vpn, const PteTable& t) { table_ref(*mm, t.frame(), PtLevel::kPte); });
     for (const auto& vp : mm->vmas()) {
+      // Each link of its anon_vma chain names the slot that holds it.
+      for (const AnonVmaLink& l : vp->avc) {
+        if (!l.av->holds(l.slot, vp.get()))
+          err("mm " + std::to_string(mm->id()) + " has a VMA its anon_vma does not list");
+      }
       if (!mm->pgtable().has_upper(PtLevel::kPmd, vp->start) ||
           !mm->pgtable().has_upper(PtLevel::kPud, vp->start)) {
         // (A VMA that never faulted has none: only one with a PTE table.)

@@ -391,7 +391,8 @@ class MemoryManager {
     if (folio.large()) {
       // Each PTE mapping a page of the folio, or the PMD mapping it whole
       // once (anonymous only: no file THP).
-      for (Vma* vma : anon_vmas_[folio.mapping]->vmas) {
+      for (Vma* vma : anon_vmas_[folio.mapping]->slots()) {
+        if (!vma) continue;
         const uint64_t first = std::max(folio.index(), vma->start.v);
         const uint64_t last = std::min(folio.index() + folio.nr_pages(), vma->end.v);
         for (uint64_t v = first; v < last; ++v) {
@@ -404,8 +405,8 @@ class MemoryManager {
         }
       }
     } else if (folio.test(Folio::kAnon)) {
-      for (Vma* vma : anon_vmas_[folio.mapping]->vmas) {
-        if (!visit(vma, Vpn(folio.index()))) return;
+      for (Vma* vma : anon_vmas_[folio.mapping]->slots()) {
+        if (vma && !visit(vma, Vpn(folio.index()))) return;
       }
     } else {
       // The PTEs that map the page's offset (AddressSpace::mappers), where

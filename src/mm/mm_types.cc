@@ -6,6 +6,34 @@
 
 namespace mmsim::mm {
 
+void AnonVma::remove(uint32_t slot) {
+  check(slot < vmas_.size() && vmas_[slot], "a VMA left an anon_vma slot it was not in");
+  vmas_[slot] = nullptr;
+  ++holes_;
+  while (first_ < vmas_.size() && !vmas_[first_]) {
+    ++first_;
+    --holes_;
+  }
+  while (vmas_.size() > first_ && !vmas_.back()) {
+    vmas_.pop_back();
+    --holes_;
+  }
+  const size_t live = vmas_.size() - first_ - holes_;
+  if (live == 0) {
+    vmas_.clear();
+    first_ = 0;
+  } else if (first_ + holes_ > live) {
+    std::erase(vmas_, nullptr);
+    first_ = 0;
+    holes_ = 0;
+    for (uint32_t i = 0; i < vmas_.size(); ++i) {
+      for (AnonVmaLink& l : vmas_[i]->avc) {
+        if (l.av == this) l.slot = i;
+      }
+    }
+  }
+}
+
 void PageMappers::remove(Mm* mm, Vpn vpn) {
   // From both ends at once.
   size_t lo = first_, hi = v_.size();

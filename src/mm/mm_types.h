@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -115,10 +116,36 @@ struct AddressSpace {
 };
 
 // The set of VMAs whose anonymous folios may be found through it. A VMA is on
-// the list of its own anon_vma and of every ancestor's (the anon_vma chain).
+// the list of its own anon_vma and of every ancestor's (the anon_vma chain),
+// and each of its links (Vma::avc) knows its slot there, so a VMA leaves
+// in constant time (a fork bomb's root anon_vma holds every child's VMA).
 struct AnonVma {
   uint32_t id = 0;
-  std::vector<Vma*> vmas;
+  // Puts vma last; returns its slot.
+  uint32_t add(Vma* vma) {
+    vmas_.push_back(vma);
+    return static_cast<uint32_t>(vmas_.size() - 1);
+  }
+  // Takes the VMA out of its slot, leaving a hole; squeezes the holes out
+  // when they outnumber the VMAs, telling each VMA moved its new slot.
+  void remove(uint32_t slot);
+  // Whether `slot` holds vma (for the checker).
+  bool holds(uint32_t slot, const Vma* vma) const {
+    return slot >= first_ && slot < vmas_.size() && vmas_[slot] == vma;
+  }
+  // The VMAs in the order they came, with holes (nullptr) to skip.
+  std::span<Vma* const> slots() const { return std::span<Vma* const>(vmas_).subspan(first_); }
+
+ private:
+  std::vector<Vma*> vmas_;
+  size_t first_ = 0;  // holes before it are not counted in holes_
+  size_t holes_ = 0;
+};
+
+// One link of a VMA's anon_vma chain: the anon_vma, and the VMA's slot there.
+struct AnonVmaLink {
+  AnonVma* av = nullptr;
+  uint32_t slot = 0;
 };
 
 // NUMA balancing's per-VMA scan state (struct vma_numab_state, 6.4+): made
@@ -153,7 +180,7 @@ struct Vma {
   AddressSpace* file = nullptr;  // nullptr for private anonymous memory
   uint64_t pgoff = 0;            // file page offset of start
   AnonVma* anon_vma = nullptr;   // this VMA's own, made at its first anonymous fault
-  std::vector<AnonVma*> avc;     // every anon_vma this VMA is linked into
+  std::vector<AnonVmaLink> avc;  // every anon_vma this VMA is linked into
   MemPolicy policy;
   std::string name;
   VmaNumab numab;

@@ -28,7 +28,7 @@ std::optional<AccessCost::Memory> AccessCost::memory_at(const mm::Mm& mm, Vpn st
   if (vma->file && !vma->anon_vma) {
     return Memory{{uint64_t{1} << 40 | vma->file->id, vma->file_index(start)}, true};
   }
-  const uint64_t root = vma->avc.empty() ? (uint64_t{2} << 40 | mm.id()) : vma->avc.front()->id;
+  const uint64_t root = vma->avc.empty() ? (uint64_t{2} << 40 | mm.id()) : vma->avc.front().av->id;
   return Memory{{root, start.v}, vma->file != nullptr};
 }
 
