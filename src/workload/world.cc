@@ -1501,6 +1501,15 @@ void World::map_process_image(Process& proc) {
   map({vdso_at, kVvarPages, mm::Vma::kRead | mm::Vma::kPfnMap, "[vvar]", "", false});
   map({vdso_at + (kVvarPages << kPageShift), kVdsoPages, mm::Vma::kRead | mm::Vma::kExec, "[vdso]",
        "", false});
+  // A task's start ends with an instruction fetch in [vdso] (its first
+  // clock_gettime), once a process: fork copies no PTE of it (a special
+  // mapping has no anon_vma) and its threads share the mm. The guests'
+  // traces above. SIMPLIFICATION: the fault maps the shared zero page
+  // where special_mapping_fault maps the vDSO's own (kernel) page: both
+  // count a fault and allocate nothing (but a PTE table). NUMA balancing's
+  // scan never marks the zero page; the vDSO's page it marks only before
+  // 4.16, which stopped marking COW pages mapped more than once.
+  img.code_start.push_back(Vpn((vdso_at >> kPageShift) + kVvarPages));
 }
 
 std::shared_ptr<World::Process> World::make_collector() {

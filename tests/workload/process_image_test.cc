@@ -83,12 +83,13 @@ TEST(ProcessImage, InUsePagesAreFaultedInOnceAtEachTasksStart) {
   // write to a data page after the fork. At their ends the reports: main's
   // writes 4 heap pages it shared with the collector and 3 past the heap's
   // top, each thread's 5 pages of its arena. The executable's code, once
-  // for the process (fork left it unmapped): 12 windows at main's start, 4
+  // for the process (fork left it unmapped): 12 windows and [vdso]'s
+  // page at main's start, 4
   // as it makes its first thread, and in the first thread's report 2 (the
   // report's code) and 1 (glibc's exit). Once they have all exited, the
   // collector's 21 as it parses their reports.
   EXPECT_EQ(in_use.vm("pgfault") - mapped.vm("pgfault"),
-            9 + 1 + 2 * 3 + 1 + 7 + 2 * 5 + 12 + 4 + 2 + 1 + 21);
+            9 + 1 + 2 * 3 + 1 + 7 + 2 * 5 + 12 + 1 + 4 + 2 + 1 + 21);
 }
 
 // One task that sleeps 1 ms; the run cut at `time_limit` if one is given.
@@ -122,19 +123,21 @@ TEST(ProcessImage, TheCollectorsFaultsComeBeforeTheRun) {
   // of glibc's locks; its report at the end writes 4 heap pages it shared
   // with the collector and 3 fresh ones. The collector's write to a data
   // page after the fork is counted too, and the windows of code main runs
-  // at its start (12) and in its report (2), which fork did not copy. After
-  // main's exit, the collector's 21 as it reads and parses the report.
+  // at its start (12, and [vdso]'s page) and in its report (2), which fork
+  // did not copy. After main's exit, the collector's 21 as it reads and
+  // parses the report.
   const testing::Ran ran = testing::run_text(sleeper());
-  EXPECT_EQ(ran.vm("pgfault"), 9 + 4 + 3 + 1 + 12 + 2 + 21);
+  EXPECT_EQ(ran.vm("pgfault"), 9 + 4 + 3 + 1 + 12 + 1 + 2 + 21);
 }
 
 TEST(ProcessImage, ARunCutByItsTimeLimitHasNoReportAndNoCollectorWorkAfterIt) {
   // main still sleeps when the limit ends the run: it has written its 9
-  // pages and run its 12 windows of code, the collector its page after the
-  // fork; no report (7 + 2) and none of the collector's parsing (21).
+  // pages and run its 12 windows of code and [vdso], the collector its page
+  // after the fork; no report (7 + 2) and none of the collector's parsing
+  // (21).
   const testing::Ran ran = testing::run_text(sleeper("500us"));
   EXPECT_TRUE(ran.result.time_limit_hit);
-  EXPECT_EQ(ran.vm("pgfault"), 9 + 1 + 12);
+  EXPECT_EQ(ran.vm("pgfault"), 9 + 1 + 12 + 1);
 }
 
 TEST(ProcessImage, AReportsFaultsAreTheRunsButNotInTheTasksMinflt) {
@@ -274,10 +277,10 @@ TEST(ProcessImage, AThreadThatEndsBeforeItsProcessHandsBackItsStackBelowItsLastF
 
 TEST(ProcessImage, AThreadsStackTopIsFirstTouchedByItsCreator) {
   // pthread_create writes the struct pthread and TLS in the top page: that
-  // fault is main's (besides its 9 image pages, the 12 windows of code it
-  // runs at its start and, at its first thread, the bss's first and 4
-  // windows of code); the thread's frames, in the next page, and its
-  // arena's first page are its own.
+  // fault is main's (besides its 9 image pages, the 12 windows of code and
+  // the [vdso] page it runs at its start and, at its first thread, the
+  // bss's first and 4 windows of code); the thread's frames, in the next
+  // page, and its arena's first page are its own.
   const testing::Ran mapped = testing::run_text(scenario("mapped", 0, "10ms"));
   const testing::Ran in_use = testing::run_text(scenario("in-use", 0, "10ms"));
   auto minflt = [](const testing::Ran& r, const std::string& comm) {
@@ -286,7 +289,7 @@ TEST(ProcessImage, AThreadsStackTopIsFirstTouchedByItsCreator) {
       if (t.comm == comm) n += t.min_flt;
     return n;
   };
-  EXPECT_EQ(minflt(in_use, "main") - minflt(mapped, "main"), 9u + 12 + 1 + 4 + 2);
+  EXPECT_EQ(minflt(in_use, "main") - minflt(mapped, "main"), 9u + 12 + 1 + 1 + 4 + 2);
   EXPECT_EQ(minflt(in_use, "thread") - minflt(mapped, "thread"), 2u * 2);
 }
 
