@@ -1011,6 +1011,24 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     oc.verdicts.push_back(judge(t.counter, real_of(t.counter), ss[t.counter],
                                 modelled.count(t.counter) > 0, Tolerance{t.relative, t.value}));
   }
+  // The programs' own work, counted by their count ops (a loop's passes):
+  // how fast the guest's CPUs ran it against the simulation's. No time is
+  // judged under TCG, but races between threads (a follower's fault on a
+  // page its leader is migrating, a lost zero-fill race) and the scan
+  // passes a sweep meets follow that pace, so it is said.
+  for (const std::string& name : sc.workload.counters) {
+    const std::string key = "metric:" + name;
+    const auto r = rs.find(key), s = ss.find(key);
+    if (r == rs.end() || s == ss.end() || r->second.mean() <= 0 || s->second.mean() <= 0) continue;
+    notes.push_back(fmt::format(
+        "the programs' `{}` (count ops): {:.4g} in the guest, {:.4g} simulated: the guest ran "
+        "their work {:.2g} x {} than the simulation; races between threads and the scan passes "
+        "a sweep meets follow that pace",
+        name, r->second.mean(), s->second.mean(),
+        std::max(r->second.mean(), s->second.mean()) / std::min(r->second.mean(), s->second.mean()),
+        r->second.mean() < s->second.mean() ? "slower" : "faster"));
+  }
+
   // Then what either side changed, unjudged: counters both have, not gauges,
   // not per zone, and only those this kernel counts.
   const bool tlb_counted = k->config("DEBUG_TLBFLUSH") == "y";
