@@ -7,69 +7,36 @@
 namespace mmsim::mm {
 
 void AnonVma::remove(uint32_t slot) {
-  check(slot < vmas_.size() && vmas_[slot], "a VMA left an anon_vma slot it was not in");
-  vmas_[slot] = nullptr;
-  ++holes_;
-  while (first_ < vmas_.size() && !vmas_[first_]) {
-    ++first_;
-    --holes_;
-  }
-  while (vmas_.size() > first_ && !vmas_.back()) {
-    vmas_.pop_back();
-    --holes_;
-  }
-  const size_t live = vmas_.size() - first_ - holes_;
-  if (live == 0) {
-    vmas_.clear();
-    first_ = 0;
-  } else if (first_ + holes_ > live) {
-    std::erase(vmas_, nullptr);
-    first_ = 0;
-    holes_ = 0;
-    for (uint32_t i = 0; i < vmas_.size(); ++i) {
-      for (AnonVmaLink& l : vmas_[i]->avc) {
-        if (l.av == this) l.slot = i;
-      }
+  const auto* v = vmas_.at(slot);
+  check(v && *v, "a VMA left an anon_vma slot it was not in");
+  if (!vmas_.erase(slot, nullptr)) return;
+  const std::span<Vma* const> moved = vmas_.slots();  // from slot 0, with no hole
+  for (uint32_t i = 0; i < moved.size(); ++i) {
+    for (AnonVmaLink& l : moved[i]->avc) {
+      if (l.av == this) l.slot = i;
     }
   }
 }
 
 void PageMappers::remove(Mm* mm, Vpn vpn) {
   // From both ends at once.
-  size_t lo = first_, hi = v_.size();
+  const std::span<const Entry> e = v_.slots();
+  size_t lo = 0, hi = e.size();
   size_t at = SIZE_MAX;
   while (lo < hi) {
-    if (v_[lo].mm == mm && v_[lo].vpn == vpn) {
+    if (e[lo].mm == mm && e[lo].vpn == vpn) {
       at = lo;
       break;
     }
     --hi;
-    if (v_[hi].mm == mm && v_[hi].vpn == vpn) {
+    if (e[hi].mm == mm && e[hi].vpn == vpn) {
       at = hi;
       break;
     }
     ++lo;
   }
   check(at != SIZE_MAX, "removing a mapping of a file page that was never added");
-  v_[at].mm = nullptr;
-  ++holes_;
-  // Holes at either end go at once.
-  while (first_ < v_.size() && !v_[first_].mm) {
-    ++first_;
-    --holes_;
-  }
-  while (v_.size() > first_ && !v_.back().mm) {
-    v_.pop_back();
-    --holes_;
-  }
-  if (first_ == v_.size()) {
-    v_.clear();
-    first_ = 0;
-  } else if (first_ + holes_ > size()) {
-    std::erase_if(v_, [](const Entry& e) { return e.mm == nullptr; });
-    first_ = 0;
-    holes_ = 0;
-  }
+  v_.erase(v_.first() + at, Entry{nullptr, Vpn{}});
 }
 
 void AddressSpace::store(uint64_t index, uint32_t pfn) {

@@ -22,6 +22,58 @@ namespace mmsim::mm {
 class Mm;
 struct Vma;
 
+// A list kept in the order its entries came, from which an entry leaves in
+// place as a hole (IsHole says which value is one), so leaving costs no
+// shift; the holes are squeezed out once they outnumber the entries. Holes
+// at either end go at once.
+template <class T, bool (*IsHole)(const T&)>
+class HoledList {
+ public:
+  // Puts x last; returns its slot.
+  uint32_t push(const T& x) {
+    v_.push_back(x);
+    return static_cast<uint32_t>(v_.size() - 1);
+  }
+  // Makes `slot` a hole (`gone`, an IsHole value). True when the holes were
+  // squeezed out, which moves the entries' slots.
+  bool erase(size_t slot, const T& gone) {
+    v_[slot] = gone;
+    ++holes_;
+    while (first_ < v_.size() && IsHole(v_[first_])) {
+      ++first_;
+      --holes_;
+    }
+    while (v_.size() > first_ && IsHole(v_.back())) {
+      v_.pop_back();
+      --holes_;
+    }
+    if (first_ == v_.size()) {
+      v_.clear();
+      first_ = 0;
+      return false;
+    }
+    if (first_ + holes_ <= size()) return false;
+    std::erase_if(v_, IsHole);
+    first_ = 0;
+    holes_ = 0;
+    return true;
+  }
+  // The entries from the first, holes included; slots()[i] is slot first() + i.
+  std::span<const T> slots() const { return std::span<const T>(v_).subspan(first_); }
+  size_t first() const { return first_; }
+  // The entry in `slot`, or nullptr if the list has no such slot (now).
+  const T* at(size_t slot) const {
+    return slot >= first_ && slot < v_.size() ? &v_[slot] : nullptr;
+  }
+  size_t size() const { return v_.size() - first_ - holes_; }
+  bool empty() const { return v_.size() == first_; }
+
+ private:
+  std::vector<T> v_;
+  size_t first_ = 0;  // holes before it are not counted in holes_
+  size_t holes_ = 0;
+};
+
 // The PTEs that map one page of a file, as (mm, address), in the order
 // they were made. The kernel's rmap walk of a file page visits every VMA
 // of the file's i_mmap that spans its offset, whether it maps the page or
@@ -33,27 +85,26 @@ struct Vma;
 // outnumber entries.
 class PageMappers {
  public:
-  void add(Mm* mm, Vpn vpn) { v_.push_back({mm, vpn}); }
+  void add(Mm* mm, Vpn vpn) { v_.push({mm, vpn}); }
   // The mapping must be there.
   void remove(Mm* mm, Vpn vpn);
-  bool empty() const { return v_.size() == first_; }
+  bool empty() const { return v_.empty(); }
   // Calls f(Mm&, Vpn) for each, in order; f must not add or remove.
   template <class F>
   void for_each(F&& f) const {
-    for (size_t i = first_; i < v_.size(); ++i) {
-      if (v_[i].mm) f(*v_[i].mm, v_[i].vpn);
+    for (const Entry& e : v_.slots()) {
+      if (e.mm) f(*e.mm, e.vpn);
     }
   }
-  size_t size() const { return v_.size() - first_ - holes_; }
+  size_t size() const { return v_.size(); }
 
  private:
   struct Entry {
     Mm* mm;  // nullptr: a hole
     Vpn vpn;
   };
-  std::vector<Entry> v_;
-  size_t first_ = 0;  // holes before it are not counted in holes_
-  size_t holes_ = 0;
+  static bool hole(const Entry& e) { return e.mm == nullptr; }
+  HoledList<Entry, hole> v_;
 };
 
 // The page cache of one file: which folio caches each page offset, and the
@@ -122,24 +173,21 @@ struct AddressSpace {
 struct AnonVma {
   uint32_t id = 0;
   // Puts vma last; returns its slot.
-  uint32_t add(Vma* vma) {
-    vmas_.push_back(vma);
-    return static_cast<uint32_t>(vmas_.size() - 1);
-  }
+  uint32_t add(Vma* vma) { return vmas_.push(vma); }
   // Takes the VMA out of its slot, leaving a hole; squeezes the holes out
   // when they outnumber the VMAs, telling each VMA moved its new slot.
   void remove(uint32_t slot);
   // Whether `slot` holds vma (for the checker).
   bool holds(uint32_t slot, const Vma* vma) const {
-    return slot >= first_ && slot < vmas_.size() && vmas_[slot] == vma;
+    const auto* v = vmas_.at(slot);
+    return v && *v == vma;
   }
   // The VMAs in the order they came, with holes (nullptr) to skip.
-  std::span<Vma* const> slots() const { return std::span<Vma* const>(vmas_).subspan(first_); }
+  std::span<Vma* const> slots() const { return vmas_.slots(); }
 
  private:
-  std::vector<Vma*> vmas_;
-  size_t first_ = 0;  // holes before it are not counted in holes_
-  size_t holes_ = 0;
+  static bool hole(Vma* const& v) { return v == nullptr; }
+  HoledList<Vma*, hole> vmas_;
 };
 
 // One link of a VMA's anon_vma chain: the anon_vma, and the VMA's slot there.

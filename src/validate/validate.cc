@@ -1019,14 +1019,15 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   for (const std::string& name : sc.workload.counters) {
     const std::string key = "metric:" + name;
     const auto r = rs.find(key), s = ss.find(key);
-    if (r == rs.end() || s == ss.end() || r->second.mean() <= 0 || s->second.mean() <= 0) continue;
+    if (r == rs.end() || s == ss.end()) continue;
+    const double real_n = r->second.mean(), sim_n = s->second.mean();
+    if (real_n <= 0 || sim_n <= 0) continue;
     notes.push_back(fmt::format(
         "the programs' `{}` (count ops): {:.4g} in the guest, {:.4g} simulated: the guest ran "
         "their work {:.2g} x {} than the simulation; races between threads and the scan passes "
         "a sweep meets follow that pace",
-        name, r->second.mean(), s->second.mean(),
-        std::max(r->second.mean(), s->second.mean()) / std::min(r->second.mean(), s->second.mean()),
-        r->second.mean() < s->second.mean() ? "slower" : "faster"));
+        name, real_n, sim_n, std::max(real_n, sim_n) / std::min(real_n, sim_n),
+        real_n < sim_n ? "slower" : "faster"));
   }
 
   // Then what either side changed, unjudged: counters both have, not gauges,
