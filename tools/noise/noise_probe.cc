@@ -16,6 +16,12 @@
 //   batches, cache misses).
 //
 // Prints one JSON object. Build: see tools/noise/README.md.
+//
+//   mmsim-noise-probe [QUANTA] [--wakeups N] [--clones N] [--forks N] [--faults N]
+//
+// QUANTA fixed work quanta (default 200000), and each other measurement's
+// samples (defaults 5000, 2000, 500 and 65536 pages; 0 leaves it out, its
+// JSON fields then 0): `mmsim validate` runs a short one in its guests.
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -28,6 +34,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -80,12 +88,13 @@ void quantum(uint64_t iters) {
 }
 
 int pipe_fd[2];
+size_t g_wakeups = 0;  // samples the reader takes
 std::atomic<int64_t> sent_at{0};
 
 void* reader(void* arg) {
   auto* out = static_cast<std::vector<double>*>(arg);
   char c;
-  for (size_t i = 0; i < out->capacity(); ++i) {
+  for (size_t i = 0; i < g_wakeups; ++i) {
     if (read(pipe_fd[0], &c, 1) != 1) break;
     out->push_back(static_cast<double>(now_ns() - sent_at.load()));
   }
@@ -102,9 +111,32 @@ void* thread_start(void*) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int quanta = argc > 1 ? std::atoi(argv[1]) : 200000;
-  // Size the quantum to about 10 us.
+  int quanta = 200000;
+  size_t wakeups = 5000, clones = 2000, forks = 500, fault_pages = 65536;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    size_t* n = a == "--wakeups"  ? &wakeups
+                : a == "--clones" ? &clones
+                : a == "--forks"  ? &forks
+                : a == "--faults" ? &fault_pages
+                                  : nullptr;
+    if (n && i + 1 < argc) {
+      *n = std::strtoull(argv[++i], nullptr, 10);
+    } else if (!n && !a.empty() && a[0] != '-') {
+      quanta = std::max(1, std::atoi(argv[i]));
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [QUANTA] [--wakeups N] [--clones N] [--forks N] [--faults N]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  // Size the quantum to about 10 us, after a first call: under a JIT (a
+  // TCG guest) the first run of the loop includes its translation, which
+  // would stop the sizing at a quantum a few times too short, and a short
+  // quantum counts the emulation's own jitter as interruptions.
   uint64_t iters = 1000;
+  quantum(iters);
   for (;;) {
     const int64_t t0 = now_ns();
     quantum(iters);
@@ -134,11 +166,12 @@ int main(int argc, char** argv) {
   const Summary ss = summarise(shorter), ls = summarise(longer);
 
   std::vector<double> wake;
-  wake.reserve(5000);
+  wake.reserve(wakeups);
+  g_wakeups = wakeups;
   if (pipe(pipe_fd) != 0) return 1;
   pthread_t th;
   pthread_create(&th, nullptr, reader, &wake);
-  for (size_t i = 0; i < wake.capacity(); ++i) {
+  for (size_t i = 0; i < wakeups; ++i) {
     usleep(200);  // let the reader go to sleep
     sent_at.store(now_ns());
     if (write(pipe_fd[1], "x", 1) != 1) break;
@@ -149,14 +182,14 @@ int main(int argc, char** argv) {
   child_start = static_cast<int64_t*>(
       mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   std::vector<double> clone_lat, fork_lat;
-  for (int i = 0; i < 2000; ++i) {
+  for (size_t i = 0; i < clones; ++i) {
     const int64_t t0 = now_ns();
     pthread_t c;
     pthread_create(&c, nullptr, thread_start, nullptr);
     pthread_join(c, nullptr);
     clone_lat.push_back(static_cast<double>(*child_start - t0));
   }
-  for (int i = 0; i < 500; ++i) {
+  for (size_t i = 0; i < forks; ++i) {
     const int64_t t0 = now_ns();
     const pid_t p = fork();
     if (p == 0) {
@@ -172,31 +205,36 @@ int main(int argc, char** argv) {
   // timed; the same writes to the pages once mapped give the timing's own
   // cost, taken off. Faults split as the quanta do: over the median by 2 us
   // or 20% is an interruption.
-  constexpr size_t kFaultPages = 65536;
-  auto* area = static_cast<char*>(mmap(nullptr, kFaultPages * 4096, PROT_READ | PROT_WRITE,
-                                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  if (area == MAP_FAILED) return 1;
-  madvise(area, kFaultPages * 4096, MADV_NOHUGEPAGE);
   std::vector<double> fault_lat, touch_lat;
-  fault_lat.reserve(kFaultPages);
-  touch_lat.reserve(kFaultPages);
-  for (size_t i = 0; i < kFaultPages; ++i) {
-    const int64_t t0 = now_ns();
-    *reinterpret_cast<volatile char*>(area + i * 4096) = 1;
-    fault_lat.push_back(static_cast<double>(now_ns() - t0));
+  if (fault_pages > 0) {
+    auto* area = static_cast<char*>(mmap(nullptr, fault_pages * 4096, PROT_READ | PROT_WRITE,
+                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (area == MAP_FAILED) return 1;
+    madvise(area, fault_pages * 4096, MADV_NOHUGEPAGE);
+    fault_lat.reserve(fault_pages);
+    touch_lat.reserve(fault_pages);
+    for (size_t i = 0; i < fault_pages; ++i) {
+      const int64_t t0 = now_ns();
+      *reinterpret_cast<volatile char*>(area + i * 4096) = 1;
+      fault_lat.push_back(static_cast<double>(now_ns() - t0));
+    }
+    for (size_t i = 0; i < fault_pages; ++i) {
+      const int64_t t0 = now_ns();
+      *reinterpret_cast<volatile char*>(area + i * 4096) = 2;
+      touch_lat.push_back(static_cast<double>(now_ns() - t0));
+    }
+    munmap(area, fault_pages * 4096);
+    std::sort(touch_lat.begin(), touch_lat.end());
+    const double touch_median = touch_lat[touch_lat.size() / 2];
+    for (double& x : fault_lat) x = std::max(0.0, x - touch_median);
   }
-  for (size_t i = 0; i < kFaultPages; ++i) {
-    const int64_t t0 = now_ns();
-    *reinterpret_cast<volatile char*>(area + i * 4096) = 2;
-    touch_lat.push_back(static_cast<double>(now_ns() - t0));
-  }
-  munmap(area, kFaultPages * 4096);
-  std::sort(touch_lat.begin(), touch_lat.end());
-  const double touch_median = touch_lat[touch_lat.size() / 2];
-  for (double& x : fault_lat) x = std::max(0.0, x - touch_median);
   std::vector<double> fault_sorted = fault_lat;
   std::sort(fault_sorted.begin(), fault_sorted.end());
-  const double fault_median = fault_sorted[fault_sorted.size() / 2];
+  // The i-th of n in 100ths, 0 when none was measured.
+  auto at = [&](size_t pct) {
+    return fault_sorted.empty() ? 0.0 : fault_sorted[fault_sorted.size() * pct / 100];
+  };
+  const double fault_median = at(50);
   const double fault_cut = interrupted_above(fault_median);
   std::vector<double> fault_plain;
   size_t fault_interrupted = 0;
@@ -231,8 +269,6 @@ int main(int argc, char** argv) {
   std::printf(
       " \"fault\":{\"samples\":%zu,\"median_ns\":%.0f,\"p10_ns\":%.0f,\"p90_ns\":%.0f,"
       "\"p99_ns\":%.0f,\"interrupted\":%zu,\"plain_mean_ns\":%.0f,\"plain_cv\":%.3f}}\n",
-      fault_lat.size(), fault_median, fault_sorted[fault_sorted.size() / 10],
-      fault_sorted[fault_sorted.size() * 9 / 10], fault_sorted[fault_sorted.size() * 99 / 100],
-      fault_interrupted, fps.mean, fps.cv);
+      fault_lat.size(), fault_median, at(10), at(90), at(99), fault_interrupted, fps.mean, fps.cv);
   return 0;
 }
