@@ -24,6 +24,7 @@
 #include "native/scenario_native.h"
 #include "report/report.h"
 #include "scenario/simulation.h"
+#include "sim/noise.h"
 #include "util/atomic_file.h"
 #include "util/stats.h"
 #include "validate/guest.h"
@@ -310,9 +311,162 @@ MigrationTimes misplaced_migration_ns(const std::string& trace) {
   return out;
 }
 
+std::vector<double> huge_zero_ns(const std::string& trace) {
+  std::vector<double> out;
+  struct Open {
+    double start = 0;
+    bool switched = false;
+  };
+  std::map<std::string, Open> open;  // by task-pid
+  std::istringstream in(trace);
+  for (std::string line; std::getline(in, line);) {
+    const auto t = parse_trace_line(line);
+    if (!t) continue;
+    if (t->event == "zero_huge") {
+      open[t->task] = Open{t->at_ns, false};
+      continue;
+    }
+    const auto it = open.find(t->task);
+    if (it == open.end()) continue;
+    if (t->event == "sched_switch") {
+      it->second.switched = true;
+    } else if (t->event == "zero_huge_ret") {
+      if (!it->second.switched) out.push_back(t->at_ns - it->second.start);
+      open.erase(it);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> parse_noise_reports(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind("MMSIM-NOISE ", 0) == 0) {
+      out.emplace_back();
+      inside = true;
+    } else if (line.rfind("MMSIM-NOISE-END", 0) == 0) {
+      inside = false;
+    } else if (inside) {
+      out.back() += line + "\n";
+    }
+  }
+  return out;
+}
+
+int peak_busy_tasks(const std::vector<std::pair<double, double>>& busy_lives) {
+  // +1 at each start, -1 at each exit; an exit before a start at the same time.
+  std::vector<std::pair<double, int>> steps;
+  for (const auto& [start, exit] : busy_lives) {
+    steps.emplace_back(start, 1);
+    steps.emplace_back(exit, -1);
+  }
+  std::sort(steps.begin(), steps.end());
+  int now = 0, peak = 0;
+  for (const auto& [at, d] : steps) peak = std::max(peak, now += d);
+  return peak;
+}
+
+GuestNoise guest_noise(const std::vector<ordered_json>& reports,
+                       const std::vector<std::string>& user_sets) {
+  GuestNoise g;
+  // A field of every report that measured it (its sample count above 0).
+  auto median_of = [&](const char* section, const char* field,
+                       const char* count) -> std::optional<double> {
+    std::vector<double> v;
+    for (const auto& r : reports) {
+      const auto s = r.find(section);
+      if (s == r.end() || !s->is_object() || !s->contains(field)) continue;
+      if (count && s->value(count, 0.0) <= 0) continue;
+      const double x = (*s)[field].get<double>();
+      if (std::isfinite(x)) v.push_back(x);
+    }
+    if (v.empty()) return std::nullopt;
+    return util::percentile(std::move(v), 0.5);
+  };
+  struct Key {
+    const char* key;  // [noise] key
+    const char* section;
+    const char* field;
+    const char* count;  // the section's sample count, if it has one
+  };
+  static constexpr Key kKeys[] = {
+      {"irq_rate", "fwq", "interruptions_per_s", "quanta"},
+      {"irq_duration", "fwq", "interruption_mean_ns", "interruptions"},
+      {"irq_duration_cv", "fwq", "interruption_cv", "interruptions"},
+      {"cost_jitter_cv", "fwq", "plain_cv", "quanta"},
+      {"wakeup_latency", "wakeup", "excess_mean_ns", "samples"},
+      {"wakeup_latency_cv", "wakeup", "excess_cv", "samples"},
+      {"clone_latency", "clone", "excess_mean_ns", "samples"},
+      {"clone_latency_cv", "clone", "excess_cv", "samples"},
+      {"fork_latency", "fork", "excess_mean_ns", "samples"},
+      {"fork_latency_cv", "fork", "excess_cv", "samples"},
+  };
+  std::map<std::string, double> got;
+  std::vector<std::string> clamped;
+  for (const Key& k : kKeys) {
+    const std::string set = fmt::format("noise.{}=", k.key);
+    if (std::any_of(user_sets.begin(), user_sets.end(),
+                    [&](const std::string& u) { return u.starts_with(set); })) {
+      continue;
+    }
+    std::optional<double> x = median_of(k.section, k.field, k.count);
+    if (!x) continue;
+    const auto params = sim::noise_params();
+    const auto p = std::find_if(params.begin(), params.end(),
+                                [&](const sim::NoiseParam& q) { return q.key == k.key; });
+    if (p == params.end()) continue;
+    if (*x < p->lo || *x > p->hi) {
+      clamped.push_back(
+          fmt::format("{} {:.4g} to {:.4g}", k.key, *x, std::clamp(*x, p->lo, p->hi)));
+      x = std::clamp(*x, p->lo, p->hi);
+    }
+    got[k.key] = *x;
+    g.sets.push_back(p->unit == "ns" ? fmt::format("noise.{}={:.0f}ns", k.key, *x)
+                                     : fmt::format("noise.{}={:.4g}", k.key, *x));
+  }
+  if (g.sets.empty()) return g;
+  auto said = [&](const char* key, const char* format_ns, double scale) {
+    const auto it = got.find(key);
+    return it == got.end() ? std::string("-")
+                           : fmt::format(fmt::runtime(format_ns), it->second * scale);
+  };
+  g.note = fmt::format(
+      "[noise] measured in the guest by mmsim-noise-probe on {} busy vCPU{} (the most tasks the "
+      "simulation keeps busy at once): interruptions {}/s of {} ms mean (cv {}), wakeups +{} us "
+      "(cv {}), clones +{} us (cv {}), forks +{} ms (cv {}), cost jitter cv {}: the "
+      "simulation's noise{}",
+      reports.size(), reports.size() == 1 ? "" : "s", said("irq_rate", "{:.0f}", 1),
+      said("irq_duration", "{:.3g}", 1e-6), said("irq_duration_cv", "{:.2g}", 1),
+      said("wakeup_latency", "{:.3g}", 1e-3), said("wakeup_latency_cv", "{:.2g}", 1),
+      said("clone_latency", "{:.3g}", 1e-3), said("clone_latency_cv", "{:.2g}", 1),
+      said("fork_latency", "{:.3g}", 1e-6), said("fork_latency_cv", "{:.2g}", 1),
+      said("cost_jitter_cv", "{:.2g}", 1),
+      clamped.empty()
+          ? std::string()
+          : fmt::format(" (clamped to the keys' ranges: {})", fmt::join(clamped, ", ")));
+  return g;
+}
+
 namespace {
 
 constexpr int kExitHost = native::kExitHostSetup;
+
+// mmsim-noise-probe beside this program, or in the build tree it comes from
+// (build/<preset>/src/cli/mmsim -> build/<preset>/tools/noise); "" if neither.
+std::string noise_probe_path() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const fs::path& p :
+       {exe.parent_path() / "mmsim-noise-probe",
+        exe.parent_path().parent_path().parent_path() / "tools" / "noise" / "mmsim-noise-probe"}) {
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return "";
+}
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
@@ -395,7 +549,7 @@ std::string init_script(const std::string& hierarchy, uint64_t disk_kib, bool vi
                         const std::vector<std::string>& native_args, int repeat,
                         const std::string& scan_trace_series,
                         const std::vector<std::string>& trace_events,
-                        const std::vector<std::string>& kprobes) {
+                        const std::vector<std::string>& kprobes, int noise_cpus) {
   std::string s = R"(#!/bin/busybox sh
 /bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s
@@ -431,6 +585,18 @@ mount -t debugfs debugfs /sys/kernel/debug
   }
   s += "stty -F /dev/ttyS1 raw -echo 2>/dev/null\n";
   s += "echo \"MMSIM-GUEST-UP $(uname -r)\"\n";
+  if (noise_cpus > 0) {
+    // The guest's noise (guest_noise): one probe a vCPU on the first
+    // `noise_cpus`, all at once, before the runs. About 0.5 s of fixed work
+    // quanta, then wakeups, clones and forks; no faults (not used).
+    s += fmt::format(
+        "i=0\nwhile [ $i -lt {0} ]; do\n  taskset -c $i /bin/mmsim-noise-probe 100000 --wakeups "
+        "1000 --clones 300 --forks 50 --faults 0 > /tmp/noise$i.json &\n  i=$((i+1))\ndone\n"
+        "wait\ni=0\nwhile [ $i -lt {0} ]; do\n  {{ echo \"MMSIM-NOISE $i\"; cat /tmp/noise$i.json; "
+        "echo \"MMSIM-NOISE-END $i\"; }} > /dev/ttyS1\n  rm -f /tmp/noise$i.json\n  i=$((i+1))\n"
+        "done\n",
+        noise_cpus);
+  }
   std::string clear_trace, dump_trace;
   if (!scan_trace_series.empty()) {
     // Probes on the scan's functions (neither is inline: task_numa_work is
@@ -465,6 +631,12 @@ mount -t debugfs debugfs /sys/kernel/debug
         "    'r:mmsim/tlb_flush_ret native_flush_tlb_multi'",
         prepare ? "migrate_misplaced_folio_prepare" : "migrate_misplaced_page",
         prepare ? "folio_mc_copy" : "folio_copy");
+    // The clearing of a huge page at its fault (clear_huge_page up to 6.9,
+    // folio_zero_user from 6.10), timed from its call to its return.
+    const char* zero = *KernelVersion::parse(scan_trace_series) >= KernelVersion{6, 10}
+                           ? "folio_zero_user"
+                           : "clear_huge_page";
+    s += fmt::format(" \\\n    'p:mmsim/zero_huge {0}' \\\n    'r:mmsim/zero_huge_ret {0}'", zero);
     // --kprobe: each as mmsim/probe_SYMBOL (checked in run_validate: no quote).
     for (const auto& k : kprobes) {
       const std::string symbol = k.substr(0, k.find(' '));
@@ -698,16 +870,47 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
       modules.push_back(name);
     }
   }
-  // The scan is traced whenever NUMA balancing is on: the simulation takes
-  // the guest's TLB flush cost from it (below).
-  const bool trace_scan =
-      !cx.o.scan_trace.empty() || sc.kernel.numa_config(pr.run->topology.nr_nodes()).enabled;
+  // The scan is traced whenever NUMA balancing is on, and the kernel's
+  // clearing of THPs whenever they may be used: the simulation takes the
+  // guest's TLB flush cost, migration steps and page zeroing from it (below).
+  const bool trace_scan = !cx.o.scan_trace.empty() ||
+                          sc.kernel.numa_config(pr.run->topology.nr_nodes()).enabled ||
+                          sc.kernel.mm.thp_enabled != mm::ThpEnabled::kNever;
   std::vector<std::string> native_args;
   for (const auto& s : sets) native_args.insert(native_args.end(), {"--set", s});
-  ir.add_file("init",
-              init_script(hierarchy, disk_kib, virtio, modules, native_args, repeat,
-                          trace_scan ? series : std::string(), cx.o.trace_events, cx.o.kprobes),
-              0755);
+  // The guest's noise, measured on as many vCPUs as the simulation keeps
+  // busy at once (guest_noise), unless the scenario turns [noise] off.
+  int noise_cpus = 0;
+  if (sc.noise.enabled) {
+    const std::string probe = noise_probe_path();
+    scenario::PrepareResult sp = scenario::prepare({path, std::nullopt, sets, sc.seed, ""});
+    if (probe.empty()) {
+      err << "mmsim: warning: mmsim-noise-probe is not built (tools/noise): the simulation keeps "
+             "[noise]'s defaults\n";
+      notes.push_back(
+          "mmsim-noise-probe was not found: the simulation has [noise]'s defaults, not the "
+          "guest's noise");
+    } else if (sp.run) {
+      const workload::RunResult r = scenario::simulate(*sp.run);
+      std::vector<std::pair<double, double>> lives;
+      for (const auto& t : r.tasks) {
+        const double life = t.exit_s - t.start_s;
+        if (life > 0 && (t.times.user_ns + t.times.sys_ns) * 1e-9 >= 0.5 * life)
+          lives.emplace_back(t.start_s, t.exit_s);
+      }
+      noise_cpus = std::clamp(peak_busy_tasks(lives), 1, static_cast<int>(gm.nr_cpus()));
+      if (!add_program(probe, "bin/mmsim-noise-probe")) {
+        err << "mmsim: error: the guest's programs: " << why << "\n";
+        oc.rc = kExitHost;
+        return oc;
+      }
+    }
+  }
+  ir.add_file(
+      "init",
+      init_script(hierarchy, disk_kib, virtio, modules, native_args, repeat,
+                  trace_scan ? series : std::string(), cx.o.trace_events, cx.o.kprobes, noise_cpus),
+      0755);
   // A virtio disk: a sparse image of the disk's size in the work directory.
   std::string image;
   if (virtio) {
@@ -748,6 +951,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   BootResult br;
   std::vector<ordered_json> real;
   std::vector<std::string> traces;
+  std::vector<std::string> noise_reports;
   std::string failure;
   for (int attempt = 1; attempt <= 2; ++attempt) {
     br = boot_guest(gm, b, cx.signals, err);
@@ -770,6 +974,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     }
     real.clear();
     traces.clear();
+    noise_reports = parse_noise_reports(data_text);
     failure.clear();
     bool retry = true;
     if (!br.came_up) failure = fmt::format("the guest never came up (QEMU {})", br.qemu.what());
@@ -823,6 +1028,61 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     }
   }
 
+  if (noise_cpus > 0) {
+    std::vector<ordered_json> reports;
+    for (const auto& text : noise_reports) {
+      try {
+        reports.push_back(ordered_json::parse(text));
+      } catch (const std::exception& e) {
+        err << "mmsim: warning: a noise probe's report is not JSON: " << e.what() << "\n";
+      }
+    }
+    GuestNoise gn = guest_noise(reports, cx.o.sets);
+    if (gn.sets.empty()) {
+      notes.push_back(
+          "the guest's noise probes reported nothing usable: the simulation has [noise]'s "
+          "defaults");
+    } else {
+      sets.insert(sets.end(), gn.sets.begin(), gn.sets.end());
+      notes.push_back(std::move(gn.note));
+    }
+  }
+
+  auto user_set = [&](std::string_view key) {
+    return std::any_of(cx.o.sets.begin(), cx.o.sets.end(),
+                       [&](const std::string& s) { return s.starts_with(key); });
+  };
+
+  // The guest's clearing of its THPs. Under TCG a 2 MiB clear takes about
+  // a millisecond where hardware takes a hundred microseconds, and a thread
+  // that reaches a THP another is still clearing zero-fills one of its own
+  // (a lost race): the simulation must clear as slowly. From the median of
+  // the guest's clears (each of a PMD-sized folio, 512 pages: validate's
+  // scenarios use no other large folio size), unless the command line sets it.
+  {
+    std::vector<double> zeroes;
+    for (const auto& t : traces) {
+      const std::vector<double> z = huge_zero_ns(t);
+      zeroes.insert(zeroes.end(), z.begin(), z.end());
+    }
+    constexpr size_t kEnoughClears = 20;
+    if (zeroes.size() >= kEnoughClears && !user_set("costs.page_zero_ns=")) {
+      const size_t n = zeroes.size();
+      const double median = util::percentile(std::move(zeroes), 0.5);
+      const double per_page = median / static_cast<double>(mm::kHugePages);
+      sets.push_back(fmt::format("costs.page_zero_ns={:.0f}", per_page));
+      notes.push_back(fmt::format(
+          "page_zero_ns = {:.0f} ns in the simulation, measured in the guest: its {} clears of a "
+          "THP at its fault took {:.3f} ms (median), over {} pages",
+          per_page, n, median * 1e-6, mm::kHugePages));
+    } else if (!zeroes.empty() && !user_set("costs.page_zero_ns=")) {
+      notes.push_back(fmt::format(
+          "the guest cleared {} THPs at their faults, fewer than {}: the simulation keeps its "
+          "page_zero_ns",
+          zeroes.size(), kEnoughClears));
+    }
+  }
+
   // The guest's TLB shootdowns. Under TCG a flush waits for vCPUs the host
   // has descheduled (8 vCPUs on a few host CPUs): tens of ms where hardware
   // takes a few us. task_numa_work charges its own run time 32 times over
@@ -838,10 +1098,6 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     const std::vector<double> f = scan_flush_ns(t);
     flushes.insert(flushes.end(), f.begin(), f.end());
   }
-  auto user_set = [&](std::string_view key) {
-    return std::any_of(cx.o.sets.begin(), cx.o.sets.end(),
-                       [&](const std::string& s) { return s.starts_with(key); });
-  };
   if (flushes.size() >= 5 && !user_set("costs.tlb_flush_ipi_ns=")) {
     std::sort(flushes.begin(), flushes.end());
     const double median = flushes[flushes.size() / 2];

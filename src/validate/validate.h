@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mmsim::validate {
@@ -125,6 +126,39 @@ struct MigrationTimes {
   std::vector<double> copy;
 };
 MigrationTimes misplaced_migration_ns(const std::string& trace);
+
+// The guest's clearing of huge pages at their faults as its trace shows
+// them (clear_huge_page, or folio_zero_user from 6.10), in ns, in trace
+// order; a call whose task was switched out meanwhile is left out.
+std::vector<double> huge_zero_ns(const std::string& trace);
+
+// The guest's own noise. Under TCG a guest's vCPUs are threads of the host,
+// which takes them off its few cores for milliseconds whenever more of them
+// are busy than it has cores; its wakeups, clones and forks run emulated.
+// Threads' races (which thread zero-fills a page, who reaches a page its
+// sibling migrates) follow that noise, not a bare-metal server's, so the
+// guest measures it before its runs: mmsim-noise-probe (tools/noise) on as
+// many vCPUs as the scenario keeps busy at once, one report each.
+//
+// The reports in the guest's data channel (MMSIM-NOISE blocks), in order.
+std::vector<std::string> parse_noise_reports(const std::string& text);
+
+// The most tasks of a simulated run busy at once: tasks alive together, each
+// running (user or system time) over at least half of its life.
+int peak_busy_tasks(const std::vector<std::pair<double, double>>& busy_lives);
+
+// The simulation's [noise] from the reports: each key the median over the
+// reports, clamped to its range (sim::noise_params), as --set overrides
+// ("noise.irq_rate=1380.5"), except the keys the user set (`user_sets`,
+// "noise.KEY=..."); and a line saying what was measured. Interruptions
+// (irq_*) are all the fixed work quanta's, short and long: a guest's long
+// ones, the host taking the vCPU, are what sets it apart.
+struct GuestNoise {
+  std::vector<std::string> sets;
+  std::string note;
+};
+GuestNoise guest_noise(const std::vector<nlohmann::ordered_json>& reports,
+                       const std::vector<std::string>& user_sets);
 
 // Runs every scenario on every kernel; the tables on `out`, progress and
 // problems on `err`. Returns the exit code.

@@ -139,6 +139,93 @@ TEST(ScanTrace,
   EXPECT_NEAR(m.moved[2], 12e3, 1);  // 20 us less the flush's 8
 }
 
+TEST(ScanTrace, AHugePageClearIsTimedFromItsCallToItsReturnUnlessItsTaskWasSwitchedOut) {
+  auto line = [](const char* task, const char* at, const char* event) {
+    return fmt::format("          {}     [002] .....     {}: {}\n", task, at, event);
+  };
+  const std::string trace =
+      line("writer-163", "5.000000", "zero_huge: (clear_huge_page+0x0/0x1b0)") +
+      line("writer-164", "5.000100", "zero_huge: (clear_huge_page+0x0/0x1b0)") +
+      line("writer-163", "5.006800",
+           "zero_huge_ret: (__do_huge_pmd_anonymous_page+0x9f/0x5a0 <- clear_huge_page)") +
+      line("writer-164", "5.000200",
+           "sched_switch: prev_comm=writer prev_pid=164 prev_prio=120 prev_state=R+ ==> "
+           "next_comm=kworker/2:1 next_pid=41 next_prio=120") +
+      line("writer-164", "5.009000",
+           "zero_huge_ret: (__do_huge_pmd_anonymous_page+0x9f/0x5a0 <- clear_huge_page)") +
+      line("writer-165", "5.010000",
+           "zero_huge_ret: (__do_huge_pmd_anonymous_page+0x9f/0x5a0 <- clear_huge_page)");
+
+  const std::vector<double> z = huge_zero_ns(trace);
+
+  ASSERT_EQ(z.size(), 1u);  // 164's was switched out, 165's return has no call
+  EXPECT_NEAR(z[0], 6.8e6, 1);
+}
+
+TEST(GuestNoise, TheProbesReportsAreTheBlocksBetweenTheirMarkers) {
+  const std::string data =
+      "MMSIM-RUN 1 0\n{}\nMMSIM-END 1\nMMSIM-NOISE 0\n{\"a\":1}\r\nMMSIM-NOISE-END 0\n"
+      "MMSIM-NOISE 1\n{\"a\":\n2}\nMMSIM-NOISE-END 1\nMMSIM-DONE\n";
+
+  const std::vector<std::string> r = parse_noise_reports(data);
+
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0], "{\"a\":1}\n");
+  EXPECT_EQ(r[1], "{\"a\":\n2}\n");
+}
+
+TEST(GuestNoise, ThePeakOfBusyTasksCountsOnlyTasksAliveTogether) {
+  // Two overlap, a third starts as the first ends.
+  EXPECT_EQ(peak_busy_tasks({{0.0, 1.0}, {0.5, 2.0}, {1.0, 3.0}}), 2);
+  EXPECT_EQ(peak_busy_tasks({}), 0);
+}
+
+nlohmann::ordered_json probe_report(double rate, double irq_ns, double wake_ns, double clone_cv,
+                                    double forks) {
+  return nlohmann::ordered_json::parse(fmt::format(
+      R"({{"fwq":{{"quanta":100000,"plain_cv":0.07,"interruptions":500,
+           "interruptions_per_s":{},"interruption_mean_ns":{},"interruption_cv":4.5}},
+          "wakeup":{{"samples":1000,"excess_mean_ns":{},"excess_cv":6}},
+          "clone":{{"samples":300,"excess_mean_ns":400000,"excess_cv":{}}},
+          "fork":{{"samples":{},"excess_mean_ns":3000000,"excess_cv":1.2}}}})",
+      rate, irq_ns, wake_ns, clone_cv, forks));
+}
+
+TEST(GuestNoise, EachKeyIsTheMedianOverTheProbesAsSetsOfTheSimulationsNoise) {
+  const GuestNoise g = guest_noise(
+      {probe_report(1000, 400000, 80000, 4, 50), probe_report(1400, 300000, 120000, 5, 50),
+       probe_report(900, 500000, 100000, 3, 50)},
+      {});
+
+  const std::vector<std::string> want = {
+      "noise.irq_rate=1000",           "noise.irq_duration=400000ns",
+      "noise.irq_duration_cv=4.5",     "noise.cost_jitter_cv=0.07",
+      "noise.wakeup_latency=100000ns", "noise.wakeup_latency_cv=6",
+      "noise.clone_latency=400000ns",  "noise.clone_latency_cv=4",
+      "noise.fork_latency=3000000ns",  "noise.fork_latency_cv=1.2"};
+  EXPECT_EQ(g.sets, want);
+  EXPECT_NE(g.note.find("3 busy vCPUs"), std::string::npos) << g.note;
+}
+
+TEST(GuestNoise, AKeyTheUserSetOrNoProbeMeasuredIsLeftAlone) {
+  const GuestNoise g = guest_noise({probe_report(1000, 400000, 80000, 4, 0)}, {"noise.irq_rate=5"});
+
+  for (const auto& s : g.sets) {
+    EXPECT_FALSE(s.starts_with("noise.irq_rate=")) << s;
+    EXPECT_FALSE(s.starts_with("noise.fork_latency")) << s;  // no fork was timed
+  }
+  EXPECT_EQ(g.sets.size(), 7u);
+}
+
+TEST(GuestNoise, AValueOutsideItsKeysRangeIsClampedAndSaid) {
+  const GuestNoise g = guest_noise({probe_report(1000, 400000, 80000, 14, 50)}, {});
+
+  EXPECT_NE(std::find(g.sets.begin(), g.sets.end(), "noise.clone_latency_cv=10"), g.sets.end());
+  EXPECT_NE(g.note.find("clone_latency_cv 14 to 10"), std::string::npos) << g.note;
+}
+
+TEST(GuestNoise, NoProbeGivesNoSets) { EXPECT_TRUE(guest_noise({}, {}).sets.empty()); }
+
 TEST(Initramfs, IsANewcArchiveWithParentsFirstAndATrailer) {
   Initramfs ir;
   ir.add_file("bin/tool", "#!/bin/sh\n", 0755);
