@@ -1209,12 +1209,18 @@ void World::lose_fault_race(TaskExec& t, Vpn vpn, const FaultInFlight& f) {
     return;
   }
   charge_sys(t, mm_.lose_fault_race(*t.proc->mm, vpn, f.pages > 1, ctx).cost);
-  // The winner is the fault that started first: one that would have
-  // finished zeroing sooner goes on only once that one's folio is mapped,
-  // in the kernel's retry of the access.
+  // Under the page-table lock the first to get there wins, not the first
+  // to start: a fault that began later but gets there sooner (the other
+  // was stretched by an interruption: a guest's vCPU taken by its host)
+  // maps its folio and goes on; the other finds the entry set and puts its
+  // own back. From then on the entry is set for everyone.
+  // SIMPLIFICATION: the folio left mapped is the first fault's: the counts
+  // are the same (each allocated, charged and zeroed a folio, one freed),
+  // only which node holds the page can differ.
   if (t.clock < f.done) {
-    t.task.times.sys_ns += static_cast<double>((f.done - t.clock).ns);
-    t.clock = f.done;
+    for (FaultInFlight& g : t.proc->faults_in_flight) {
+      if (g.pid == f.pid && g.lo == f.lo) g.done = t.clock;
+    }
   }
 }
 
