@@ -883,14 +883,15 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   int noise_cpus = 0;
   if (sc.noise.enabled) {
     const std::string probe = noise_probe_path();
-    scenario::PrepareResult sp = scenario::prepare({path, std::nullopt, sets, sc.seed, ""});
     if (probe.empty()) {
       err << "mmsim: warning: mmsim-noise-probe is not built (tools/noise): the simulation keeps "
              "[noise]'s defaults\n";
       notes.push_back(
           "mmsim-noise-probe was not found: the simulation has [noise]'s defaults, not the "
           "guest's noise");
-    } else if (sp.run) {
+    } else if (scenario::PrepareResult sp =
+                   scenario::prepare({path, std::nullopt, sets, sc.seed, ""});
+               sp.run) {
       const workload::RunResult r = scenario::simulate(*sp.run);
       std::vector<std::pair<double, double>> lives;
       for (const auto& t : r.tasks) {
