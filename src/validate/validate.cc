@@ -369,6 +369,16 @@ int peak_busy_tasks(const std::vector<std::pair<double, double>>& busy_lives) {
   return peak;
 }
 
+namespace {
+
+// Whether one of `sets` ("key.path=value") sets `key` (given with its "=").
+bool sets_key(const std::vector<std::string>& sets, std::string_view key) {
+  return std::any_of(sets.begin(), sets.end(),
+                     [&](const std::string& s) { return s.starts_with(key); });
+}
+
+}  // namespace
+
 GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                        const std::vector<std::string>& user_sets) {
   GuestNoise g;
@@ -407,11 +417,7 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   std::map<std::string, double> got;
   std::vector<std::string> clamped;
   for (const Key& k : kKeys) {
-    const std::string set = fmt::format("noise.{}=", k.key);
-    if (std::any_of(user_sets.begin(), user_sets.end(),
-                    [&](const std::string& u) { return u.starts_with(set); })) {
-      continue;
-    }
+    if (sets_key(user_sets, fmt::format("noise.{}=", k.key))) continue;
     std::optional<double> x = median_of(k.section, k.field, k.count);
     if (!x) continue;
     const auto params = sim::noise_params();
@@ -1049,10 +1055,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     }
   }
 
-  auto user_set = [&](std::string_view key) {
-    return std::any_of(cx.o.sets.begin(), cx.o.sets.end(),
-                       [&](const std::string& s) { return s.starts_with(key); });
-  };
+  auto user_set = [&](std::string_view key) { return sets_key(cx.o.sets, key); };
 
   // The guest's clearing of its THPs. Under TCG a 2 MiB clear takes about
   // 3 ms of a vCPU where hardware takes a tenth of one, and a thread that
