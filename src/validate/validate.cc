@@ -22,6 +22,7 @@
 #include "memcg/memcg.h"
 #include "native/host.h"
 #include "native/scenario_native.h"
+#include "report/compare.h"
 #include "report/report.h"
 #include "scenario/simulation.h"
 #include "sim/noise.h"
@@ -186,9 +187,19 @@ Verdict judge(const std::string& counter, const Series& real, const Series& sim,
     v.note = "not modelled";
     return v;
   }
+  if (r != 0) {
+    const report::Change c =
+        report::change_vs(report::sample_of(real.values), report::sample_of(sim.values));
+    if (c.ci) v.error_ci = std::pair(c.ci->first / 100, c.ci->second / 100);
+  }
   if (!tol) return v;
   v.pass = tol->relative ? std::fabs(v.error) <= tol->value + 1e-12
                          : std::fabs(s - r) <= tol->value + 1e-9;
+  if (!v.pass && v.error_ci) {
+    // The tolerance as a band of relative errors.
+    const double band = tol->relative ? tol->value : tol->value / std::fabs(r);
+    v.fail_beyond_spread = v.error_ci->first > band || v.error_ci->second < -band;
+  }
   return v;
 }
 
@@ -489,6 +500,12 @@ std::string shell_quote(const std::string& s) {
 uint64_t host_mem_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGE_SIZE);
   return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size) : 0;
+}
+
+// A judged error's 95% interval, in % ("-52.1..+15.2%"), or "-" without one.
+std::string interval_text(const std::optional<std::pair<double, double>>& ci) {
+  if (!ci) return "-";
+  return fmt::format("{:+.1f}..{:+.1f}%", ci->first * 100, ci->second * 100);
 }
 
 std::string today() {
@@ -1335,18 +1352,28 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   auto err_text = [](const Verdict& v) {
     return std::isinf(v.error) ? std::string("n/a") : fmt::format("{:+.1f}%", v.error * 100);
   };
-  out << fmt::format("\n{:<34} {:>26} {:>26} {:>9} {:>9}  {}\n", "counter", "real mean (range)",
-                     "simulated mean (range)", "error", "tolerance", "verdict");
-  int passed = 0, failed = 0;
+  out << fmt::format("\n{:<34} {:>26} {:>26} {:>9} {:>16} {:>9}  {}\n", "counter",
+                     "real mean (range)", "simulated mean (range)", "error", "95% interval",
+                     "tolerance", "verdict");
+  int passed = 0, failed = 0, beyond = 0;
   for (const auto& v : oc.verdicts) {
     if (v.tolerance) (v.pass ? passed : failed)++;
+    beyond += v.fail_beyond_spread;
     out << fmt::format(
-        "{:<34} {:>26} {:>26} {:>9} {:>9}  {}\n", v.counter, range(v.real),
-        v.modelled ? range(v.sim) : "-", err_text(v), v.tolerance ? v.tolerance->text() : "-",
+        "{:<34} {:>26} {:>26} {:>9} {:>16} {:>9}  {}\n", v.counter, range(v.real),
+        v.modelled ? range(v.sim) : "-", err_text(v), v.modelled ? interval_text(v.error_ci) : "-",
+        v.tolerance ? v.tolerance->text() : "-",
         !v.tolerance ? (v.modelled ? "" : "not modelled")
                      : (v.pass ? "pass" : (v.modelled ? "FAIL" : "FAIL (not modelled)")));
   }
-  out << fmt::format("{} of {} judged counters within tolerance\n", passed, passed + failed);
+  out << fmt::format("{} of {} judged counters within tolerance", passed, passed + failed);
+  if (failed) {
+    out << fmt::format(
+        "; {} of the {} outside it beyond the runs' spread (the whole 95% interval of the "
+        "error outside the tolerance)",
+        beyond, failed);
+  }
+  out << "\n";
   out.flush();
 
   ordered_json counters = ordered_json::array();
@@ -1364,9 +1391,12 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
                         {"values", v.sim.values}};
     }
     c["error"] = std::isinf(v.error) ? ordered_json(nullptr) : ordered_json(v.error);
+    c["error_ci"] = v.error_ci ? ordered_json::array({v.error_ci->first, v.error_ci->second})
+                               : ordered_json(nullptr);
     if (v.tolerance) {
       c["tolerance"] = v.tolerance->text();
       c["verdict"] = v.pass ? "pass" : "fail";
+      if (!v.pass) c["fail_beyond_spread"] = v.fail_beyond_spread;
     }
     counters.push_back(c);
   }
@@ -1390,15 +1420,18 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
              {"notes", notes},
              {"passed", passed},
              {"failed", failed},
+             {"failed_beyond_spread", beyond},
              {"counters", counters},
              {"real_runs", real},
              {"simulated_first", simulated.front()}};
   return oc;
 }
 
-std::string markdown(const std::vector<ordered_json>& results,
-                     const std::vector<std::pair<std::string, std::string>>& skipped,
-                     const std::string& qemu) {
+}  // namespace
+
+std::string validation_markdown(const std::vector<ordered_json>& results,
+                                const std::vector<std::pair<std::string, std::string>>& skipped,
+                                const std::string& qemu) {
   std::string md = "# Validation: mmsim against real Linux kernels\n\n";
   md += fmt::format(
       "Generated by `make validate` on {} (QEMU: {}). Each scenario of `validate/` runs in a "
@@ -1406,14 +1439,20 @@ std::string markdown(const std::vector<ordered_json>& results,
       "with the kernel's version; counters are the kernel's own (/proc/vmstat, memory.stat) "
       "against the simulation's. Only counters with a tolerance (the scenario's "
       "`[validate.tolerance]`) are judged. Guest time under TCG is not real hardware time: "
-      "no time is judged.\n\n",
+      "no time is judged. Each error has its 95% interval (Welch's, from both sides' runs): a "
+      "failure whose interval reaches inside the tolerance is marked \"within the runs' "
+      "spread\", since that many runs cannot tell it from agreement; more (`--repeat`) "
+      "can.\n\n",
       today(), qemu);
   md += "## Summary\n\n| scenario | kernel | judged | passed | failed |\n|---|---|---|---|---|\n";
   for (const auto& r : results) {
-    md += fmt::format("| {} | {} | {} | {} | {} |\n", r["scenario"].get<std::string>(),
-                      r["kernel"]["release"].get<std::string>(),
-                      r["passed"].get<int>() + r["failed"].get<int>(), r["passed"].get<int>(),
-                      r["failed"].get<int>());
+    const int failed = r["failed"].get<int>(), beyond = r.value("failed_beyond_spread", 0);
+    md +=
+        fmt::format("| {} | {} | {} | {} | {}{} |\n", r["scenario"].get<std::string>(),
+                    r["kernel"]["release"].get<std::string>(), r["passed"].get<int>() + failed,
+                    r["passed"].get<int>(), failed,
+                    failed > beyond ? fmt::format(" ({} within the runs' spread)", failed - beyond)
+                                    : std::string());
   }
   for (const auto& [what, why] : skipped)
     md += fmt::format("| {} | skipped: {} | | | |\n", what, why);
@@ -1428,29 +1467,34 @@ std::string markdown(const std::vector<ordered_json>& results,
         r["machine"]["nodes"].get<int>(), r["machine"]["cpus"].get<int>());
     for (const auto& n : r["notes"]) md += fmt::format("Note: {}\n\n", n.get<std::string>());
     md +=
-        "| counter | real mean (min-max) | simulated mean | error | tolerance | verdict |\n"
-        "|---|---|---|---|---|---|\n";
+        "| counter | real mean (min-max) | simulated mean (min-max) | error | its 95% interval | "
+        "tolerance | verdict |\n"
+        "|---|---|---|---|---|---|---|\n";
+    auto range = [](const ordered_json& x) {
+      return x["min"] == x["max"] ? fmt::format("{:.6g}", x["mean"].get<double>())
+                                  : fmt::format("{:.6g} ({:.6g}-{:.6g})", x["mean"].get<double>(),
+                                                x["min"].get<double>(), x["max"].get<double>());
+    };
     for (const auto& c : r["counters"]) {
-      const auto& re = c["real"];
-      const std::string real = re["min"] == re["max"]
-                                   ? fmt::format("{:.6g}", re["mean"].get<double>())
-                                   : fmt::format("{:.6g} ({:.6g}-{:.6g})", re["mean"].get<double>(),
-                                                 re["min"].get<double>(), re["max"].get<double>());
-      const std::string sim = c.contains("simulated")
-                                  ? fmt::format("{:.6g}", c["simulated"]["mean"].get<double>())
-                                  : "not modelled";
+      const std::string sim = c.contains("simulated") ? range(c["simulated"]) : "not modelled";
       const std::string e =
           c["error"].is_null() ? "n/a" : fmt::format("{:+.1f}%", c["error"].get<double>() * 100);
-      md +=
-          fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", c["counter"].get<std::string>(), real,
-                      sim, e, c.value("tolerance", "-"),
-                      c.contains("verdict") ? (c["verdict"] == "pass" ? "pass" : "**FAIL**") : "");
+      std::optional<std::pair<double, double>> ci;
+      if (c.contains("error_ci") && c["error_ci"].is_array())
+        ci = std::pair(c["error_ci"][0].get<double>(), c["error_ci"][1].get<double>());
+      std::string verdict;
+      if (c.contains("verdict")) {
+        verdict = c["verdict"] == "pass"                 ? "pass"
+                  : c.value("fail_beyond_spread", false) ? "**FAIL**"
+                                                         : "**FAIL** (within the runs' spread)";
+      }
+      md += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", c["counter"].get<std::string>(),
+                        range(c["real"]), sim, e, interval_text(ci), c.value("tolerance", "-"),
+                        verdict);
     }
   }
   return md;
 }
-
-}  // namespace
 
 int run_validate(const ValidateOptions& o, std::ostream& out, std::ostream& err) {
   if (o.scenarios.empty()) {
@@ -1575,7 +1619,8 @@ int run_validate(const ValidateOptions& o, std::ostream& out, std::ostream& err)
     }
   }
   if (!o.markdown.empty() &&
-      !util::write_file_atomically(o.markdown, markdown(results, skipped, cx.qemu), &werr)) {
+      !util::write_file_atomically(o.markdown, validation_markdown(results, skipped, cx.qemu),
+                                   &werr)) {
     err << "mmsim: error: " << werr << "\n";
     return native::kExitHostSetup;
   }

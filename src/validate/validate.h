@@ -102,12 +102,27 @@ struct Verdict {
   Series real, sim;
   std::optional<Tolerance> tolerance;  // not judged without one
   double error = 0;                    // relative error of the means (sim - real) / real
-  bool modelled = true;                // the simulation reports it
+  // Welch's 95% interval of that error, as fractions of the real mean: how
+  // far the runs' own spread lets the means' difference lie from `error`.
+  // None with fewer than 2 runs on a side or a real mean of 0.
+  std::optional<std::pair<double, double>> error_ci;
+  bool modelled = true;  // the simulation reports it
   bool pass = true;
+  // A failure the runs' spread cannot explain: the whole interval lies
+  // outside the tolerance. False for a pass, and for a failure without an
+  // interval (one run a side says nothing of the spread).
+  bool fail_beyond_spread = false;
   std::string note;
 };
 Verdict judge(const std::string& counter, const Series& real, const Series& sim, bool modelled,
               const std::optional<Tolerance>& tol);
+
+// docs/validation.md's tables (`mmsim validate --markdown`): a summary row per
+// result (validate's JSON of one scenario on one kernel), then each result's
+// notes and counters; `skipped` are (scenario, why) of those that did not run.
+std::string validation_markdown(const std::vector<nlohmann::ordered_json>& results,
+                                const std::vector<std::pair<std::string, std::string>>& skipped,
+                                const std::string& qemu);
 
 // The guest's TLB flushes as its scan trace (--scan-trace) shows them: the
 // time, in ns, of each change_prot_numa call that changed 1 to 16 PTEs, a

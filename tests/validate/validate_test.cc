@@ -499,6 +499,93 @@ TEST(Judge, ACounterTheSimulationLacksFailsOnlyWhenJudged) {
   EXPECT_TRUE(judge("c", of({5}), of({}), false, std::nullopt).pass);
 }
 
+TEST(Judge, AFailureTheRunsSpreadCoversIsNotBeyondIt) {
+  // The guest's runs spread by a third; the simulation's mean is 15 % low.
+  const Verdict v = judge("c", of({80, 100, 120}), of({84, 85, 86}), true, Tolerance{true, 0.1});
+  EXPECT_FALSE(v.pass);
+  ASSERT_TRUE(v.error_ci);
+  EXPECT_LT(v.error_ci->first, -0.1);
+  EXPECT_GT(v.error_ci->second, -0.1) << "the interval reaches inside the tolerance";
+  EXPECT_FALSE(v.fail_beyond_spread);
+}
+
+TEST(Judge, AFailureOfTightRunsIsBeyondTheirSpread) {
+  const Verdict v = judge("c", of({99, 100, 101}), of({84, 85, 86}), true, Tolerance{true, 0.1});
+  EXPECT_FALSE(v.pass);
+  ASSERT_TRUE(v.error_ci);
+  EXPECT_LT(v.error_ci->second, -0.1);
+  EXPECT_TRUE(v.fail_beyond_spread);
+}
+
+TEST(Judge, AnAbsoluteToleranceIsABandAroundTheRealMean) {
+  // 30 counts low, within a few: outside a band of 10 counts (10 % of 100).
+  const Verdict v = judge("c", of({100, 100, 100}), of({69, 70, 71}), true, Tolerance{false, 10});
+  EXPECT_FALSE(v.pass);
+  EXPECT_TRUE(v.fail_beyond_spread);
+  const Verdict wide =
+      judge("c", of({100, 100, 100}), of({69, 70, 71}), true, Tolerance{false, 29});
+  EXPECT_FALSE(wide.pass);
+  EXPECT_FALSE(wide.fail_beyond_spread) << "the interval, -32.5 to -27.5 %, reaches inside 29";
+}
+
+TEST(Judge, OneRunASideHasNoIntervalAndNoFailureBeyondSpread) {
+  const Verdict v = judge("c", of({100}), of({150}), true, Tolerance{true, 0.1});
+  EXPECT_FALSE(v.pass);
+  EXPECT_FALSE(v.error_ci);
+  EXPECT_FALSE(v.fail_beyond_spread) << "one run says nothing of the spread";
+}
+
+// validate's JSON of one scenario on one kernel with the given verdicts.
+nlohmann::ordered_json result_of(const std::vector<Verdict>& verdicts) {
+  nlohmann::ordered_json counters = nlohmann::ordered_json::array();
+  int passed = 0, failed = 0, beyond = 0;
+  for (const Verdict& v : verdicts) {
+    auto side = [](const Series& x) {
+      return nlohmann::ordered_json{{"mean", x.mean()}, {"min", x.min()}, {"max", x.max()}};
+    };
+    nlohmann::ordered_json c = {
+        {"counter", v.counter},
+        {"real", side(v.real)},
+        {"simulated", side(v.sim)},
+        {"error", v.error},
+        {"error_ci", nlohmann::ordered_json::array({v.error_ci->first, v.error_ci->second})},
+        {"tolerance", v.tolerance->text()},
+        {"verdict", v.pass ? "pass" : "fail"}};
+    if (!v.pass) c["fail_beyond_spread"] = v.fail_beyond_spread;
+    counters.push_back(c);
+    (v.pass ? passed : failed)++;
+    beyond += v.fail_beyond_spread;
+  }
+  return {{"scenario", "s"},
+          {"path", "validate/s.toml"},
+          {"kernel", {{"package", "p"}, {"version", "1"}, {"release", "6.1.0"}}},
+          {"accel", "tcg"},
+          {"repeat", 3},
+          {"machine", {{"nodes", 2}, {"cpus", 4}}},
+          {"notes", nlohmann::ordered_json::array()},
+          {"passed", passed},
+          {"failed", failed},
+          {"failed_beyond_spread", beyond},
+          {"counters", counters}};
+}
+
+TEST(Markdown, AFailureWithinTheRunsSpreadIsMarkedSoInItsRowAndTheSummary) {
+  const Tolerance ten{true, 0.1};
+  const std::string md = validation_markdown(
+      {result_of({judge("spread", of({80, 100, 120}), of({84, 85, 86}), true, ten),
+                  judge("tight", of({99, 100, 101}), of({84, 85, 86}), true, ten),
+                  judge("ok", of({99, 100, 101}), of({99, 100, 101}), true, ten)})},
+      {}, "qemu");
+  EXPECT_NE(md.find("| s | 6.1.0 | 3 | 1 | 2 (1 within the runs' spread) |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| `spread` | 100 (80-120) | 85 (84-86) | -15.0% |"), std::string::npos);
+  EXPECT_NE(md.find("| 10% | **FAIL** (within the runs' spread) |"), std::string::npos);
+  EXPECT_NE(md.find("| 10% | **FAIL** |"), std::string::npos) << "the tight one";
+  EXPECT_NE(md.find("| `ok` | 100 (99-101) | 100 (99-101) | +0.0% | -2.3..+2.3% | 10% | pass |"),
+            std::string::npos)
+      << md;
+}
+
 TEST(Judge, ZeroOnBothSidesIsNoError) {
   const Verdict v = judge("c", of({0, 0}), of({0}), true, Tolerance{true, 0.1});
   EXPECT_TRUE(v.pass);
