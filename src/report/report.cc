@@ -190,7 +190,10 @@ ordered_json noise_json(const sim::NoiseConfig& n) {
   if (!n.enabled) return j;
   j["tick_phase"] = n.tick_phase;
   j["launch_cpu"] = n.launch_cpu;
-  for (const auto& p : sim::noise_params()) j[std::string(p.key)] = n.*(p.field);
+  for (const auto& p : sim::noise_params()) {
+    if (!sim::noise_param_shown(n, p)) continue;
+    j[std::string(p.key)] = n.*(p.field);
+  }
   return j;
 }
 
@@ -205,6 +208,7 @@ std::string noise_text(const sim::NoiseConfig& n) {
   if (!n.enabled) return "off (--no-noise): exact lockstep";
   std::string out = fmt::format("tick_phase={} launch_cpu={}", n.tick_phase, n.launch_cpu);
   for (const auto& p : sim::noise_params()) {
+    if (!sim::noise_param_shown(n, p)) continue;
     const double v = n.*(p.field);
     out += p.unit == "ns" ? fmt::format(" {}={}", p.key, duration_text(v))
                           : fmt::format(" {}={:g}", p.key, v);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 namespace mmsim::sim {
@@ -135,6 +136,64 @@ double Noise::interruptions_ns(Rng& rng, double span_ns) const {
   return std::max(0.0, kd * irq_.mean() + std::sqrt(kd) * sd * std_normal()(rng));
 }
 
+HostTurns::HostTurns(int host_cpus, int vcpus, double slice_ns, double phase_ns)
+    : on_(host_cpus > 0 && vcpus > host_cpus && slice_ns > 0),
+      h_(std::max(host_cpus, 1)),
+      v_(std::max(vcpus, 1)),
+      slice_(slice_ns > 0 ? slice_ns : 1),
+      phase_(phase_ns) {
+  const int64_t g = std::gcd(static_cast<int64_t>(h_), static_cast<int64_t>(v_));
+  period_ = v_ / g;
+  on_per_period_ = h_ / g;
+}
+
+bool HostTurns::runs(int seat, double t) const {
+  if (!on_) return true;
+  return runs_in(seat % v_, static_cast<int64_t>(std::floor((t + phase_) / slice_)));
+}
+
+double HostTurns::finish(int seat, double t, double work_ns) const {
+  if (!on_ || !(work_ns > 0)) return t + std::max(work_ns, 0.0);
+  seat %= v_;
+  // Times relative to the grid: slice k spans [k S, (k + 1) S).
+  const double x = t + phase_;
+  int64_t k = static_cast<int64_t>(std::floor(x / slice_));
+  double w = work_ns;
+  if (runs_in(seat, k)) {
+    const double left = static_cast<double>(k + 1) * slice_ - x;
+    if (w <= left) return t + w;
+    w -= left;
+  }
+  ++k;
+  // Whole rotations at once (keeping the last for the walk below), so the
+  // cost does not grow with the work.
+  const double per_period = static_cast<double>(on_per_period_) * slice_;
+  if (const double n = std::floor(w / per_period) - 1; n > 0) {
+    k += static_cast<int64_t>(n) * period_;
+    w -= n * per_period;
+  }
+  for (;; ++k) {
+    if (!runs_in(seat, k)) continue;
+    if (w <= slice_) return static_cast<double>(k) * slice_ + w - phase_;
+    w -= slice_;
+  }
+}
+
+double HostTurns::offs_per_slice(int host_cpus, int vcpus) {
+  if (host_cpus <= 0 || vcpus <= host_cpus) return 0;
+  const HostTurns h(host_cpus, vcpus, 1, 0);
+  int64_t offs = 0;
+  for (int64_t k = 0; k < h.period_; ++k) offs += h.runs_in(0, k) && !h.runs_in(0, k + 1);
+  return static_cast<double>(offs) / static_cast<double>(h.period_);
+}
+
+double HostTurns::mean_off_slices(int host_cpus, int vcpus) {
+  const double offs = offs_per_slice(host_cpus, vcpus);
+  if (offs <= 0) return 0;
+  // A seat is off 1 - H/V of the slices, in `offs` turns a slice.
+  return (1 - static_cast<double>(host_cpus) / vcpus) / offs;
+}
+
 }  // namespace mmsim::sim
 
 namespace mmsim::sim {
@@ -193,10 +252,26 @@ const std::vector<NoiseParam> kParams = {
      "coefficient of variation of irq_duration (lognormal)",
      "the median of three runs of `noise_probe 400000` (tools/noise) on the development host, a "
      "2-vCPU KVM guest, 2026-12-02 (docs/noise.md): fwq.short.cv"},
+    {"host_cpus", &NoiseConfig::host_cpus, 0, 4096, "",
+     "the host's cores that the machine's vCPUs share (0: none shared, a real machine)",
+     "0: a real machine. `mmsim validate` sets the host's online CPUs when the guest's noise "
+     "probe ran more busy vCPUs than that"},
+    {"host_vcpus", &NoiseConfig::host_vcpus, 0, 4096, "",
+     "the busy vCPUs that take turns on the host_cpus cores",
+     "`mmsim validate`: the vCPUs its noise probe kept busy (the most tasks the simulation keeps "
+     "busy at once)"},
+    {"host_slice", &NoiseConfig::host_slice_ns, 0, 1e9, "ns",
+     "the length of a vCPU's turn on a host core",
+     "`mmsim validate`: the probe's mean interruption over a turn off's mean length in slices "
+     "(sim::HostTurns::mean_off_slices)"},
 };
 
 }  // namespace
 
 std::span<const NoiseParam> noise_params() { return kParams; }
+
+bool noise_param_shown(const NoiseConfig& c, const NoiseParam& p) {
+  return c.host_cpus > 0 || !p.key.starts_with("host_");
+}
 
 }  // namespace mmsim::sim

@@ -50,6 +50,13 @@ struct NoiseConfig {
   double irq_rate_hz = 432;
   double irq_duration_ns = 8303;
   double irq_duration_cv = 0.041;
+  // The machine is a guest whose vCPUs share its host's cores (HostTurns):
+  // host_cpus cores run host_vcpus busy vCPUs in turns of host_slice_ns.
+  // 0 host CPUs (the default): a real machine, each CPU its own.
+  // `mmsim validate` sets them from the guest's noise probe.
+  double host_cpus = 0;
+  double host_vcpus = 0;
+  double host_slice_ns = 0;
 };
 
 // One [noise] key: its field, range, unit, meaning and the source of its
@@ -66,6 +73,9 @@ struct NoiseParam {
 // The numeric [noise] keys (`enabled` and `tick_phase` are booleans); the
 // defaults are NoiseConfig's.
 std::span<const NoiseParam> noise_params();
+// Whether a report shows the key: the host_* keys only when the machine's
+// vCPUs share a host's cores (host_cpus above 0).
+bool noise_param_shown(const NoiseConfig& c, const NoiseParam& p);
 
 // A positive random variable of a given mean and coefficient of variation,
 // lognormal, drawn by its quantile table: one uniform draw and no
@@ -130,6 +140,46 @@ class Noise {
   Lognormal fork_, clone_, wakeup_, irq_;
   double jitter_half_width_;  // cv x sqrt(3): a uniform factor's half-width
   double irq_per_ns_;         // interruptions per ns of a CPU's time
+};
+
+// A guest's vCPUs taking turns on its host's cores: a host of H cores runs
+// V busy vCPUs (V > H) in slices of S, the vCPUs in seats 0..V-1 and, in
+// slice k, those in seats (k*H + j) mod V for j < H; a vCPU off its turn
+// runs nothing, user work or kernel. So at most H of the machine's CPUs make
+// progress at any time, and while one is off the others run: a TCG guest
+// with more busy vCPUs than its host's cores is like this (docs/noise.md).
+// SIMPLIFICATION: the rotation is fixed, V seats whatever the number of
+// vCPUs busy at the time (the host's CFS shares its cores among the vCPU
+// threads that are runnable, fairly but not in strict order); a CPU takes
+// the next seat, modulo V, the first time a task runs on it.
+class HostTurns {
+ public:
+  HostTurns() = default;
+  // phase_ns: where the slice grid lies against the run's start.
+  HostTurns(int host_cpus, int vcpus, double slice_ns, double phase_ns);
+  // Whether the vCPUs take turns at all (more of them than cores).
+  bool on() const { return on_; }
+  int vcpus() const { return v_; }
+  // Whether the vCPU in `seat` runs at time t (ns).
+  bool runs(int seat, double t) const;
+  // The time at which the vCPU in `seat`, from time t, has run `work_ns`.
+  double finish(int seat, double t, double work_ns) const;
+  // The mean length, in slices, of a seat's turns off: calibrates S from a
+  // probe's interruptions (they are these turns).
+  static double mean_off_slices(int host_cpus, int vcpus);
+  // The seat's turns off per slice, on average.
+  static double offs_per_slice(int host_cpus, int vcpus);
+
+ private:
+  bool runs_in(int seat, int64_t k) const {
+    const int64_t r = ((seat - k % v_ * h_) % v_ + v_) % v_;
+    return r < h_;
+  }
+  bool on_ = false;
+  int h_ = 1, v_ = 1;
+  double slice_ = 1, phase_ = 0;
+  int64_t period_ = 1;         // slices before the rotation repeats: V / gcd(V, H)
+  int64_t on_per_period_ = 1;  // of them, a seat's turns on: H / gcd(V, H)
 };
 
 // A per-task or per-purpose stream of the run's seed.

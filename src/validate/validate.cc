@@ -391,15 +391,22 @@ bool sets_key(const std::vector<std::string>& sets, std::string_view key) {
 }  // namespace
 
 GuestNoise guest_noise(const std::vector<ordered_json>& reports,
-                       const std::vector<std::string>& user_sets) {
+                       const std::vector<std::string>& user_sets, int host_cpus) {
   GuestNoise g;
-  // A field of every report that measured it (its sample count above 0).
-  auto median_of = [&](const char* section, const char* field,
+  // A field of every report that measured it (its sample count above 0);
+  // "a.b" is section b of section a.
+  auto median_of = [&](std::string_view section, const char* field,
                        const char* count) -> std::optional<double> {
     std::vector<double> v;
     for (const auto& r : reports) {
-      const auto s = r.find(section);
-      if (s == r.end() || !s->is_object() || !s->contains(field)) continue;
+      const ordered_json* s = &r;
+      for (size_t from = 0; s && from <= section.size();) {
+        const size_t dot = std::min(section.find('.', from), section.size());
+        const std::string name(section.substr(from, dot - from));
+        s = s->is_object() && s->contains(name) ? &(*s)[name] : nullptr;
+        from = dot + 1;
+      }
+      if (!s || !s->is_object() || !s->contains(field)) continue;
       if (count && s->value(count, 0.0) <= 0) continue;
       const double x = (*s)[field].get<double>();
       if (std::isfinite(x)) v.push_back(x);
@@ -445,6 +452,35 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                                      : fmt::format("noise.{}={:.4g}", k.key, *x));
   }
   if (g.sets.empty()) return g;
+  // More busy vCPUs than the host has CPUs: they take turns on its cores
+  // (sim::HostTurns), each off for the probe's long interruptions (the host
+  // running another vCPU). The turns take the place of as many of the
+  // interruptions, and of as much of their time; the rest stay.
+  std::string turns;
+  const int busy = static_cast<int>(reports.size());
+  const std::optional<double> off_ns = median_of("fwq.long", "mean_ns", "per_s");
+  if (host_cpus > 0 && busy > host_cpus && off_ns && got.count("irq_rate") &&
+      got.count("irq_duration") && !sets_key(user_sets, "noise.host_")) {
+    const double slice = *off_ns / sim::HostTurns::mean_off_slices(host_cpus, busy);
+    const double turn_rate = sim::HostTurns::offs_per_slice(host_cpus, busy) / slice * 1e9;
+    const double lost = got["irq_rate"] * got["irq_duration"] * 1e-9;  // of a vCPU's time
+    const double rest_lost = std::max(0.0, lost - (1 - static_cast<double>(host_cpus) / busy));
+    const double rest_rate = std::max(0.0, got["irq_rate"] - turn_rate);
+    const double rest_ns = rest_rate > 0 ? rest_lost / rest_rate * 1e9 : 0;
+    for (std::string& s : g.sets) {
+      if (s.starts_with("noise.irq_rate=")) s = fmt::format("noise.irq_rate={:.4g}", rest_rate);
+      if (s.starts_with("noise.irq_duration="))
+        s = fmt::format("noise.irq_duration={:.0f}ns", rest_ns);
+    }
+    g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
+    g.sets.push_back(fmt::format("noise.host_vcpus={}", busy));
+    g.sets.push_back(fmt::format("noise.host_slice={:.0f}ns", slice));
+    turns = fmt::format(
+        "; the host's {} CPUs run the {} busy vCPUs in turns of {:.3g} ms (off {:.3g} ms at a "
+        "time, the probes' long interruptions), which leaves {:.0f}/s of {:.3g} ms of the "
+        "interruptions",
+        host_cpus, busy, slice * 1e-6, *off_ns * 1e-6, rest_rate, rest_ns * 1e-6);
+  }
   auto said = [&](const char* key, const char* format_ns, double scale) {
     const auto it = got.find(key);
     return it == got.end() ? std::string("-")
@@ -454,16 +490,16 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
       "[noise] measured in the guest by mmsim-noise-probe on {} busy vCPU{} (the most tasks the "
       "simulation keeps busy at once): interruptions {}/s of {} ms mean (cv {}), wakeups +{} us "
       "(cv {}), clones +{} us (cv {}), forks +{} ms (cv {}), cost jitter cv {}: the "
-      "simulation's noise{}",
+      "simulation's noise{}{}",
       reports.size(), reports.size() == 1 ? "" : "s", said("irq_rate", "{:.0f}", 1),
       said("irq_duration", "{:.3g}", 1e-6), said("irq_duration_cv", "{:.2g}", 1),
       said("wakeup_latency", "{:.3g}", 1e-3), said("wakeup_latency_cv", "{:.2g}", 1),
       said("clone_latency", "{:.3g}", 1e-3), said("clone_latency_cv", "{:.2g}", 1),
       said("fork_latency", "{:.3g}", 1e-6), said("fork_latency_cv", "{:.2g}", 1),
       said("cost_jitter_cv", "{:.2g}", 1),
-      clamped.empty()
-          ? std::string()
-          : fmt::format(" (clamped to the keys' ranges: {})", fmt::join(clamped, ", ")));
+      clamped.empty() ? std::string()
+                      : fmt::format(" (clamped to the keys' ranges: {})", fmt::join(clamped, ", ")),
+      turns);
   return g;
 }
 
@@ -506,6 +542,12 @@ uint64_t host_mem_bytes() {
 std::string interval_text(const std::optional<std::pair<double, double>>& ci) {
   if (!ci) return "-";
   return fmt::format("{:+.1f}..{:+.1f}%", ci->first * 100, ci->second * 100);
+}
+
+// The host's online CPUs, on which QEMU runs the guest's vCPUs; 0 if unknown.
+int host_cpus() {
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 0;
 }
 
 std::string today() {
@@ -1061,7 +1103,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
         err << "mmsim: warning: a noise probe's report is not JSON: " << e.what() << "\n";
       }
     }
-    GuestNoise gn = guest_noise(reports, cx.o.sets);
+    GuestNoise gn = guest_noise(reports, cx.o.sets, host_cpus());
     if (gn.sets.empty()) {
       notes.push_back(
           "the guest's noise probes reported nothing usable: the simulation has [noise]'s "

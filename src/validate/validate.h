@@ -172,8 +172,13 @@ struct GuestNoise {
   std::vector<std::string> sets;
   std::string note;
 };
+// With more reports (busy vCPUs) than `host_cpus` (the host's CPUs, 0 if
+// unknown) the vCPUs take turns on the host's cores: the noise.host_* keys,
+// the turns sized from the probes' long interruptions (fwq.long), and the
+// irq_* keys then the interruptions the turns leave, unless the user set a
+// noise.host_* key.
 GuestNoise guest_noise(const std::vector<nlohmann::ordered_json>& reports,
-                       const std::vector<std::string>& user_sets);
+                       const std::vector<std::string>& user_sets, int host_cpus = 0);
 
 // Runs every scenario on every kernel; the tables on `out`, progress and
 // problems on `err`. Returns the exit code.

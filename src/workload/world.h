@@ -463,6 +463,9 @@ class World final : public sim::EventHandler,
                         std::vector<Piece>& pieces);
   // `ns` of user work with its noise.
   double user_noise(TaskExec& t, double ns);
+  // The time `ns` of work on t's CPU from t's clock takes while its vCPU
+  // takes turns on the host's cores (host_turns_; ns when it does not).
+  double host_wall_ns(const TaskExec& t, double ns);
   int64_t runtime_ns(const TaskExec& t) const {
     return static_cast<int64_t>(t.task.times.user_ns + t.task.times.sys_ns);
   }
@@ -493,6 +496,9 @@ class World final : public sim::EventHandler,
   std::vector<std::vector<CpuId>> socket_cpus_;   // by socket: its CPUs
   TimelineSampler timeline_;
   sim::Noise noise_;
+  sim::HostTurns host_turns_;   // a guest's vCPUs sharing its host's cores
+  std::vector<int> host_seat_;  // per CPU: its seat in host_turns_, -1 before its first task
+  int next_host_seat_ = 0;
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires
   uint64_t next_segment_ = 1;
   std::vector<std::unique_ptr<TaskExec>> tasks_;  // by pid; [0] unused

@@ -532,6 +532,11 @@ TEST(ScenarioNoise, JitterAboveHalfIsOutOfRange) {
   EXPECT_NE(only_about(lr, "noise.cost_jitter_cv").message.find("out of range"), std::string::npos);
 }
 
+TEST(ScenarioNoise, HostCpusMustBeAWholeNumber) {
+  const LoadResult lr = parse(std::string(kBase) + "\n[noise]\nhost_cpus = 1.5\n");
+  EXPECT_NE(only_about(lr, "noise.host_cpus").message.find("whole number"), std::string::npos);
+}
+
 TEST(ScenarioNoise, EnabledFalseTurnsItOff) {
   const LoadResult lr = parse(kBase, {"noise.enabled=false"});
   ASSERT_TRUE(lr.ok()) << all_of(lr);

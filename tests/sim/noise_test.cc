@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -84,6 +85,72 @@ TEST(Noise, EveryDefaultNamesItsSource) {
     EXPECT_FALSE(p.source.empty()) << p.key;
     EXPECT_GE(NoiseConfig{}.*(p.field), p.lo) << p.key;
     EXPECT_LE(NoiseConfig{}.*(p.field), p.hi) << p.key;
+  }
+}
+
+TEST(HostTurns, AtMostTheHostsCoresRunAtOnceAndEachVcpuGetsItsShare) {
+  const HostTurns h(2, 4, 1000, 0);
+  ASSERT_TRUE(h.on());
+  std::vector<int> on_time(4, 0);
+  for (int t = 0; t < 100000; t += 10) {
+    int running = 0;
+    for (int seat = 0; seat < 4; ++seat) {
+      running += h.runs(seat, t);
+      on_time[seat] += h.runs(seat, t) ? 10 : 0;
+    }
+    EXPECT_EQ(running, 2) << "at " << t;
+  }
+  for (int seat = 0; seat < 4; ++seat) EXPECT_EQ(on_time[seat], 50000) << seat;
+}
+
+TEST(HostTurns, WorkEndsWhenItsVcpuHasRunThatLong) {
+  // 2 cores, 4 vCPUs, 1 us turns: seat 0 runs in slices 0, 2, 4, ...
+  const HostTurns h(2, 4, 1000, 0);
+  EXPECT_DOUBLE_EQ(h.finish(0, 200, 500), 700) << "inside its turn";
+  EXPECT_DOUBLE_EQ(h.finish(0, 200, 900), 2100) << "800 now, 100 in its next turn";
+  EXPECT_DOUBLE_EQ(h.finish(0, 1500, 300), 2300) << "off at the start: waits for its turn";
+  EXPECT_DOUBLE_EQ(h.finish(1, 0, 1000), 1000) << "seat 1 shares slice 0";
+  EXPECT_DOUBLE_EQ(h.finish(2, 0, 1000), 2000) << "seat 2 waits for slice 1";
+}
+
+TEST(HostTurns, LongWorkTakesTheSameTimeAsSlicesWalkedOneByOne) {
+  const HostTurns h(3, 7, 700, 123);
+  for (int seat = 0; seat < 7; ++seat) {
+    const double start = 5000 + 97 * seat, work = 1e6 + 31 * seat;
+    // The same work in steps shorter than a slice, each from the last's end.
+    double t = start, left = work;
+    while (left > 0) {
+      const double step = std::min(left, 250.0);
+      t = h.finish(seat, t, step);
+      left -= step;
+    }
+    EXPECT_NEAR(h.finish(seat, start, work), t, 1e-3) << seat;
+    EXPECT_NEAR((t - start) / work, 7.0 / 3, 0.01) << "a share of 3/7 of the time";
+  }
+}
+
+TEST(HostTurns, AnOffTurnLastsItsMeanInSlices) {
+  EXPECT_DOUBLE_EQ(HostTurns::mean_off_slices(2, 4), 1);
+  EXPECT_DOUBLE_EQ(HostTurns::mean_off_slices(2, 8), 3);
+  EXPECT_DOUBLE_EQ(HostTurns::mean_off_slices(2, 3), 1) << "on, on, off";
+  EXPECT_DOUBLE_EQ(HostTurns::offs_per_slice(2, 4), 0.5);
+  EXPECT_EQ(HostTurns::mean_off_slices(2, 2), 0) << "no turns: each vCPU has a core";
+}
+
+TEST(HostTurns, NoMoreVcpusThanCoresIsNoTurns) {
+  const HostTurns h(4, 4, 1000, 0);
+  EXPECT_FALSE(h.on());
+  EXPECT_DOUBLE_EQ(h.finish(3, 1500, 5000), 6500);
+  EXPECT_TRUE(h.runs(3, 1500));
+}
+
+TEST(Noise, TheHostKeysAreShownOnlyForAGuest) {
+  const NoiseConfig real;
+  NoiseConfig guest;
+  guest.host_cpus = 2;
+  for (const auto& p : noise_params()) {
+    EXPECT_EQ(noise_param_shown(real, p), !p.key.starts_with("host_")) << p.key;
+    EXPECT_TRUE(noise_param_shown(guest, p)) << p.key;
   }
 }
 

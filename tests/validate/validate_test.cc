@@ -5,6 +5,7 @@
 #include "validate/validate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -222,6 +223,42 @@ TEST(GuestNoise, AValueOutsideItsKeysRangeIsClampedAndSaid) {
 
   EXPECT_NE(std::find(g.sets.begin(), g.sets.end(), "noise.clone_latency_cv=10"), g.sets.end());
   EXPECT_NE(g.note.find("clone_latency_cv 14 to 10"), std::string::npos) << g.note;
+}
+
+// A probe whose long interruptions (fwq.long) are `off_ns` long.
+nlohmann::ordered_json probe_with_turns(double rate, double irq_ns, double off_ns) {
+  nlohmann::ordered_json j = probe_report(rate, irq_ns, 80000, 4, 50);
+  j["fwq"]["long"] = {{"per_s", 1500}, {"mean_ns", off_ns}, {"cv", 2}};
+  return j;
+}
+
+TEST(GuestNoise, MoreBusyVcpusThanHostCpusTakeTurnsInThePlaceOfTheirLongInterruptions) {
+  // 4 busy vCPUs on 2 host CPUs, each off 51.2 % of its time, 0.3 ms at a time.
+  const std::vector<nlohmann::ordered_json> probes(4, probe_with_turns(2892, 177000, 300000));
+  const GuestNoise g = guest_noise(probes, {}, 2);
+
+  auto has = [&](const std::string& s) {
+    return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
+  };
+  EXPECT_TRUE(has("noise.host_cpus=2"));
+  EXPECT_TRUE(has("noise.host_vcpus=4"));
+  EXPECT_TRUE(has("noise.host_slice=300000ns")) << "off one turn in two: a turn is an off time";
+  // Turns off 1,666.7 times a second take half the time; the rest of the
+  // interruptions, 1,225.3 a second, take the other 1.19 %.
+  EXPECT_TRUE(has("noise.irq_rate=1225")) << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_TRUE(has("noise.irq_duration=9699ns")) << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_NE(g.note.find("2 CPUs run the 4 busy vCPUs in turns of 0.3 ms"), std::string::npos)
+      << g.note;
+}
+
+TEST(GuestNoise, NoTurnsWithAsManyHostCpusAsBusyVcpusOrWhenTheUserSetsThem) {
+  const std::vector<nlohmann::ordered_json> probes(2, probe_with_turns(2892, 177000, 300000));
+  for (const GuestNoise& g :
+       {guest_noise(probes, {}, 2), guest_noise(probes, {}, 0),
+        guest_noise({probes[0], probes[0], probes[0]}, {"noise.host_cpus=0"}, 2)}) {
+    for (const auto& s : g.sets) EXPECT_FALSE(s.starts_with("noise.host_")) << s;
+    EXPECT_NE(std::find(g.sets.begin(), g.sets.end(), "noise.irq_rate=2892"), g.sets.end());
+  }
 }
 
 TEST(GuestNoise, NoProbeGivesNoSets) { EXPECT_TRUE(guest_noise({}, {}).sets.empty()); }

@@ -85,6 +85,25 @@ TEST(NoiseWorld, InterruptionsSlowUserWorkByTheirShareOfTime) {
   EXPECT_NEAR(ratio, 1 / 1.1, 0.02);
 }
 
+TEST(NoiseWorld, VcpusTakingTurnsOnOneHostCpuRunAtHalfSpeed) {
+  // The two readers (and main, idle by then) on one host core, in 100 us turns.
+  const std::string quiet_noise = "[noise]\ncost_jitter_cv = 0\nirq_rate = 0\n";
+  const auto alone = run_text(two_readers(quiet_noise));
+  const auto turns = run_text(two_readers(quiet_noise + "host_cpus = 1\nhost_vcpus = 2\n"
+                                                        "host_slice = \"100us\"\n"));
+  const double ratio =
+      static_cast<double>(turns.counter("passes")) / static_cast<double>(alone.counter("passes"));
+  EXPECT_NEAR(ratio, 0.5, 0.03);
+}
+
+TEST(NoiseWorld, AsManyHostCpusAsVcpusIsNoTurns) {
+  const std::string quiet_noise = "[noise]\ncost_jitter_cv = 0\nirq_rate = 0\n";
+  const auto alone = run_text(two_readers(quiet_noise));
+  const auto two = run_text(two_readers(quiet_noise + "host_cpus = 2\nhost_vcpus = 2\n"
+                                                      "host_slice = \"100us\"\n"));
+  EXPECT_EQ(two.counter("passes"), alone.counter("passes"));
+}
+
 // Two threads on node 1 sweep what main wrote on node 0 (validate's
 // shared-sweep-threads, smaller): whoever hints a page first migrates it,
 // and the other waits on its migration entry if it gets there meanwhile.
