@@ -136,15 +136,36 @@ double Noise::interruptions_ns(Rng& rng, double span_ns) const {
   return std::max(0.0, kd * irq_.mean() + std::sqrt(kd) * sd * std_normal()(rng));
 }
 
-HostTurns::HostTurns(int host_cpus, int vcpus, double slice_ns, double phase_ns)
+HostTurns::HostTurns(int host_cpus, int vcpus, double slice_ns, double phase_ns, uint64_t seed)
     : on_(host_cpus > 0 && vcpus > host_cpus && slice_ns > 0),
       h_(std::max(host_cpus, 1)),
       v_(std::max(vcpus, 1)),
       slice_(slice_ns > 0 ? slice_ns : 1),
-      phase_(phase_ns) {
+      phase_(phase_ns),
+      seed_(seed) {
   const int64_t g = std::gcd(static_cast<int64_t>(h_), static_cast<int64_t>(v_));
   period_ = v_ / g;
   on_per_period_ = h_ / g;
+}
+
+bool HostTurns::runs_in(int seat, int64_t k) const {
+  const int64_t round = k / period_;
+  if (round != round_) {
+    // The round's order: a shuffle drawn from the seed and the round alone,
+    // so any slice can be asked for in any order.
+    std::vector<int> order(static_cast<size_t>(v_));
+    std::iota(order.begin(), order.end(), 0);
+    Rng rng(seed_ ^ (static_cast<uint64_t>(round) * 0x9e3779b97f4a7c15ULL + 0x7f4a7c15ULL));
+    for (int i = v_ - 1; i > 0; --i) {
+      std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i) + 1)]);
+    }
+    place_.resize(static_cast<size_t>(v_));
+    for (int i = 0; i < v_; ++i) place_[static_cast<size_t>(order[static_cast<size_t>(i)])] = i;
+    round_ = round;
+  }
+  const int64_t j = k - round * period_;
+  const int64_t r = (place_[static_cast<size_t>(seat)] - j * h_ % v_ + v_) % v_;
+  return r < h_;
 }
 
 bool HostTurns::runs(int seat, double t) const {
@@ -164,34 +185,47 @@ double HostTurns::finish(int seat, double t, double work_ns) const {
     if (w <= left) return t + w;
     w -= left;
   }
-  ++k;
-  // Whole rotations at once (keeping the last for the walk below), so the
-  // cost does not grow with the work.
-  const double per_period = static_cast<double>(on_per_period_) * slice_;
-  if (const double n = std::floor(w / per_period) - 1; n > 0) {
-    k += static_cast<int64_t>(n) * period_;
-    w -= n * per_period;
-  }
-  for (;; ++k) {
+  // Slice by slice to the round's end, then whole rounds at once (keeping
+  // the last for the walk), so the cost does not grow with the work.
+  const double per_round = static_cast<double>(on_per_period_) * slice_;
+  for (++k;; ++k) {
+    if (k % period_ == 0) {
+      if (const double n = std::floor(w / per_round) - 1; n > 0) {
+        k += static_cast<int64_t>(n) * period_;
+        w -= n * per_round;
+      }
+    }
     if (!runs_in(seat, k)) continue;
     if (w <= slice_) return static_cast<double>(k) * slice_ + w - phase_;
     w -= slice_;
   }
 }
 
+namespace {
+
+// A seat's turns off over many rounds: how many, and how many slices off.
+std::pair<double, double> offs_over_rounds(int host_cpus, int vcpus) {
+  if (host_cpus <= 0 || vcpus <= host_cpus) return {0, 0};
+  const HostTurns h(host_cpus, vcpus, 1, 0, 1);
+  constexpr int64_t kSlices = 200000;
+  int64_t offs = 0, off = 0;
+  for (int64_t k = 0; k < kSlices; ++k) {
+    const bool on = h.runs(0, static_cast<double>(k) + 0.5);
+    off += !on;
+    offs += on && !h.runs(0, static_cast<double>(k) + 1.5);
+  }
+  return {static_cast<double>(offs) / kSlices, static_cast<double>(off) / kSlices};
+}
+
+}  // namespace
+
 double HostTurns::offs_per_slice(int host_cpus, int vcpus) {
-  if (host_cpus <= 0 || vcpus <= host_cpus) return 0;
-  const HostTurns h(host_cpus, vcpus, 1, 0);
-  int64_t offs = 0;
-  for (int64_t k = 0; k < h.period_; ++k) offs += h.runs_in(0, k) && !h.runs_in(0, k + 1);
-  return static_cast<double>(offs) / static_cast<double>(h.period_);
+  return offs_over_rounds(host_cpus, vcpus).first;
 }
 
 double HostTurns::mean_off_slices(int host_cpus, int vcpus) {
-  const double offs = offs_per_slice(host_cpus, vcpus);
-  if (offs <= 0) return 0;
-  // A seat is off 1 - H/V of the slices, in `offs` turns a slice.
-  return (1 - static_cast<double>(host_cpus) / vcpus) / offs;
+  const auto [offs, off] = offs_over_rounds(host_cpus, vcpus);
+  return offs > 0 ? off / offs : 0;
 }
 
 }  // namespace mmsim::sim

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "sim/rng.h"
 
@@ -143,20 +144,22 @@ class Noise {
 };
 
 // A guest's vCPUs taking turns on its host's cores: a host of H cores runs
-// V busy vCPUs (V > H) in slices of S, the vCPUs in seats 0..V-1 and, in
-// slice k, those in seats (k*H + j) mod V for j < H; a vCPU off its turn
-// runs nothing, user work or kernel. So at most H of the machine's CPUs make
-// progress at any time, and while one is off the others run: a TCG guest
-// with more busy vCPUs than its host's cores is like this (docs/noise.md).
-// SIMPLIFICATION: the rotation is fixed, V seats whatever the number of
-// vCPUs busy at the time (the host's CFS shares its cores among the vCPU
-// threads that are runnable, fairly but not in strict order); a CPU takes
-// the next seat, modulo V, the first time a task runs on it.
+// V busy vCPUs (V > H) in slices of S. Time goes in rounds of P = V / gcd(V,
+// H) slices, in which every vCPU runs H / gcd(V, H) slices: each round lays
+// the V seats in an order of its own (drawn from the run's seed) and its
+// slice j runs the seats at places jH to jH + H - 1 (mod V) of that order.
+// So at most H of the machine's CPUs make progress at any time, every vCPU
+// gets its share, and which run together changes from round to round, as
+// the host's CFS pairs its runnable vCPU threads differently as their
+// runtimes tie (docs/noise.md). A CPU takes the next seat, modulo V, the
+// first time it works.
+// SIMPLIFICATION: V seats whatever the number of vCPUs busy at the time.
 class HostTurns {
  public:
   HostTurns() = default;
-  // phase_ns: where the slice grid lies against the run's start.
-  HostTurns(int host_cpus, int vcpus, double slice_ns, double phase_ns);
+  // phase_ns: where the slice grid lies against the run's start; seed: the
+  // rounds' orders.
+  HostTurns(int host_cpus, int vcpus, double slice_ns, double phase_ns, uint64_t seed);
   // Whether the vCPUs take turns at all (more of them than cores).
   bool on() const { return on_; }
   int vcpus() const { return v_; }
@@ -164,22 +167,22 @@ class HostTurns {
   bool runs(int seat, double t) const;
   // The time at which the vCPU in `seat`, from time t, has run `work_ns`.
   double finish(int seat, double t, double work_ns) const;
-  // The mean length, in slices, of a seat's turns off: calibrates S from a
-  // probe's interruptions (they are these turns).
-  static double mean_off_slices(int host_cpus, int vcpus);
-  // The seat's turns off per slice, on average.
+  // A seat's turns off per slice, on average, and their mean length in
+  // slices: they calibrate S from a probe's interruptions (these turns).
   static double offs_per_slice(int host_cpus, int vcpus);
+  static double mean_off_slices(int host_cpus, int vcpus);
 
  private:
-  bool runs_in(int seat, int64_t k) const {
-    const int64_t r = ((seat - k % v_ * h_) % v_ + v_) % v_;
-    return r < h_;
-  }
+  bool runs_in(int seat, int64_t k) const;
   bool on_ = false;
   int h_ = 1, v_ = 1;
   double slice_ = 1, phase_ = 0;
-  int64_t period_ = 1;         // slices before the rotation repeats: V / gcd(V, H)
+  uint64_t seed_ = 0;
+  int64_t period_ = 1;         // slices a round: V / gcd(V, H)
   int64_t on_per_period_ = 1;  // of them, a seat's turns on: H / gcd(V, H)
+  // The last round asked for and each seat's place in its order.
+  mutable int64_t round_ = -1;
+  mutable std::vector<int> place_;
 };
 
 // A per-task or per-purpose stream of the run's seed.

@@ -465,7 +465,7 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     const double turn_rate = sim::HostTurns::offs_per_slice(host_cpus, busy) / slice * 1e9;
     const double lost = got["irq_rate"] * got["irq_duration"] * 1e-9;  // of a vCPU's time
     const double rest_lost = std::max(0.0, lost - (1 - static_cast<double>(host_cpus) / busy));
-    const double rest_rate = std::max(0.0, got["irq_rate"] - turn_rate);
+    const double rest_rate = rest_lost > 0 ? std::max(0.0, got["irq_rate"] - turn_rate) : 0;
     const double rest_ns = rest_rate > 0 ? rest_lost / rest_rate * 1e9 : 0;
     for (std::string& s : g.sets) {
       if (s.starts_with("noise.irq_rate=")) s = fmt::format("noise.irq_rate={:.4g}", rest_rate);
@@ -475,11 +475,17 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
     g.sets.push_back(fmt::format("noise.host_vcpus={}", busy));
     g.sets.push_back(fmt::format("noise.host_slice={:.0f}ns", slice));
+    const double share = 1 - static_cast<double>(host_cpus) / busy;
     turns = fmt::format(
         "; the host's {} CPUs run the {} busy vCPUs in turns of {:.3g} ms (off {:.3g} ms at a "
-        "time, the probes' long interruptions), which leaves {:.0f}/s of {:.3g} ms of the "
-        "interruptions",
-        host_cpus, busy, slice * 1e-6, *off_ns * 1e-6, rest_rate, rest_ns * 1e-6);
+        "time, the probes' long interruptions), which {}",
+        host_cpus, busy, slice * 1e-6, *off_ns * 1e-6,
+        rest_lost > 0
+            ? fmt::format("leaves {:.0f}/s of {:.3g} ms of the interruptions", rest_rate,
+                          rest_ns * 1e-6)
+            : fmt::format("take {:.0f}% of a vCPU's time, more than the {:.0f}% the probes lost: "
+                          "no interruptions are left",
+                          share * 100, lost * 100));
   }
   auto said = [&](const char* key, const char* format_ns, double scale) {
     const auto it = got.find(key);
@@ -1103,7 +1109,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
         err << "mmsim: warning: a noise probe's report is not JSON: " << e.what() << "\n";
       }
     }
-    GuestNoise gn = guest_noise(reports, cx.o.sets, host_cpus());
+    GuestNoise gn = guest_noise(reports, cx.o.sets, cx.o.host_turns ? host_cpus() : 0);
     if (gn.sets.empty()) {
       notes.push_back(
           "the guest's noise probes reported nothing usable: the simulation has [noise]'s "

@@ -33,6 +33,10 @@ struct ValidateOptions {
   std::string work_root;             // where the guest's files are made ("": /var/tmp)
   double timeout_s = 1800;           // per guest, boot included
   bool keep = false;                 // keep the work directory (initramfs, console log)
+  // Simulate the guest's busy vCPUs taking turns on the host's CPUs
+  // (sim::HostTurns), sized from the noise probes, when there are more of
+  // them than the host has CPUs. Off: the probes' interruptions alone.
+  bool host_turns = false;
   // A directory for the guest's NUMA balancing scan, traced by kprobes: every
   // task_numa_work call (with the task's scan period and node_stamp), each
   // change_prot_numa it makes (the VMA, the range, the PTEs changed), and

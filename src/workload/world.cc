@@ -113,7 +113,8 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
   const sim::NoiseConfig& nc = config_.noise;
   if (noise_.on() && nc.host_cpus > 0 && nc.host_vcpus > nc.host_cpus && nc.host_slice_ns > 0) {
     host_turns_ = sim::HostTurns(static_cast<int>(nc.host_cpus), static_cast<int>(nc.host_vcpus),
-                                 nc.host_slice_ns, machine_rng.uniform() * nc.host_slice_ns);
+                                 nc.host_slice_ns, machine_rng.uniform() * nc.host_slice_ns,
+                                 machine_rng.next());
     host_seat_.assign(topo.nr_cpus(), -1);
   }
 }
