@@ -393,19 +393,14 @@ bool sets_key(const std::vector<std::string>& sets, std::string_view key) {
 GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus) {
   GuestNoise g;
-  // A field of every report that measured it (its sample count above 0);
-  // "a.b" is section b of section a.
-  auto median_of = [&](std::string_view section, const char* field,
+  // A field of every report that measured it (its sample count above 0),
+  // in the section at a JSON pointer ("/fwq/long").
+  auto median_of = [&](const char* section, const char* field,
                        const char* count) -> std::optional<double> {
+    const ordered_json::json_pointer at(section);
     std::vector<double> v;
     for (const auto& r : reports) {
-      const ordered_json* s = &r;
-      for (size_t from = 0; s && from <= section.size();) {
-        const size_t dot = std::min(section.find('.', from), section.size());
-        const std::string name(section.substr(from, dot - from));
-        s = s->is_object() && s->contains(name) ? &(*s)[name] : nullptr;
-        from = dot + 1;
-      }
+      const ordered_json* s = r.contains(at) ? &r.at(at) : nullptr;
       if (!s || !s->is_object() || !s->contains(field)) continue;
       if (count && s->value(count, 0.0) <= 0) continue;
       const double x = (*s)[field].get<double>();
@@ -421,16 +416,16 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     const char* count;  // the section's sample count, if it has one
   };
   static constexpr Key kKeys[] = {
-      {"irq_rate", "fwq", "interruptions_per_s", "quanta"},
-      {"irq_duration", "fwq", "interruption_mean_ns", "interruptions"},
-      {"irq_duration_cv", "fwq", "interruption_cv", "interruptions"},
-      {"cost_jitter_cv", "fwq", "plain_cv", "quanta"},
-      {"wakeup_latency", "wakeup", "excess_mean_ns", "samples"},
-      {"wakeup_latency_cv", "wakeup", "excess_cv", "samples"},
-      {"clone_latency", "clone", "excess_mean_ns", "samples"},
-      {"clone_latency_cv", "clone", "excess_cv", "samples"},
-      {"fork_latency", "fork", "excess_mean_ns", "samples"},
-      {"fork_latency_cv", "fork", "excess_cv", "samples"},
+      {"irq_rate", "/fwq", "interruptions_per_s", "quanta"},
+      {"irq_duration", "/fwq", "interruption_mean_ns", "interruptions"},
+      {"irq_duration_cv", "/fwq", "interruption_cv", "interruptions"},
+      {"cost_jitter_cv", "/fwq", "plain_cv", "quanta"},
+      {"wakeup_latency", "/wakeup", "excess_mean_ns", "samples"},
+      {"wakeup_latency_cv", "/wakeup", "excess_cv", "samples"},
+      {"clone_latency", "/clone", "excess_mean_ns", "samples"},
+      {"clone_latency_cv", "/clone", "excess_cv", "samples"},
+      {"fork_latency", "/fork", "excess_mean_ns", "samples"},
+      {"fork_latency_cv", "/fork", "excess_cv", "samples"},
   };
   std::map<std::string, double> got;
   std::vector<std::string> clamped;
@@ -458,13 +453,15 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   // interruptions, and of as much of their time; the rest stay.
   std::string turns;
   const int busy = static_cast<int>(reports.size());
-  const std::optional<double> off_ns = median_of("fwq.long", "mean_ns", "per_s");
+  const std::optional<double> off_ns = median_of("/fwq/long", "mean_ns", "per_s");
   if (host_cpus > 0 && busy > host_cpus && off_ns && got.count("irq_rate") &&
       got.count("irq_duration") && !sets_key(user_sets, "noise.host_")) {
     const double slice = *off_ns / sim::HostTurns::mean_off_slices(host_cpus, busy);
-    const double turn_rate = sim::HostTurns::offs_per_slice(host_cpus, busy) / slice * 1e9;
+    // The turns take this share of a vCPU's time, off_ns at a time.
+    const double share = 1 - static_cast<double>(host_cpus) / busy;
+    const double turn_rate = share / *off_ns * 1e9;
     const double lost = got["irq_rate"] * got["irq_duration"] * 1e-9;  // of a vCPU's time
-    const double rest_lost = std::max(0.0, lost - (1 - static_cast<double>(host_cpus) / busy));
+    const double rest_lost = std::max(0.0, lost - share);
     const double rest_rate = rest_lost > 0 ? std::max(0.0, got["irq_rate"] - turn_rate) : 0;
     const double rest_ns = rest_rate > 0 ? rest_lost / rest_rate * 1e9 : 0;
     for (std::string& s : g.sets) {
@@ -475,7 +472,6 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
     g.sets.push_back(fmt::format("noise.host_vcpus={}", busy));
     g.sets.push_back(fmt::format("noise.host_slice={:.0f}ns", slice));
-    const double share = 1 - static_cast<double>(host_cpus) / busy;
     turns = fmt::format(
         "; the host's {} CPUs run the {} busy vCPUs in turns of {:.3g} ms (off {:.3g} ms at a "
         "time, the probes' long interruptions), which {}",
@@ -542,6 +538,13 @@ std::string shell_quote(const std::string& s) {
 uint64_t host_mem_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGE_SIZE);
   return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size) : 0;
+}
+
+// A counter's mean over runs with their range ("12 (10-14)"), or the mean
+// alone when every run gave the same (or there were none).
+std::string mean_range_text(double mean, double min, double max) {
+  if (!(min < max)) return fmt::format("{:.6g}", mean);
+  return fmt::format("{:.6g} ({:.6g}-{:.6g})", mean, min, max);
 }
 
 // A judged error's 95% interval, in % ("-52.1..+15.2%"), or "-" without one.
@@ -1393,10 +1396,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     out << "note     under TCG guest time is not that of real hardware: counters are judged, "
            "times are not\n";
   }
-  auto range = [](const Series& s) {
-    if (s.values.size() < 2 || s.min() == s.max()) return fmt::format("{:.6g}", s.mean());
-    return fmt::format("{:.6g} ({:.6g}-{:.6g})", s.mean(), s.min(), s.max());
-  };
+  auto range = [](const Series& s) { return mean_range_text(s.mean(), s.min(), s.max()); };
   auto err_text = [](const Verdict& v) {
     return std::isinf(v.error) ? std::string("n/a") : fmt::format("{:+.1f}%", v.error * 100);
   };
@@ -1519,9 +1519,8 @@ std::string validation_markdown(const std::vector<ordered_json>& results,
         "tolerance | verdict |\n"
         "|---|---|---|---|---|---|---|\n";
     auto range = [](const ordered_json& x) {
-      return x["min"] == x["max"] ? fmt::format("{:.6g}", x["mean"].get<double>())
-                                  : fmt::format("{:.6g} ({:.6g}-{:.6g})", x["mean"].get<double>(),
-                                                x["min"].get<double>(), x["max"].get<double>());
+      return mean_range_text(x["mean"].get<double>(), x["min"].get<double>(),
+                             x["max"].get<double>());
     };
     for (const auto& c : r["counters"]) {
       const std::string sim = c.contains("simulated") ? range(c["simulated"]) : "not modelled";
