@@ -1137,7 +1137,7 @@ void read_noise(TableReader& r, Scenario& sc) {
         sc.noise.*(p.field) = static_cast<double>(*d);
       }
     } else if (auto v = r.number(key, p.lo, p.hi)) {
-      if ((key == "host_cpus" || key == "host_vcpus") && *v != std::floor(*v)) {
+      if (p.whole && *v != std::floor(*v)) {
         r.error(r.raw().get(key), key, fmt::format("{} is not a whole number of CPUs", *v));
       }
       sc.noise.*(p.field) = *v;

@@ -153,14 +153,14 @@ bool HostTurns::runs_in(int seat, int64_t k) const {
   if (round != round_) {
     // The round's order: a shuffle drawn from the seed and the round alone,
     // so any slice can be asked for in any order.
-    std::vector<int> order(static_cast<size_t>(v_));
-    std::iota(order.begin(), order.end(), 0);
+    order_.resize(static_cast<size_t>(v_));
+    std::iota(order_.begin(), order_.end(), 0);
     Rng rng(seed_ ^ (static_cast<uint64_t>(round) * 0x9e3779b97f4a7c15ULL + 0x7f4a7c15ULL));
     for (int i = v_ - 1; i > 0; --i) {
-      std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i) + 1)]);
+      std::swap(order_[static_cast<size_t>(i)], order_[rng.below(static_cast<uint64_t>(i) + 1)]);
     }
     place_.resize(static_cast<size_t>(v_));
-    for (int i = 0; i < v_; ++i) place_[static_cast<size_t>(order[static_cast<size_t>(i)])] = i;
+    for (int i = 0; i < v_; ++i) place_[static_cast<size_t>(order_[static_cast<size_t>(i)])] = i;
     round_ = round;
   }
   const int64_t j = k - round * period_;
@@ -289,11 +289,13 @@ const std::vector<NoiseParam> kParams = {
     {"host_cpus", &NoiseConfig::host_cpus, 0, 4096, "",
      "the host's cores that the machine's vCPUs share (0: none shared, a real machine)",
      "0: a real machine. `mmsim validate` sets the host's online CPUs when the guest's noise "
-     "probe ran more busy vCPUs than that"},
+     "probe ran more busy vCPUs than that",
+     true},
     {"host_vcpus", &NoiseConfig::host_vcpus, 0, 4096, "",
      "the busy vCPUs that take turns on the host_cpus cores",
      "`mmsim validate`: the vCPUs its noise probe kept busy (the most tasks the simulation keeps "
-     "busy at once)"},
+     "busy at once)",
+     true},
     {"host_slice", &NoiseConfig::host_slice_ns, 0, 1e9, "ns",
      "the length of a vCPU's turn on a host core",
      "`mmsim validate`: the probe's mean interruption over a turn off's mean length in slices "

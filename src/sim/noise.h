@@ -69,6 +69,7 @@ struct NoiseParam {
   std::string_view unit;  // "ns" keys take durations ("5us"); the rest numbers
   std::string_view doc;
   std::string_view source;
+  bool whole = false;  // a count (of CPUs): no fraction
 };
 
 // The numeric [noise] keys (`enabled` and `tick_phase` are booleans); the
@@ -180,9 +181,10 @@ class HostTurns {
   uint64_t seed_ = 0;
   int64_t period_ = 1;         // slices a round: V / gcd(V, H)
   int64_t on_per_period_ = 1;  // of them, a seat's turns on: H / gcd(V, H)
-  // The last round asked for and each seat's place in its order.
+  // The last round asked for, its order of the seats, and each seat's place
+  // in it.
   mutable int64_t round_ = -1;
-  mutable std::vector<int> place_;
+  mutable std::vector<int> order_, place_;
 };
 
 // A per-task or per-purpose stream of the run's seed.
