@@ -36,6 +36,7 @@ constexpr std::array kParams = {
     MMSIM_COST_PARAM(smt_throughput_factor, ""),
     MMSIM_COST_PARAM(sweep_elem_ns, "ns"),
     MMSIM_COST_PARAM(sweep_elem_O0_ns, "ns"),
+    MMSIM_COST_PARAM(memset_line_ns, "ns"),
     MMSIM_COST_PARAM(fault_entry_ns, "ns"),
     MMSIM_COST_PARAM(pagecache_lookup_ns, "ns"),
     MMSIM_COST_PARAM(pte_set_ns, "ns"),
@@ -136,6 +137,9 @@ constexpr std::array kXeon8s = {
               "derived: at -O0 gcc keeps j and b on the stack, so every element is two memory "
               "read-modify-writes whose store-forwarding chain takes ~6 cycles (P. Cordes, Stack "
               "Overflow q/10274355: Haswell store-reload 5 cycles, inc [mem] ~6)"},
+    CostValue{"memset_line_ns", 0.77,
+              "derived, 2 cycles: Haswell's L1 takes one 32-byte store a cycle (Intel ORM, the "
+              "L1 data cache's peak bandwidth: 64 B load + 32 B store a cycle)"},
     CostValue{"fault_entry_ns", 404.0,
               "1050 cycles: exception delivery 715 + iret 330 on Haswell (L. Torvalds, "
               "page-fault microbenchmark post, 30 Apr 2014)"},
@@ -271,6 +275,9 @@ constexpr std::array kSnb2s = {
               "derived: two memory read-modify-writes per element through store forwarding, "
               "~6 cycles (A. Fog, microarchitecture manual: Sandy Bridge store forwarding ~5 "
               "cycles, as Haswell)"},
+    CostValue{"memset_line_ns", 1.54,
+              "derived, 4 cycles: Sandy Bridge's L1 takes 16 bytes of stores a cycle (Intel ORM, "
+              "the L1 data cache's peak bandwidth: 32 B load + 16 B store a cycle)"},
     CostValue{"fault_entry_ns", 404.0,
               "1050 cycles, Haswell's exception delivery and iret (L. Torvalds, 30 Apr 2014), "
               "taken for Sandy Bridge"},

@@ -47,6 +47,10 @@ struct CostProfile {
   // optimisation (-O0: i and s live in memory, a store-forwarding chain).
   double sweep_elem_ns = 0;
   double sweep_elem_O0_ns = 0;
+  // A memset's own time per 64-byte line, the lines in L1 or L2: the pace
+  // at which the core issues its stores. A memset over memory takes the
+  // longer of this and the memory's streaming time (cost::CacheModel).
+  double memset_line_ns = 0;
   // Exception entry and exit plus handle_mm_fault's walk, per fault.
   double fault_entry_ns = 0;
   // Finding a folio in the page cache (xarray walk, reference).

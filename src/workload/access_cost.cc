@@ -61,11 +61,12 @@ double AccessCost::page_cost_at(const AccessSpec& a, const Accessor& who, NodeId
     const auto p = after_fault ? cost::Pattern::kDependent : cost::Pattern::kIndependent;
     return cache_.task_line_ns(who.pid, who.cpu, node, p, mem_factor);
   }
-  const double elem = a.compute_ns >= 0 ? a.compute_ns
-                      : a.unoptimised   ? costs_.sweep_elem_O0_ns
-                                        : costs_.sweep_elem_ns;
+  const double elem = a.memset            ? costs_.memset_line_ns
+                      : a.compute_ns >= 0 ? a.compute_ns
+                      : a.unoptimised     ? costs_.sweep_elem_O0_ns
+                                          : costs_.sweep_elem_ns;
   // The -O0 loop (and a given per-element time) waits on its own chain; the
-  // optimised one keeps the core's issue busy.
+  // optimised one and a memset keep the core's issue busy.
   const double smt = !who.sibling_busy                    ? 1.0
                      : a.unoptimised || a.compute_ns >= 0 ? costs_.smt_latency_factor
                                                           : costs_.smt_throughput_factor;

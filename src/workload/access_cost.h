@@ -29,6 +29,7 @@ struct AccessSpec {
   uint32_t elem_size = 4;    // sweep: bytes per element
   double compute_ns = -1;    // sweep: per element; < 0: the profile's
   bool unoptimised = false;  // sweep: the -O0 loop (latency-bound), else -O2
+  bool memset = false;       // sweep: memset(3), elements of a line at memset_line_ns each
 };
 
 // Who accesses: the task, its CPU and node, and whether its SMT sibling is

@@ -862,10 +862,11 @@ void World::stop_at_limit(std::string why) {
 }
 
 AccessSpec World::access_of(const Op& op) {
-  // A memset is a sweep of line-sized elements with no work of its own: each
-  // line costs its delivery as a stream (rep stosb and vector stores write
-  // whole lines; the RFO or write-back traffic is priced as a read stream's).
-  if (op.memset) return AccessSpec{false, static_cast<uint32_t>(cost::kLineBytes), 0.0, false};
+  // A memset is a sweep of line-sized elements, each the core's stores of a
+  // line (memset_line_ns) or its delivery as a stream, whichever is longer
+  // (rep stosb and vector stores write whole lines; the RFO or write-back
+  // traffic is priced as a read stream's).
+  if (op.memset) return AccessSpec{false, static_cast<uint32_t>(cost::kLineBytes), -1, false, true};
   return AccessSpec{op.kind == OpKind::kTouch, op.elem_size, op.compute_ns, op.unoptimised};
 }
 
