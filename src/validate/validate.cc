@@ -390,24 +390,33 @@ bool sets_key(const std::vector<std::string>& sets, std::string_view key) {
 
 }  // namespace
 
+namespace {
+
+// The median of a field over the reports that measured it (the section's
+// sample count `count`, if given, above 0), in the section at a JSON
+// pointer ("/fwq/long"); nullopt if none did.
+std::optional<double> probes_median(const std::vector<ordered_json>& reports, const char* section,
+                                    const char* field, const char* count) {
+  const ordered_json::json_pointer at(section);
+  std::vector<double> v;
+  for (const auto& r : reports) {
+    const ordered_json* s = r.contains(at) ? &r.at(at) : nullptr;
+    if (!s || !s->is_object() || !s->contains(field) || !(*s)[field].is_number()) continue;
+    if (count && s->value(count, 0.0) <= 0) continue;
+    const double x = (*s)[field].get<double>();
+    if (std::isfinite(x)) v.push_back(x);
+  }
+  if (v.empty()) return std::nullopt;
+  return util::percentile(std::move(v), 0.5);
+}
+
+}  // namespace
+
 GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus) {
   GuestNoise g;
-  // A field of every report that measured it (its sample count above 0),
-  // in the section at a JSON pointer ("/fwq/long").
-  auto median_of = [&](const char* section, const char* field,
-                       const char* count) -> std::optional<double> {
-    const ordered_json::json_pointer at(section);
-    std::vector<double> v;
-    for (const auto& r : reports) {
-      const ordered_json* s = r.contains(at) ? &r.at(at) : nullptr;
-      if (!s || !s->is_object() || !s->contains(field)) continue;
-      if (count && s->value(count, 0.0) <= 0) continue;
-      const double x = (*s)[field].get<double>();
-      if (std::isfinite(x)) v.push_back(x);
-    }
-    if (v.empty()) return std::nullopt;
-    return util::percentile(std::move(v), 0.5);
+  auto median_of = [&](const char* section, const char* field, const char* count) {
+    return probes_median(reports, section, field, count);
   };
   struct Key {
     const char* key;  // [noise] key
@@ -502,6 +511,31 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
       clamped.empty() ? std::string()
                       : fmt::format(" (clamped to the keys' ranges: {})", fmt::join(clamped, ", ")),
       turns);
+  return g;
+}
+
+GuestNoise guest_user_pace(const std::vector<ordered_json>& reports,
+                           const std::vector<std::string>& user_sets) {
+  GuestNoise g;
+  std::vector<std::string> set;
+  for (const char* key : {"memset_line_ns", "sweep_elem_ns", "sweep_elem_O0_ns"}) {
+    if (sets_key(user_sets, fmt::format("costs.{}=", key))) continue;
+    const std::optional<double> x = probes_median(reports, "/user", key, "samples");
+    if (!x || !(*x > 0)) continue;
+    g.sets.push_back(fmt::format("costs.{}={:.4g}", key, *x));
+    set.push_back(fmt::format("{} = {:.3g} ns", key, *x));
+  }
+  if (g.sets.empty()) return g;
+  const std::optional<double> ring =
+      probes_median(reports, "/user", "memset_ring_page_ns", "samples");
+  g.note = fmt::format(
+      "{} in the simulation, measured in the guest by mmsim-noise-probe on {} vCPU{} (medians: "
+      "a memset of a hot 64 KiB per line, mmsim-exec's summing loops over a hot 16 KiB per "
+      "element){}",
+      fmt::join(set, ", "), reports.size(), reports.size() == 1 ? "" : "s",
+      ring && *ring > 0
+          ? fmt::format("; its memset of a 16 MiB ring took {:.3g} us a page", *ring * 1e-3)
+          : std::string());
   return g;
 }
 
@@ -662,10 +696,12 @@ mount -t debugfs debugfs /sys/kernel/debug
   if (noise_cpus > 0) {
     // The guest's noise (guest_noise): one probe a vCPU on the first
     // `noise_cpus`, all at once, before the runs. About 0.5 s of fixed work
-    // quanta, then wakeups, clones and forks; no faults (not used).
+    // quanta, then wakeups, clones and forks, then the user's pace; no faults
+    // (not used).
     s += fmt::format(
         "i=0\nwhile [ $i -lt {0} ]; do\n  taskset -c $i /bin/mmsim-noise-probe 100000 --wakeups "
-        "1000 --clones 300 --forks 50 --faults 0 > /tmp/noise$i.json &\n  i=$((i+1))\ndone\n"
+        "1000 --clones 300 --forks 50 --faults 0 --user 300 > /tmp/noise$i.json &\n  "
+        "i=$((i+1))\ndone\n"
         "wait\ni=0\nwhile [ $i -lt {0} ]; do\n  {{ echo \"MMSIM-NOISE $i\"; cat /tmp/noise$i.json; "
         "echo \"MMSIM-NOISE-END $i\"; }} > /dev/ttyS1\n  rm -f /tmp/noise$i.json\n  i=$((i+1))\n"
         "done\n",
@@ -1120,6 +1156,11 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     } else {
       sets.insert(sets.end(), gn.sets.begin(), gn.sets.end());
       notes.push_back(std::move(gn.note));
+    }
+    GuestNoise pace = guest_user_pace(reports, cx.o.sets);
+    if (!pace.sets.empty()) {
+      sets.insert(sets.end(), pace.sets.begin(), pace.sets.end());
+      notes.push_back(std::move(pace.note));
     }
   }
 

@@ -184,6 +184,16 @@ struct GuestNoise {
 GuestNoise guest_noise(const std::vector<nlohmann::ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus = 0);
 
+// The guest's user pace from the reports' "user" sections: the cost
+// profile's memset_line_ns, sweep_elem_ns and sweep_elem_O0_ns, each the
+// median over the reports that measured it, as --set overrides
+// ("costs.memset_line_ns=31.2"), except those the user set; and a line
+// saying what was measured. A TCG guest runs user code at the emulation's
+// pace, a few times slower than hardware, and a memset's pace decides how
+// often a thread reaches a THP another is still clearing.
+GuestNoise guest_user_pace(const std::vector<nlohmann::ordered_json>& reports,
+                           const std::vector<std::string>& user_sets);
+
 // Runs every scenario on every kernel; the tables on `out`, progress and
 // problems on `err`. Returns the exit code.
 int run_validate(const ValidateOptions& o, std::ostream& out, std::ostream& err);

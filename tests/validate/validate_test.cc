@@ -225,6 +225,40 @@ TEST(GuestNoise, AValueOutsideItsKeysRangeIsClampedAndSaid) {
   EXPECT_NE(g.note.find("clone_latency_cv 14 to 10"), std::string::npos) << g.note;
 }
 
+// A probe's "user" section: the guest's pace of a memset and the loops.
+nlohmann::ordered_json probe_with_pace(double memset_line, double sweep, double samples) {
+  nlohmann::ordered_json j = probe_report(1000, 400000, 80000, 4, 50);
+  j["user"] = {{"samples", samples},
+               {"memset_line_ns", memset_line},
+               {"sweep_elem_ns", sweep},
+               {"sweep_elem_O0_ns", 9.5},
+               {"memset_ring_page_ns", 2100}};
+  return j;
+}
+
+TEST(GuestUserPace, EachCostIsTheMedianOverTheProbesAsSetsOfTheSimulationsCosts) {
+  const GuestNoise g = guest_user_pace(
+      {probe_with_pace(31, 1.8, 300), probe_with_pace(29, 2.2, 300), probe_with_pace(40, 1.9, 300)},
+      {});
+
+  const std::vector<std::string> want = {"costs.memset_line_ns=31", "costs.sweep_elem_ns=1.9",
+                                         "costs.sweep_elem_O0_ns=9.5"};
+  EXPECT_EQ(g.sets, want);
+  EXPECT_NE(g.note.find("2.1 us a page"), std::string::npos) << g.note;
+}
+
+TEST(GuestUserPace, ACostTheUserSetOrAProbeWithoutSamplesIsLeftAlone) {
+  const GuestNoise user = guest_user_pace({probe_with_pace(31, 1.8, 300)},
+                                          {"costs.memset_line_ns=2", "costs.sweep_elem_ns=1"});
+  const GuestNoise none = guest_user_pace({probe_with_pace(31, 1.8, 0)}, {});
+  const GuestNoise older = guest_user_pace({probe_report(1000, 400000, 80000, 4, 50)}, {});
+
+  EXPECT_EQ(user.sets, std::vector<std::string>{"costs.sweep_elem_O0_ns=9.5"});
+  EXPECT_TRUE(none.sets.empty());
+  EXPECT_TRUE(older.sets.empty());  // a probe without the section
+  EXPECT_TRUE(older.note.empty());
+}
+
 // A probe whose long interruptions (fwq.long) are `off_ns` long.
 nlohmann::ordered_json probe_with_turns(double rate, double irq_ns, double off_ns) {
   nlohmann::ordered_json j = probe_report(rate, irq_ns, 80000, 4, 50);

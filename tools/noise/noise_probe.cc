@@ -13,15 +13,21 @@
 //   (base pages), timed one by one; the spread of those no interruption
 //   stretched is the kernel operations' cost jitter (its batched work: the
 //   per-CPU page lists refilled from the buddy allocator, LRU and memcg
-//   batches, cache misses).
+//   batches, cache misses);
+// - the user's pace: a memset of a hot 64 KiB buffer, and mmsim-exec's own
+//   summing loops (-O2 and -O0) over a hot 16 KiB, each timed many times
+//   (the medians, per line or element), and a memset of a 16 MiB ring in
+//   1 MiB pieces, as mmsim-exec's memset op writes (per page). On hardware
+//   they are the cost profile's memset_line_ns, sweep_elem_ns and
+//   sweep_elem_O0_ns; in a TCG guest, the emulation's pace.
 //
 // Prints one JSON object. Build: see tools/noise/README.md.
 //
-//   mmsim-noise-probe [QUANTA] [--wakeups N] [--clones N] [--forks N] [--faults N]
+//   mmsim-noise-probe [QUANTA] [--wakeups N] [--clones N] [--forks N] [--faults N] [--user N]
 //
 // QUANTA fixed work quanta (default 200000), and each other measurement's
-// samples (defaults 5000, 2000, 500 and 65536 pages; 0 leaves it out, its
-// JSON fields then 0): `mmsim validate` runs a short one in its guests.
+// samples (defaults 5000, 2000, 500, 65536 pages and 2000; 0 leaves it out,
+// its JSON fields then 0): `mmsim validate` runs a short one in its guests.
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -33,10 +39,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "exec/sweep.h"
 
 namespace {
 
@@ -108,17 +117,74 @@ void* thread_start(void*) {
   return nullptr;
 }
 
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The median of `samples` timings of fn(), each over `units` lines,
+// elements or pages, per unit; fn runs three times first, untimed (under a
+// JIT its first runs include its translation).
+template <typename Fn>
+double per_unit(size_t samples, double units, Fn fn) {
+  for (int i = 0; i < 3; ++i) fn();
+  std::vector<double> t;
+  t.reserve(samples);
+  for (size_t i = 0; i < samples; ++i) {
+    const int64_t t0 = now_ns();
+    fn();
+    t.push_back(static_cast<double>(now_ns() - t0) / units);
+  }
+  return median_of(std::move(t));
+}
+
+struct UserPace {
+  double memset_line_ns = 0, sweep_elem_ns = 0, sweep_elem_O0_ns = 0, memset_ring_page_ns = 0;
+};
+
+UserPace user_pace(size_t samples) {
+  UserPace u;
+  if (samples == 0) return u;
+  constexpr size_t kHotMemset = 64 * 1024, kHotSweep = 16 * 1024;
+  constexpr size_t kRing = 16 << 20, kPiece = 1 << 20;
+  std::vector<unsigned char> hot(kHotMemset, 1);
+  u.memset_line_ns = per_unit(samples, kHotMemset / 64.0, [&] {
+    std::memset(hot.data(), 0, kHotMemset);
+    asm volatile("" ::: "memory");  // the stores happen (as mmsim-exec's)
+  });
+  u.sweep_elem_ns = per_unit(samples, kHotSweep / 4.0, [&] {
+    sink = sink + mmsim::exec::sweep_read(hot.data(), kHotSweep, 4).sum;
+  });
+  u.sweep_elem_O0_ns = per_unit(samples, kHotSweep / 4.0, [&] {
+    sink = sink + mmsim::exec::sweep_read_O0(hot.data(), kHotSweep, 4).sum;
+  });
+  auto* ring = static_cast<unsigned char*>(
+      mmap(nullptr, kRing, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (ring == MAP_FAILED) return u;
+  std::memset(ring, 1, kRing);  // faulted in: the memsets below time only the stores
+  size_t next = 0;
+  u.memset_ring_page_ns = per_unit(samples, kPiece / 4096.0, [&] {
+    std::memset(ring + next, 0, kPiece);
+    asm volatile("" ::: "memory");
+    next = (next + kPiece) % kRing;
+  });
+  munmap(ring, kRing);
+  return u;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int quanta = 200000;
-  size_t wakeups = 5000, clones = 2000, forks = 500, fault_pages = 65536;
+  size_t wakeups = 5000, clones = 2000, forks = 500, fault_pages = 65536, user = 2000;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     size_t* n = a == "--wakeups"  ? &wakeups
                 : a == "--clones" ? &clones
                 : a == "--forks"  ? &forks
                 : a == "--faults" ? &fault_pages
+                : a == "--user"   ? &user
                                   : nullptr;
     if (n && i + 1 < argc) {
       *n = std::strtoull(argv[++i], nullptr, 10);
@@ -126,7 +192,8 @@ int main(int argc, char** argv) {
       quanta = std::max(1, std::atoi(argv[i]));
     } else {
       std::fprintf(stderr,
-                   "usage: %s [QUANTA] [--wakeups N] [--clones N] [--forks N] [--faults N]\n",
+                   "usage: %s [QUANTA] [--wakeups N] [--clones N] [--forks N] [--faults N] "
+                   "[--user N]\n",
                    argv[0]);
       return 2;
     }
@@ -246,6 +313,7 @@ int main(int argc, char** argv) {
     }
   }
   const Summary fps = summarise(fault_plain);
+  const UserPace up = user_pace(user);
 
   auto latency = [](const char* name, size_t n, const Summary& x, const char* tail) {
     std::printf(
@@ -268,7 +336,11 @@ int main(int argc, char** argv) {
   latency("fork", fork_lat.size(), fs, ",");
   std::printf(
       " \"fault\":{\"samples\":%zu,\"median_ns\":%.0f,\"p10_ns\":%.0f,\"p90_ns\":%.0f,"
-      "\"p99_ns\":%.0f,\"interrupted\":%zu,\"plain_mean_ns\":%.0f,\"plain_cv\":%.3f}}\n",
+      "\"p99_ns\":%.0f,\"interrupted\":%zu,\"plain_mean_ns\":%.0f,\"plain_cv\":%.3f},\n",
       fault_lat.size(), fault_median, at(10), at(90), at(99), fault_interrupted, fps.mean, fps.cv);
+  std::printf(
+      " \"user\":{\"samples\":%zu,\"memset_line_ns\":%.3f,\"sweep_elem_ns\":%.3f,"
+      "\"sweep_elem_O0_ns\":%.3f,\"memset_ring_page_ns\":%.0f}}\n",
+      user, up.memset_line_ns, up.sweep_elem_ns, up.sweep_elem_O0_ns, up.memset_ring_page_ns);
   return 0;
 }
