@@ -456,6 +456,17 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                                      : fmt::format("noise.{}={:.4g}", k.key, *x));
   }
   if (g.sets.empty()) return g;
+  // The probe counts its interruptions over its wall time, of which they
+  // take `lost`; the simulation draws them per time of work (sim::Noise), so
+  // per second of work the rate is the wall's over the share left to work
+  // (a guest whose busy vCPUs lose 80 % of their time to the host has five
+  // times as many interruptions in a second of work as in one of wall time).
+  const bool both = got.count("irq_rate") && got.count("irq_duration");
+  const double lost = both ? got["irq_rate"] * got["irq_duration"] * 1e-9 : 0;  // of a vCPU's time
+  constexpr double kLeastWorkShare = 0.05;
+  const double work_share = std::max(kLeastWorkShare, 1 - lost);
+  std::optional<double> rate_wall;  // the interruptions the simulation draws, per wall second
+  if (both) rate_wall = got["irq_rate"];
   // More busy vCPUs than the host has CPUs: they take turns on its cores
   // (sim::HostTurns), each off for the probe's long interruptions (the host
   // running another vCPU). The turns take the place of as many of the
@@ -463,18 +474,16 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   std::string turns;
   const int busy = static_cast<int>(reports.size());
   const std::optional<double> off_ns = median_of("/fwq/long", "mean_ns", "per_s");
-  if (host_cpus > 0 && busy > host_cpus && off_ns && got.count("irq_rate") &&
-      got.count("irq_duration") && !sets_key(user_sets, "noise.host_")) {
+  if (host_cpus > 0 && busy > host_cpus && off_ns && both && !sets_key(user_sets, "noise.host_")) {
     const double slice = *off_ns / sim::HostTurns::mean_off_slices(host_cpus, busy);
     // The turns take this share of a vCPU's time, off_ns at a time.
     const double share = 1 - static_cast<double>(host_cpus) / busy;
     const double turn_rate = share / *off_ns * 1e9;
-    const double lost = got["irq_rate"] * got["irq_duration"] * 1e-9;  // of a vCPU's time
     const double rest_lost = std::max(0.0, lost - share);
     const double rest_rate = rest_lost > 0 ? std::max(0.0, got["irq_rate"] - turn_rate) : 0;
     const double rest_ns = rest_rate > 0 ? rest_lost / rest_rate * 1e9 : 0;
+    rate_wall = rest_rate;
     for (std::string& s : g.sets) {
-      if (s.starts_with("noise.irq_rate=")) s = fmt::format("noise.irq_rate={:.4g}", rest_rate);
       if (s.starts_with("noise.irq_duration="))
         s = fmt::format("noise.irq_duration={:.0f}ns", rest_ns);
     }
@@ -492,6 +501,12 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                           "no interruptions are left",
                           share * 100, lost * 100));
   }
+  if (rate_wall) {
+    for (std::string& s : g.sets) {
+      if (s.starts_with("noise.irq_rate="))
+        s = fmt::format("noise.irq_rate={:.4g}", *rate_wall / work_share);
+    }
+  }
   auto said = [&](const char* key, const char* format_ns, double scale) {
     const auto it = got.find(key);
     return it == got.end() ? std::string("-")
@@ -499,11 +514,14 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   };
   g.note = fmt::format(
       "[noise] measured in the guest by mmsim-noise-probe on {} busy vCPU{} (the most tasks the "
-      "simulation keeps busy at once): interruptions {}/s of {} ms mean (cv {}), wakeups +{} us "
+      "simulation keeps busy at once): interruptions {}/s of {} ms mean (cv {}){}, wakeups +{} us "
       "(cv {}), clones +{} us (cv {}), forks +{} ms (cv {}), cost jitter cv {}: the "
       "simulation's noise{}{}",
       reports.size(), reports.size() == 1 ? "" : "s", said("irq_rate", "{:.0f}", 1),
       said("irq_duration", "{:.3g}", 1e-6), said("irq_duration_cv", "{:.2g}", 1),
+      both ? fmt::format(", {:.0f}% of the time, so {:.0f}/s of work", 100 * (1 - work_share),
+                         got["irq_rate"] / work_share)
+           : std::string(),
       said("wakeup_latency", "{:.3g}", 1e-3), said("wakeup_latency_cv", "{:.2g}", 1),
       said("clone_latency", "{:.3g}", 1e-3), said("clone_latency_cv", "{:.2g}", 1),
       said("fork_latency", "{:.3g}", 1e-6), said("fork_latency_cv", "{:.2g}", 1),
@@ -526,16 +544,23 @@ GuestNoise guest_user_pace(const std::vector<ordered_json>& reports,
     set.push_back(fmt::format("{} = {:.3g} ns", key, *x));
   }
   if (g.sets.empty()) return g;
-  const std::optional<double> ring =
+  // Over memory, reported: what the simulation does not take from the guest.
+  const std::optional<double> memset_ring =
       probes_median(reports, "/user", "memset_ring_page_ns", "samples");
+  const std::optional<double> sweep_ring =
+      probes_median(reports, "/user", "sweep_ring_page_ns", "samples");
+  std::vector<std::string> ring;
+  if (memset_ring && *memset_ring > 0)
+    ring.push_back(fmt::format("a memset {:.3g} us", *memset_ring * 1e-3));
+  if (sweep_ring && *sweep_ring > 0)
+    ring.push_back(fmt::format("the -O2 loop over 8-byte elements {:.3g} us", *sweep_ring * 1e-3));
   g.note = fmt::format(
       "{} in the simulation, measured in the guest by mmsim-noise-probe on {} vCPU{} (medians: "
       "a memset of a hot 64 KiB per line, mmsim-exec's summing loops over a hot 16 KiB per "
       "element){}",
       fmt::join(set, ", "), reports.size(), reports.size() == 1 ? "" : "s",
-      ring && *ring > 0
-          ? fmt::format("; its memset of a 16 MiB ring took {:.3g} us a page", *ring * 1e-3)
-          : std::string());
+      ring.empty() ? std::string()
+                   : fmt::format("; over a 64 MiB ring, a page took {}", fmt::join(ring, ", ")));
   return g;
 }
 

@@ -171,7 +171,10 @@ int peak_busy_tasks(const std::vector<std::pair<double, double>>& busy_lives);
 // ("noise.irq_rate=1380.5"), except the keys the user set (`user_sets`,
 // "noise.KEY=..."); and a line saying what was measured. Interruptions
 // (irq_*) are all the fixed work quanta's, short and long: a guest's long
-// ones, the host taking the vCPU, are what sets it apart.
+// ones, the host taking the vCPU, are what sets it apart. The probe counts
+// them per second of its wall time, the simulation per second of work:
+// irq_rate is the probes' over the share of their time the interruptions
+// left them.
 struct GuestNoise {
   std::vector<std::string> sets;
   std::string note;

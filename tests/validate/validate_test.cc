@@ -199,13 +199,25 @@ TEST(GuestNoise, EachKeyIsTheMedianOverTheProbesAsSetsOfTheSimulationsNoise) {
       {});
 
   const std::vector<std::string> want = {
-      "noise.irq_rate=1000",           "noise.irq_duration=400000ns",
+      "noise.irq_rate=1667",           "noise.irq_duration=400000ns",
       "noise.irq_duration_cv=4.5",     "noise.cost_jitter_cv=0.07",
       "noise.wakeup_latency=100000ns", "noise.wakeup_latency_cv=6",
       "noise.clone_latency=400000ns",  "noise.clone_latency_cv=4",
       "noise.fork_latency=3000000ns",  "noise.fork_latency_cv=1.2"};
   EXPECT_EQ(g.sets, want);
   EXPECT_NE(g.note.find("3 busy vCPUs"), std::string::npos) << g.note;
+}
+
+// The probe's 876 interruptions a second of 0.936 ms take 82 % of its wall
+// time: in a second of work there are 876 / 0.18 of them (4,865).
+TEST(GuestNoise, TheInterruptionRateIsPerSecondOfWorkNotOfWallTime) {
+  const GuestNoise g = guest_noise({probe_report(876, 936000, 80000, 4, 50)}, {});
+
+  EXPECT_NE(std::find(g.sets.begin(), g.sets.end(), "noise.irq_rate=4865"), g.sets.end())
+      << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_NE(g.note.find("876/s of 0.936 ms mean (cv 4.5), 82% of the time, so 4865/s of work"),
+            std::string::npos)
+      << g.note;
 }
 
 TEST(GuestNoise, AKeyTheUserSetOrNoProbeMeasuredIsLeftAlone) {
@@ -244,7 +256,7 @@ TEST(GuestUserPace, EachCostIsTheMedianOverTheProbesAsSetsOfTheSimulationsCosts)
   const std::vector<std::string> want = {"costs.memset_line_ns=31", "costs.sweep_elem_ns=1.9",
                                          "costs.sweep_elem_O0_ns=9.5"};
   EXPECT_EQ(g.sets, want);
-  EXPECT_NE(g.note.find("2.1 us a page"), std::string::npos) << g.note;
+  EXPECT_NE(g.note.find("a page took a memset 2.1 us"), std::string::npos) << g.note;
 }
 
 TEST(GuestUserPace, ACostTheUserSetOrAProbeWithoutSamplesIsLeftAlone) {
@@ -283,8 +295,9 @@ TEST(GuestNoise, MoreBusyVcpusThanHostCpusTakeTurnsInThePlaceOfTheirLongInterrup
   ASSERT_NE(slice, g.sets.end());
   EXPECT_NEAR(std::stod(slice->substr(17)), 300000 * 3.0 / 4, 3000) << *slice;
   // Turns off 1,666.7 times a second take half the time; the rest of the
-  // interruptions, 1,225.3 a second, take the other 1.19 %.
-  EXPECT_TRUE(has("noise.irq_rate=1225")) << fmt::format("{}", fmt::join(g.sets, " "));
+  // interruptions, 1,225.3 a second, take the other 1.19 %: per second of
+  // work (48.8 % of the time) 2,510.3.
+  EXPECT_TRUE(has("noise.irq_rate=2510")) << fmt::format("{}", fmt::join(g.sets, " "));
   EXPECT_TRUE(has("noise.irq_duration=9699ns")) << fmt::format("{}", fmt::join(g.sets, " "));
   EXPECT_NE(g.note.find("2 CPUs run the 4 busy vCPUs in turns of 0.22"), std::string::npos)
       << g.note;
@@ -297,7 +310,8 @@ TEST(GuestNoise, NoTurnsWithAsManyHostCpusAsBusyVcpusOrWhenTheUserSetsThem) {
        {guest_noise(probes, {}, 2), guest_noise(probes, {}, 0),
         guest_noise({probes[0], probes[0], probes[0]}, {"noise.host_cpus=0"}, 2)}) {
     for (const auto& s : g.sets) EXPECT_FALSE(s.starts_with("noise.host_")) << s;
-    EXPECT_NE(std::find(g.sets.begin(), g.sets.end(), "noise.irq_rate=2892"), g.sets.end());
+    // All the interruptions stay, per second of work: 2,892 over 48.8 %.
+    EXPECT_NE(std::find(g.sets.begin(), g.sets.end(), "noise.irq_rate=5925"), g.sets.end());
   }
 }
 
