@@ -554,13 +554,16 @@ GuestNoise guest_user_pace(const std::vector<ordered_json>& reports,
     ring.push_back(fmt::format("a memset {:.3g} us", *memset_ring * 1e-3));
   if (sweep_ring && *sweep_ring > 0)
     ring.push_back(fmt::format("the -O2 loop over 8-byte elements {:.3g} us", *sweep_ring * 1e-3));
+  const std::optional<double> clock = probes_median(reports, "/user", "clock_ns", "samples");
   g.note = fmt::format(
       "{} in the simulation, measured in the guest by mmsim-noise-probe on {} vCPU{} (medians: "
       "a memset of a hot 64 KiB per line, mmsim-exec's summing loops over a hot 16 KiB per "
-      "element){}",
+      "element){}{}",
       fmt::join(set, ", "), reports.size(), reports.size() == 1 ? "" : "s",
       ring.empty() ? std::string()
-                   : fmt::format("; over a 64 MiB ring, a page took {}", fmt::join(ring, ", ")));
+                   : fmt::format("; over a 64 MiB ring, a page took {}", fmt::join(ring, ", ")),
+      clock && *clock > 0 ? fmt::format("; a read of the clock {:.3g} us", *clock * 1e-3)
+                          : std::string());
   return g;
 }
 

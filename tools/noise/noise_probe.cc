@@ -20,7 +20,7 @@
 //   memset_line_ns, sweep_elem_ns and sweep_elem_O0_ns, in a TCG guest the
 //   emulation's pace; and a memset and the -O2 loop over 8-byte elements
 //   of a 64 MiB ring in 256 KiB pieces (per page), the memory's part in
-//   them (a TCG guest's software TLB).
+//   them (a TCG guest's software TLB); and a read of the clock.
 //
 // Prints one JSON object. Build: see tools/noise/README.md.
 //
@@ -143,6 +143,7 @@ double per_unit(size_t samples, double units, Fn fn) {
 struct UserPace {
   double memset_line_ns = 0, sweep_elem_ns = 0, sweep_elem_O0_ns = 0;
   double memset_ring_page_ns = 0, sweep_ring_page_ns = 0;
+  double clock_ns = 0;  // one clock_gettime(CLOCK_MONOTONIC)
 };
 
 UserPace user_pace(size_t samples) {
@@ -151,6 +152,10 @@ UserPace user_pace(size_t samples) {
   constexpr size_t kHotMemset = 64 * 1024, kHotSweep = 16 * 1024;
   constexpr size_t kRing = 64 << 20, kPiece = 256 << 10;
   std::vector<unsigned char> hot(kHotMemset, 1);
+  constexpr int kReads = 100;
+  u.clock_ns = per_unit(samples, kReads, [] {
+    for (int i = 0; i < kReads; ++i) sink = sink + static_cast<uint64_t>(now_ns());
+  });
   u.memset_line_ns = per_unit(samples, kHotMemset / 64.0, [&] {
     std::memset(hot.data(), 0, kHotMemset);
     asm volatile("" ::: "memory");  // the stores happen (as mmsim-exec's)
@@ -346,8 +351,9 @@ int main(int argc, char** argv) {
       fault_lat.size(), fault_median, at(10), at(90), at(99), fault_interrupted, fps.mean, fps.cv);
   std::printf(
       " \"user\":{\"samples\":%zu,\"memset_line_ns\":%.3f,\"sweep_elem_ns\":%.3f,"
-      "\"sweep_elem_O0_ns\":%.3f,\"memset_ring_page_ns\":%.0f,\"sweep_ring_page_ns\":%.0f}}\n",
+      "\"sweep_elem_O0_ns\":%.3f,\"memset_ring_page_ns\":%.0f,\"sweep_ring_page_ns\":%.0f,"
+      "\"clock_ns\":%.0f}}\n",
       user, up.memset_line_ns, up.sweep_elem_ns, up.sweep_elem_O0_ns, up.memset_ring_page_ns,
-      up.sweep_ring_page_ns);
+      up.sweep_ring_page_ns, up.clock_ns);
   return 0;
 }
