@@ -465,8 +465,8 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   const double lost = both ? got["irq_rate"] * got["irq_duration"] * 1e-9 : 0;  // of a vCPU's time
   constexpr double kLeastWorkShare = 0.05;
   const double work_share = std::max(kLeastWorkShare, 1 - lost);
-  std::optional<double> rate_wall;  // the interruptions the simulation draws, per wall second
-  if (both) rate_wall = got["irq_rate"];
+  // The interruptions the simulation draws (with both measured), per wall second.
+  double rate_wall = both ? got["irq_rate"] : 0;
   // More busy vCPUs than the host has CPUs: they take turns on its cores
   // (sim::HostTurns), each off for the probe's long interruptions (the host
   // running another vCPU). The turns take the place of as many of the
@@ -501,10 +501,10 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                           "no interruptions are left",
                           share * 100, lost * 100));
   }
-  if (rate_wall) {
+  if (both) {
     for (std::string& s : g.sets) {
       if (s.starts_with("noise.irq_rate="))
-        s = fmt::format("noise.irq_rate={:.4g}", *rate_wall / work_share);
+        s = fmt::format("noise.irq_rate={:.4g}", rate_wall / work_share);
     }
   }
   auto said = [&](const char* key, const char* format_ns, double scale) {
@@ -535,26 +535,27 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
 GuestNoise guest_user_pace(const std::vector<ordered_json>& reports,
                            const std::vector<std::string>& user_sets) {
   GuestNoise g;
+  // A field of the probes' "user" sections, if they measured it (above 0).
+  auto measured = [&](const char* field) -> std::optional<double> {
+    const std::optional<double> x = probes_median(reports, "/user", field, "samples");
+    return x && *x > 0 ? x : std::nullopt;
+  };
   std::vector<std::string> set;
   for (const char* key : {"memset_line_ns", "sweep_elem_ns", "sweep_elem_O0_ns"}) {
     if (sets_key(user_sets, fmt::format("costs.{}=", key))) continue;
-    const std::optional<double> x = probes_median(reports, "/user", key, "samples");
-    if (!x || !(*x > 0)) continue;
+    const std::optional<double> x = measured(key);
+    if (!x) continue;
     g.sets.push_back(fmt::format("costs.{}={:.4g}", key, *x));
     set.push_back(fmt::format("{} = {:.3g} ns", key, *x));
   }
   if (g.sets.empty()) return g;
   // Over memory, reported: what the simulation does not take from the guest.
-  const std::optional<double> memset_ring =
-      probes_median(reports, "/user", "memset_ring_page_ns", "samples");
-  const std::optional<double> sweep_ring =
-      probes_median(reports, "/user", "sweep_ring_page_ns", "samples");
   std::vector<std::string> ring;
-  if (memset_ring && *memset_ring > 0)
-    ring.push_back(fmt::format("a memset {:.3g} us", *memset_ring * 1e-3));
-  if (sweep_ring && *sweep_ring > 0)
-    ring.push_back(fmt::format("the -O2 loop over 8-byte elements {:.3g} us", *sweep_ring * 1e-3));
-  const std::optional<double> clock = probes_median(reports, "/user", "clock_ns", "samples");
+  if (const auto x = measured("memset_ring_page_ns"))
+    ring.push_back(fmt::format("a memset {:.3g} us", *x * 1e-3));
+  if (const auto x = measured("sweep_ring_page_ns"))
+    ring.push_back(fmt::format("the -O2 loop over 8-byte elements {:.3g} us", *x * 1e-3));
+  const std::optional<double> clock = measured("clock_ns");
   g.note = fmt::format(
       "{} in the simulation, measured in the guest by mmsim-noise-probe on {} vCPU{} (medians: "
       "a memset of a hot 64 KiB per line, mmsim-exec's summing loops over a hot 16 KiB per "
@@ -562,8 +563,7 @@ GuestNoise guest_user_pace(const std::vector<ordered_json>& reports,
       fmt::join(set, ", "), reports.size(), reports.size() == 1 ? "" : "s",
       ring.empty() ? std::string()
                    : fmt::format("; over a 64 MiB ring, a page took {}", fmt::join(ring, ", ")),
-      clock && *clock > 0 ? fmt::format("; a read of the clock {:.3g} us", *clock * 1e-3)
-                          : std::string());
+      clock ? fmt::format("; a read of the clock {:.3g} us", *clock * 1e-3) : std::string());
   return g;
 }
 

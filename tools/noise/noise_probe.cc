@@ -118,12 +118,6 @@ void* thread_start(void*) {
   return nullptr;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // The median of `samples` timings of fn(), each over `units` lines,
 // elements or pages, per unit; fn runs three times first, untimed (under a
 // JIT its first runs include its translation).
@@ -137,7 +131,7 @@ double per_unit(size_t samples, double units, Fn fn) {
     fn();
     t.push_back(static_cast<double>(now_ns() - t0) / units);
   }
-  return median_of(std::move(t));
+  return summarise(std::move(t)).median;
 }
 
 struct UserPace {
