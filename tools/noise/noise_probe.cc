@@ -223,7 +223,8 @@ int main(int argc, char** argv) {
     quantum(iters);
     q.push_back(static_cast<double>(now_ns() - t0));
   }
-  const double fwq_s = static_cast<double>(now_ns() - fwq0) * 1e-9;
+  const int64_t fwq1 = now_ns();
+  const double fwq_s = static_cast<double>(fwq1 - fwq0) * 1e-9;
   std::vector<double> sorted = q;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
@@ -330,10 +331,12 @@ int main(int argc, char** argv) {
       "{\"fwq\":{\"quanta\":%d,\"median_ns\":%.0f,\"plain_cv\":%.4f,"
       "\"interruptions\":%zu,\"interruptions_per_s\":%.1f,\"interruption_mean_ns\":%.0f,"
       "\"interruption_cv\":%.3f,\"interruption_median_ns\":%.0f,\"interruption_p99_ns\":%.0f,"
-      "\"overhead\":%.5f,\n  \"short\":{\"per_s\":%.1f,\"mean_ns\":%.0f,\"cv\":%.3f},"
+      "\"overhead\":%.5f,\"start_ns\":%lld,\"end_ns\":%lld,\n  "
+      "\"short\":{\"per_s\":%.1f,\"mean_ns\":%.0f,\"cv\":%.3f},"
       "\"long\":{\"per_s\":%.1f,\"mean_ns\":%.0f,\"cv\":%.3f}},\n",
       quanta, median, ps.cv, extra.size(), static_cast<double>(extra.size()) / fwq_s, es.mean,
       es.cv, es.median, es.p99, es.mean * static_cast<double>(extra.size()) * 1e-9 / fwq_s,
+      static_cast<long long>(fwq0), static_cast<long long>(fwq1),
       static_cast<double>(shorter.size()) / fwq_s, ss.mean, ss.cv,
       static_cast<double>(longer.size()) / fwq_s, ls.mean, ls.cv);
   latency("wakeup", wake.size(), ws, ",");
