@@ -720,7 +720,8 @@ mount -t debugfs debugfs /sys/kernel/debug
         dev);
   }
   s += "stty -F /dev/ttyS1 raw -echo 2>/dev/null\n";
-  s += "echo \"MMSIM-GUEST-UP $(uname -r)\"\n";
+  s += "echo \"MMSIM-GUEST-UP $(uname -r) $(cat "
+       "/sys/devices/system/clocksource/clocksource0/current_clocksource)\"\n";
   if (noise_cpus > 0) {
     // The guest's noise (guest_noise): one probe a vCPU on the first
     // `noise_cpus`, all at once, before the runs. About 0.5 s of fixed work
@@ -1147,6 +1148,23 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     err << "mmsim: " << failure << "; booting the guest again\n";
     notes.push_back(
         fmt::format("the first guest failed ({}); these are the second's runs", failure));
+  }
+  if (br.accel == "tcg") {
+    // The up line ends with the guest's clocksource (qemu_argv asks for the TSC).
+    const std::string up = "MMSIM-GUEST-UP ";
+    const size_t at = br.qemu.out.find(up);
+    const size_t eol = at == std::string::npos ? at : br.qemu.out.find('\n', at);
+    std::istringstream line(at == std::string::npos ? std::string()
+                                                    : br.qemu.out.substr(at, eol - at));
+    std::string word, clock;
+    while (line >> word) clock = word;
+    if (!clock.empty() && clock != "tsc") {
+      notes.push_back(fmt::format(
+          "the guest's clocksource is {}, not the TSC: every clock read, the kernel's and the "
+          "programs', is an emulated device's (1-1.5 us under QEMU's lock), and busy vCPUs "
+          "queue on it",
+          clock));
+    }
   }
 
   if (!cx.o.scan_trace.empty()) {

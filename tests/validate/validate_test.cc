@@ -447,9 +447,23 @@ TEST(Guest, TheQemuMachineHasTheScenariosNodesCpusMemoryAndDistances) {
   EXPECT_TRUE(has("dist,src=0,dst=1,val=21"));
   EXPECT_TRUE(has("dist,src=1,dst=0,val=21"));
   EXPECT_TRUE(has("2048M"));
-  EXPECT_TRUE(has("console=ttyS0 panic=-1 quiet"));
+  EXPECT_TRUE(has("console=ttyS0 panic=-1 clocksource=tsc tsc=reliable quiet"));
   EXPECT_TRUE(has("file:/d"));
   EXPECT_TRUE(has("tcg"));
+}
+
+TEST(Guest, ATcgGuestKeepsTheHostsTscAsItsClockAndAKvmGuestItsOwnChoice) {
+  const GuestMachine g = guest_machine(topo::Topology(two_by_two(1ull << 30)));
+  BootSpec b;
+  b.cmdline = "quiet";
+  auto append = [&](const std::string& accel) {
+    const auto a = qemu_argv(g, b, accel);
+    const auto at = std::find(a.begin(), a.end(), "-append");
+    return at == a.end() || at + 1 == a.end() ? std::string() : *(at + 1);
+  };
+  EXPECT_NE(append("tcg").find("tsc=reliable"), std::string::npos);
+  EXPECT_NE(append("tcg").find("clocksource=tsc"), std::string::npos);
+  EXPECT_EQ(append("kvm").find("tsc"), std::string::npos);
 }
 
 TEST(Guest, TheGuestHasTheModelsSocketsAndCoresSoThatItsCachesAndSchedDomainsMatch) {
