@@ -438,19 +438,24 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   };
   std::map<std::string, double> got;
   std::vector<std::string> clamped;
+  const auto params = sim::noise_params();
+  auto param = [&](std::string_view key) {
+    const auto p = std::find_if(params.begin(), params.end(),
+                                [&](const sim::NoiseParam& q) { return q.key == key; });
+    return p == params.end() ? nullptr : &*p;
+  };
+  // `x` within the key's range; what was clamped is said in the note.
+  auto within = [&](const sim::NoiseParam& p, std::string_view what, double x) {
+    if (x >= p.lo && x <= p.hi) return x;
+    clamped.push_back(fmt::format("{} {:.4g} to {:.4g}", what, x, std::clamp(x, p.lo, p.hi)));
+    return std::clamp(x, p.lo, p.hi);
+  };
   for (const Key& k : kKeys) {
     if (sets_key(user_sets, fmt::format("noise.{}=", k.key))) continue;
     std::optional<double> x = median_of(k.section, k.field, k.count);
-    if (!x) continue;
-    const auto params = sim::noise_params();
-    const auto p = std::find_if(params.begin(), params.end(),
-                                [&](const sim::NoiseParam& q) { return q.key == k.key; });
-    if (p == params.end()) continue;
-    if (*x < p->lo || *x > p->hi) {
-      clamped.push_back(
-          fmt::format("{} {:.4g} to {:.4g}", k.key, *x, std::clamp(*x, p->lo, p->hi)));
-      x = std::clamp(*x, p->lo, p->hi);
-    }
+    const sim::NoiseParam* p = param(k.key);
+    if (!x || !p) continue;
+    x = within(*p, k.key, *x);
     got[k.key] = *x;
     g.sets.push_back(p->unit == "ns" ? fmt::format("noise.{}={:.0f}ns", k.key, *x)
                                      : fmt::format("noise.{}={:.4g}", k.key, *x));
@@ -502,9 +507,11 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                           share * 100, lost * 100));
   }
   if (both) {
+    // Per second of work, within the key's range as every key is (above).
+    const double rate =
+        within(*param("irq_rate"), "irq_rate per second of work", rate_wall / work_share);
     for (std::string& s : g.sets) {
-      if (s.starts_with("noise.irq_rate="))
-        s = fmt::format("noise.irq_rate={:.4g}", rate_wall / work_share);
+      if (s.starts_with("noise.irq_rate=")) s = fmt::format("noise.irq_rate={:.4g}", rate);
     }
   }
   auto said = [&](const char* key, const char* format_ns, double scale) {
@@ -530,6 +537,19 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                       : fmt::format(" (clamped to the keys' ranges: {})", fmt::join(clamped, ", ")),
       turns);
   return g;
+}
+
+std::string guest_clocksource(std::string_view console) {
+  const size_t at = console.find("MMSIM-GUEST-UP ");
+  if (at == std::string_view::npos) return "";
+  const size_t eol = console.find('\n', at);
+  std::istringstream line(
+      std::string(console.substr(at, eol == std::string_view::npos ? eol : eol - at)));
+  std::string word, last;
+  line >> word;  // the marker
+  line >> word;  // the kernel's release
+  while (line >> word) last = word;
+  return last;
 }
 
 GuestNoise guest_user_pace(const std::vector<ordered_json>& reports,
@@ -1145,20 +1165,17 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
       oc.rc = kExitHost;
       return oc;
     }
-    err << "mmsim: " << failure << "; booting the guest again\n";
+    err << "mmsim: " << failure
+        << "; booting the guest again. The first guest's console, last lines:\n"
+        << tail_lines(br.qemu.out, 25) << "\n";
     notes.push_back(
         fmt::format("the first guest failed ({}); these are the second's runs", failure));
   }
   if (br.accel == "tcg") {
-    // The up line ends with the guest's clocksource (qemu_argv asks for the TSC).
-    const std::string up = "MMSIM-GUEST-UP ";
-    const size_t at = br.qemu.out.find(up);
-    const size_t eol = at == std::string::npos ? at : br.qemu.out.find('\n', at);
-    std::istringstream line(at == std::string::npos ? std::string()
-                                                    : br.qemu.out.substr(at, eol - at));
-    std::string word, clock;
-    while (line >> word) clock = word;
-    if (!clock.empty() && clock != "tsc") {
+    // qemu_argv asks for the TSC; tsc-early is the TSC until the kernel
+    // refines its rate, 1-3 s into the boot.
+    const std::string clock = guest_clocksource(br.qemu.out);
+    if (!clock.empty() && !clock.starts_with("tsc")) {
       notes.push_back(fmt::format(
           "the guest's clocksource is {}, not the TSC: every clock read, the kernel's and the "
           "programs', is an emulated device's (1-1.5 us under QEMU's lock), and busy vCPUs "
@@ -1553,6 +1570,9 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
              {"qemu_wall_s", br.qemu.wall_s},
              {"boot_s", br.up_s},
              {"notes", notes},
+             // What the simulation ran with beyond the scenario: `mmsim run`
+             // with these --set (and --seed) gives its side again.
+             {"simulation_sets", sets},
              {"passed", passed},
              {"failed", failed},
              {"failed_beyond_spread", beyond},

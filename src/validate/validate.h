@@ -197,6 +197,10 @@ GuestNoise guest_noise(const std::vector<nlohmann::ordered_json>& reports,
 GuestNoise guest_user_pace(const std::vector<nlohmann::ordered_json>& reports,
                            const std::vector<std::string>& user_sets);
 
+// The guest's clocksource, the last word of the first "MMSIM-GUEST-UP"
+// line of its console ("tsc", "tsc-early", "hpet"), or "" if there is none.
+std::string guest_clocksource(std::string_view console);
+
 // Runs every scenario on every kernel; the tables on `out`, progress and
 // problems on `err`. Returns the exit code.
 int run_validate(const ValidateOptions& o, std::ostream& out, std::ostream& err);

@@ -237,6 +237,17 @@ TEST(GuestNoise, AValueOutsideItsKeysRangeIsClampedAndSaid) {
   EXPECT_NE(g.note.find("clone_latency_cv 14 to 10"), std::string::npos) << g.note;
 }
 
+TEST(GuestNoise, TheRatePerSecondOfWorkIsClampedToItsKeysRangeToo) {
+  // 6 million a second of 1 us: all of the time, so the least share of work
+  // (5 %) gives 120 million a second of work, above the key's 10 million.
+  const GuestNoise g = guest_noise({probe_report(6e6, 1000, 80000, 4, 50)}, {});
+
+  EXPECT_NE(std::find(g.sets.begin(), g.sets.end(), "noise.irq_rate=1e+07"), g.sets.end())
+      << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_NE(g.note.find("irq_rate per second of work 1.2e+08 to 1e+07"), std::string::npos)
+      << g.note;
+}
+
 // A probe's "user" section: the guest's pace of a memset and the loops.
 nlohmann::ordered_json probe_with_pace(double memset_line, double sweep, double samples) {
   nlohmann::ordered_json j = probe_report(1000, 400000, 80000, 4, 50);
@@ -450,6 +461,14 @@ TEST(Guest, TheQemuMachineHasTheScenariosNodesCpusMemoryAndDistances) {
   EXPECT_TRUE(has("console=ttyS0 panic=-1 clocksource=tsc tsc=reliable quiet"));
   EXPECT_TRUE(has("file:/d"));
   EXPECT_TRUE(has("tcg"));
+}
+
+TEST(Guest, TheClocksourceIsTheLastWordOfTheGuestsUpLine) {
+  EXPECT_EQ(guest_clocksource("[ 1.0] x\nMMSIM-GUEST-UP 6.1.0-57-amd64 tsc-early\r\nmore\n"),
+            "tsc-early");
+  EXPECT_EQ(guest_clocksource("MMSIM-GUEST-UP 6.12.118+deb12-amd64 hpet"), "hpet");
+  EXPECT_EQ(guest_clocksource("MMSIM-GUEST-UP 6.1.0-57-amd64\n"), "");  // an older init
+  EXPECT_EQ(guest_clocksource("no up line"), "");
 }
 
 TEST(Guest, ATcgGuestKeepsTheHostsTscAsItsClockAndAKvmGuestItsOwnChoice) {
