@@ -733,9 +733,6 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   validate_cmd->add_option("--work-dir", vo.work_root,
                            "Where the guest's initramfs and logs are made (default /var/tmp)");
   validate_cmd->add_flag("--keep", vo.keep, "Keep the guest's initramfs and console log");
-  validate_cmd->add_flag("--host-turns", vo.host_turns,
-                         "Simulate the guest's busy vCPUs taking turns on this host's CPUs "
-                         "when there are more of them (docs/noise.md; experimental)");
   validate_cmd->add_option("--scan-trace", vo.scan_trace,
                            "Write the guest kernel's NUMA scan trace (task_numa_work, "
                            "change_prot_numa, by kprobes) to this directory, one file per run");

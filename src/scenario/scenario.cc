@@ -1143,11 +1143,6 @@ void read_noise(TableReader& r, Scenario& sc) {
       sc.noise.*(p.field) = *v;
     }
   }
-  // Host turns need all three keys: a host's cores alone would do nothing.
-  if (sc.noise.host_cpus > 0 && (sc.noise.host_vcpus <= 0 || sc.noise.host_slice_ns <= 0)) {
-    r.error(r.raw().get("host_cpus"), "host_cpus",
-            "the vCPUs' turns on the host's cores need host_vcpus and host_slice above 0 too");
-  }
   r.finish();
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 namespace mmsim::sim {
@@ -136,98 +135,6 @@ double Noise::interruptions_ns(Rng& rng, double span_ns) const {
   return std::max(0.0, kd * irq_.mean() + std::sqrt(kd) * sd * std_normal()(rng));
 }
 
-HostTurns::HostTurns(int host_cpus, int vcpus, double slice_ns, double phase_ns, uint64_t seed)
-    : on_(host_cpus > 0 && vcpus > host_cpus && slice_ns > 0),
-      h_(std::max(host_cpus, 1)),
-      v_(std::max(vcpus, 1)),
-      slice_(slice_ns > 0 ? slice_ns : 1),
-      phase_(phase_ns),
-      seed_(seed) {
-  const int64_t g = std::gcd(static_cast<int64_t>(h_), static_cast<int64_t>(v_));
-  period_ = v_ / g;
-  on_per_period_ = h_ / g;
-}
-
-bool HostTurns::runs_in(int seat, int64_t k) const {
-  const int64_t round = k / period_;
-  if (round != round_) {
-    // The round's order: a shuffle drawn from the seed and the round alone,
-    // so any slice can be asked for in any order.
-    order_.resize(static_cast<size_t>(v_));
-    std::iota(order_.begin(), order_.end(), 0);
-    Rng rng(seed_ ^ (static_cast<uint64_t>(round) * 0x9e3779b97f4a7c15ULL + 0x7f4a7c15ULL));
-    for (int i = v_ - 1; i > 0; --i) {
-      std::swap(order_[static_cast<size_t>(i)], order_[rng.below(static_cast<uint64_t>(i) + 1)]);
-    }
-    place_.resize(static_cast<size_t>(v_));
-    for (int i = 0; i < v_; ++i) place_[static_cast<size_t>(order_[static_cast<size_t>(i)])] = i;
-    round_ = round;
-  }
-  const int64_t j = k - round * period_;
-  const int64_t r = (place_[static_cast<size_t>(seat)] - j * h_ % v_ + v_) % v_;
-  return r < h_;
-}
-
-bool HostTurns::runs(int seat, double t) const {
-  if (!on_) return true;
-  return runs_in(seat % v_, static_cast<int64_t>(std::floor((t + phase_) / slice_)));
-}
-
-double HostTurns::finish(int seat, double t, double work_ns) const {
-  if (!on_ || !(work_ns > 0)) return t + std::max(work_ns, 0.0);
-  seat %= v_;
-  // Times relative to the grid: slice k spans [k S, (k + 1) S).
-  const double x = t + phase_;
-  int64_t k = static_cast<int64_t>(std::floor(x / slice_));
-  double w = work_ns;
-  if (runs_in(seat, k)) {
-    const double left = static_cast<double>(k + 1) * slice_ - x;
-    if (w <= left) return t + w;
-    w -= left;
-  }
-  // Slice by slice to the round's end, then whole rounds at once (keeping
-  // the last for the walk), so the cost does not grow with the work.
-  const double per_round = static_cast<double>(on_per_period_) * slice_;
-  for (++k;; ++k) {
-    if (k % period_ == 0) {
-      if (const double n = std::floor(w / per_round) - 1; n > 0) {
-        k += static_cast<int64_t>(n) * period_;
-        w -= n * per_round;
-      }
-    }
-    if (!runs_in(seat, k)) continue;
-    if (w <= slice_) return static_cast<double>(k) * slice_ + w - phase_;
-    w -= slice_;
-  }
-}
-
-namespace {
-
-// A seat's turns off over many rounds: how many, and how many slices off.
-std::pair<double, double> offs_over_rounds(int host_cpus, int vcpus) {
-  if (host_cpus <= 0 || vcpus <= host_cpus) return {0, 0};
-  const HostTurns h(host_cpus, vcpus, 1, 0, 1);
-  constexpr int64_t kSlices = 200000;
-  int64_t offs = 0, off = 0;
-  for (int64_t k = 0; k < kSlices; ++k) {
-    const bool on = h.runs(0, static_cast<double>(k) + 0.5);
-    off += !on;
-    offs += on && !h.runs(0, static_cast<double>(k) + 1.5);
-  }
-  return {static_cast<double>(offs) / kSlices, static_cast<double>(off) / kSlices};
-}
-
-}  // namespace
-
-double HostTurns::offs_per_slice(int host_cpus, int vcpus) {
-  return offs_over_rounds(host_cpus, vcpus).first;
-}
-
-double HostTurns::mean_off_slices(int host_cpus, int vcpus) {
-  const auto [offs, off] = offs_over_rounds(host_cpus, vcpus);
-  return offs > 0 ? off / offs : 0;
-}
-
 }  // namespace mmsim::sim
 
 namespace mmsim::sim {
@@ -287,19 +194,10 @@ const std::vector<NoiseParam> kParams = {
      "the median of three runs of `noise_probe 400000` (tools/noise) on the development host, a "
      "2-vCPU KVM guest, 2026-12-02 (docs/noise.md): fwq.short.cv"},
     {"host_cpus", &NoiseConfig::host_cpus, 0, 4096, "",
-     "the host's cores that the machine's vCPUs share (0: none shared, a real machine)",
-     "0: a real machine. `mmsim validate` sets the host's online CPUs when the guest's noise "
-     "probe ran more busy vCPUs than that",
+     "the host's cores that the machine's vCPUs share: while more of its CPUs are busy, each "
+     "runs at this share of its speed (0: none shared, a real machine)",
+     "0: a real machine. `mmsim validate` sets the host's online CPUs for a guest with more vCPUs",
      true},
-    {"host_vcpus", &NoiseConfig::host_vcpus, 0, 4096, "",
-     "the busy vCPUs that take turns on the host_cpus cores",
-     "`mmsim validate`: the vCPUs its noise probe kept busy (the most tasks the simulation keeps "
-     "busy at once)",
-     true},
-    {"host_slice", &NoiseConfig::host_slice_ns, 0, 1e9, "ns",
-     "the length of a vCPU's turn on a host core",
-     "`mmsim validate`: the probe's mean interruption over a turn off's mean length in slices "
-     "(sim::HostTurns::mean_off_slices)"},
 };
 
 }  // namespace

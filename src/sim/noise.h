@@ -51,13 +51,16 @@ struct NoiseConfig {
   double irq_rate_hz = 432;
   double irq_duration_ns = 8303;
   double irq_duration_cv = 0.041;
-  // The machine is a guest whose vCPUs share its host's cores (HostTurns):
-  // host_cpus cores run host_vcpus busy vCPUs in turns of host_slice_ns.
-  // 0 host CPUs (the default): a real machine, each CPU its own.
-  // `mmsim validate` sets them from the guest's noise probe.
+  // The machine is a guest whose vCPUs share its host's host_cpus cores:
+  // while B of its CPUs are busy (a task on their run queue), each makes
+  // progress at min(1, host_cpus / B) of its speed (processor sharing, the
+  // host's CFS sharing its cores fairly among the vCPU threads that want
+  // them; an idle vCPU halts and wants none). 0 host CPUs (the default): a
+  // real machine, each CPU its own. `mmsim validate` sets it for a guest
+  // with more vCPUs than its host's online CPUs.
+  // SIMPLIFICATION: fluid sharing; the host's turns are its slices (ms),
+  // which a vCPU's work sees as a mean rate, not as whole turns off.
   double host_cpus = 0;
-  double host_vcpus = 0;
-  double host_slice_ns = 0;
 };
 
 // One [noise] key: its field, range, unit, meaning and the source of its
@@ -120,6 +123,12 @@ class Noise {
     if (ns <= c_.jitter_quantum_ns && irq_per_ns_ * ns < 1e-3) return short_factor(rng, ns);
     return long_user_factor(rng, ns);
   }
+  // The wall time a vCPU takes per unit of its work while `busy` of the
+  // machine's CPUs are busy: above 1 when they outnumber the host's cores.
+  double host_share_factor(int busy) const {
+    if (!c_.enabled || !(c_.host_cpus > 0) || busy <= c_.host_cpus) return 1;
+    return busy / c_.host_cpus;
+  }
 
  private:
   double long_kernel_op_ns(Rng& rng, double ns) const;
@@ -142,49 +151,6 @@ class Noise {
   Lognormal fork_, clone_, wakeup_, irq_;
   double jitter_half_width_;  // cv x sqrt(3): a uniform factor's half-width
   double irq_per_ns_;         // interruptions per ns of a CPU's time
-};
-
-// A guest's vCPUs taking turns on its host's cores: a host of H cores runs
-// V busy vCPUs (V > H) in slices of S. Time goes in rounds of P = V / gcd(V,
-// H) slices, in which every vCPU runs H / gcd(V, H) slices: each round lays
-// the V seats in an order of its own (drawn from the run's seed) and its
-// slice j runs the seats at places jH to jH + H - 1 (mod V) of that order.
-// So at most H of the machine's CPUs make progress at any time, every vCPU
-// gets its share, and which run together changes from round to round, as
-// the host's CFS pairs its runnable vCPU threads differently as their
-// runtimes tie (docs/noise.md). A CPU takes the next seat, modulo V, the
-// first time it works.
-// SIMPLIFICATION: V seats whatever the number of vCPUs busy at the time.
-class HostTurns {
- public:
-  HostTurns() = default;
-  // phase_ns: where the slice grid lies against the run's start; seed: the
-  // rounds' orders.
-  HostTurns(int host_cpus, int vcpus, double slice_ns, double phase_ns, uint64_t seed);
-  // Whether the vCPUs take turns at all (more of them than cores).
-  bool on() const { return on_; }
-  int vcpus() const { return v_; }
-  // Whether the vCPU in `seat` runs at time t (ns).
-  bool runs(int seat, double t) const;
-  // The time at which the vCPU in `seat`, from time t, has run `work_ns`.
-  double finish(int seat, double t, double work_ns) const;
-  // A seat's turns off per slice, on average, and their mean length in
-  // slices: they calibrate S from a probe's interruptions (these turns).
-  static double offs_per_slice(int host_cpus, int vcpus);
-  static double mean_off_slices(int host_cpus, int vcpus);
-
- private:
-  bool runs_in(int seat, int64_t k) const;
-  bool on_ = false;
-  int h_ = 1, v_ = 1;
-  double slice_ = 1, phase_ = 0;
-  uint64_t seed_ = 0;
-  int64_t period_ = 1;         // slices a round: V / gcd(V, H)
-  int64_t on_per_period_ = 1;  // of them, a seat's turns on: H / gcd(V, H)
-  // The last round asked for, its order of the seats, and each seat's place
-  // in it.
-  mutable int64_t round_ = -1;
-  mutable std::vector<int> order_, place_;
 };
 
 // A per-task or per-purpose stream of the run's seed.

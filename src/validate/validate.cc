@@ -462,56 +462,42 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   }
   if (g.sets.empty()) return g;
   // The probe counts its interruptions over its wall time, of which they
-  // take `lost`; the simulation draws them per time of work (sim::Noise), so
-  // per second of work the rate is the wall's over the share left to work
-  // (a guest whose busy vCPUs lose 80 % of their time to the host has five
-  // times as many interruptions in a second of work as in one of wall time).
+  // take `lost`; the simulation draws them per time of work (sim::Noise).
+  // More busy vCPUs than the host has CPUs share its cores
+  // (noise.host_cpus): K busy probes on H CPUs run H/K of the time at most.
+  // What the probes lost beyond that share stays as interruptions:
+  // 1 - lost = share / (1 + rate x duration) per second of work, with the
+  // measured duration. With no cores shared the share is 1, and a guest
+  // whose vCPU loses 80 % of its time has five times as many interruptions
+  // in a second of work as in one of wall time.
   const bool both = got.count("irq_rate") && got.count("irq_duration");
   const double lost = both ? got["irq_rate"] * got["irq_duration"] * 1e-9 : 0;  // of a vCPU's time
   constexpr double kLeastWorkShare = 0.05;
   const double work_share = std::max(kLeastWorkShare, 1 - lost);
-  // The interruptions the simulation draws (with both measured), per wall second.
-  double rate_wall = both ? got["irq_rate"] : 0;
-  // More busy vCPUs than the host has CPUs: they take turns on its cores
-  // (sim::HostTurns), each off for the probe's long interruptions (the host
-  // running another vCPU). The turns take the place of as many of the
-  // interruptions, and of as much of their time; the rest stay.
-  std::string turns;
   const int busy = static_cast<int>(reports.size());
-  const std::optional<double> off_ns = median_of("/fwq/long", "mean_ns", "per_s");
-  if (host_cpus > 0 && busy > host_cpus && off_ns && both && !sets_key(user_sets, "noise.host_")) {
-    const double slice = *off_ns / sim::HostTurns::mean_off_slices(host_cpus, busy);
-    // The turns take this share of a vCPU's time, off_ns at a time.
-    const double share = 1 - static_cast<double>(host_cpus) / busy;
-    const double turn_rate = share / *off_ns * 1e9;
-    const double rest_lost = std::max(0.0, lost - share);
-    const double rest_rate = rest_lost > 0 ? std::max(0.0, got["irq_rate"] - turn_rate) : 0;
-    const double rest_ns = rest_rate > 0 ? rest_lost / rest_rate * 1e9 : 0;
-    rate_wall = rest_rate;
-    for (std::string& s : g.sets) {
-      if (s.starts_with("noise.irq_duration="))
-        s = fmt::format("noise.irq_duration={:.0f}ns", rest_ns);
-    }
-    g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
-    g.sets.push_back(fmt::format("noise.host_vcpus={}", busy));
-    g.sets.push_back(fmt::format("noise.host_slice={:.0f}ns", slice));
-    turns = fmt::format(
-        "; the host's {} CPUs run the {} busy vCPUs in turns of {:.3g} ms (off {:.3g} ms at a "
-        "time, the probes' long interruptions), which {}",
-        host_cpus, busy, slice * 1e-6, *off_ns * 1e-6,
-        rest_lost > 0
-            ? fmt::format("leaves {:.0f}/s of {:.3g} ms of the interruptions", rest_rate,
-                          rest_ns * 1e-6)
-            : fmt::format("take {:.0f}% of a vCPU's time, more than the {:.0f}% the probes lost: "
-                          "no interruptions are left",
-                          share * 100, lost * 100));
-  }
+  const bool shared = host_cpus > 0 && !sets_key(user_sets, "noise.host_cpus=");
+  if (shared) g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
+  const double share = shared && busy > host_cpus ? static_cast<double>(host_cpus) / busy : 1;
+  std::string sharing;
   if (both) {
+    const double rest = std::max(0.0, share / work_share - 1);  // rate x duration per work
     // Per second of work, within the key's range as every key is (above).
+    const double d = got["irq_duration"];
     const double rate =
-        within(*param("irq_rate"), "irq_rate per second of work", rate_wall / work_share);
+        within(*param("irq_rate"), "irq_rate per second of work", d > 0 ? rest / (d * 1e-9) : 0);
     for (std::string& s : g.sets) {
       if (s.starts_with("noise.irq_rate=")) s = fmt::format("noise.irq_rate={:.4g}", rate);
+    }
+    if (share < 1) {
+      sharing = fmt::format(
+          "; the host's {} CPUs give {} busy vCPUs {:.0f}% of their time (noise.host_cpus), {}",
+          host_cpus, busy, share * 100,
+          rest > 0 ? fmt::format("which leaves {:.0f}/s of work of the interruptions", rate)
+                   : fmt::format("no more than the {:.0f}% the probes had: no interruptions "
+                                 "are left",
+                                 work_share * 100));
+    } else {
+      sharing = fmt::format(", so {:.0f}/s of work", rate);
     }
   }
   auto said = [&](const char* key, const char* format_ns, double scale) {
@@ -523,19 +509,18 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
       "[noise] measured in the guest by mmsim-noise-probe on {} busy vCPU{} (the most tasks the "
       "simulation keeps busy at once): interruptions {}/s of {} ms mean (cv {}){}, wakeups +{} us "
       "(cv {}), clones +{} us (cv {}), forks +{} ms (cv {}), cost jitter cv {}: the "
-      "simulation's noise{}{}",
+      "simulation's noise{}",
       reports.size(), reports.size() == 1 ? "" : "s", said("irq_rate", "{:.0f}", 1),
       said("irq_duration", "{:.3g}", 1e-6), said("irq_duration_cv", "{:.2g}", 1),
-      both ? fmt::format(", {:.0f}% of the time, so {:.0f}/s of work", 100 * (1 - work_share),
-                         got["irq_rate"] / work_share)
+      both ? fmt::format(", {:.0f}% of the time{}", 100 * (1 - work_share), sharing)
            : std::string(),
       said("wakeup_latency", "{:.3g}", 1e-3), said("wakeup_latency_cv", "{:.2g}", 1),
       said("clone_latency", "{:.3g}", 1e-3), said("clone_latency_cv", "{:.2g}", 1),
       said("fork_latency", "{:.3g}", 1e-6), said("fork_latency_cv", "{:.2g}", 1),
       said("cost_jitter_cv", "{:.2g}", 1),
-      clamped.empty() ? std::string()
-                      : fmt::format(" (clamped to the keys' ranges: {})", fmt::join(clamped, ", ")),
-      turns);
+      clamped.empty()
+          ? std::string()
+          : fmt::format(" (clamped to the keys' ranges: {})", fmt::join(clamped, ", ")));
   return g;
 }
 
@@ -639,6 +624,13 @@ std::string interval_text(const std::optional<std::pair<double, double>>& ci) {
 int host_cpus() {
   const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 0;
+}
+
+// The host's CPUs that a guest of `vcpus` shares (noise.host_cpus): its
+// online CPUs when they are fewer, else 0 (each vCPU can have its own).
+int guest_host_cpus(size_t vcpus) {
+  const int h = host_cpus();
+  return h > 0 && static_cast<size_t>(h) < vcpus ? h : 0;
 }
 
 std::string today() {
@@ -1211,7 +1203,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
         err << "mmsim: warning: a noise probe's report is not JSON: " << e.what() << "\n";
       }
     }
-    GuestNoise gn = guest_noise(reports, cx.o.sets, cx.o.host_turns ? host_cpus() : 0);
+    GuestNoise gn = guest_noise(reports, cx.o.sets, guest_host_cpus(gm.nr_cpus()));
     if (gn.sets.empty()) {
       notes.push_back(
           "the guest's noise probes reported nothing usable: the simulation has [noise]'s "
@@ -1292,14 +1284,26 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
       }
       if (flushes_sim > 0 && received > 0) {
         const double remote = received / flushes_sim;
-        const double ipi = std::max(0.0, median - sc.costs.tlb_flush_local_ns) / remote;
+        // The simulation stretches a flush, as all of a vCPU's work, by the
+        // host's share while more vCPUs are busy than the host has CPUs
+        // (noise.host_cpus); the guest's flush was timed with the probes'
+        // vCPUs busy, so the cost is the flush over that stretch.
+        // SIMPLIFICATION: a flush waits for its remote vCPUs' turns on the
+        // host, which come as the busy vCPUs share the cores: the cost is
+        // taken to scale with the stretch, as work does.
+        const double stretch = sim::Noise(sp.run->scenario.noise).host_share_factor(noise_cpus);
+        const double ipi = std::max(0.0, median / stretch - sc.costs.tlb_flush_local_ns) / remote;
         sets.push_back(fmt::format("costs.tlb_flush_ipi_ns={:.0f}", ipi));
         notes.push_back(fmt::format(
             "tlb_flush_ipi_ns = {:.0f} ns in the simulation, measured in the guest: a scan's "
             "TLB flush took {:.2f} ms (median of {}, {:.2f}-{:.2f} ms), {:.2f} remote CPUs a "
-            "flush in the simulation",
+            "flush in the simulation{}",
             ipi, median * 1e-6, flushes.size(), flushes.front() * 1e-6, flushes.back() * 1e-6,
-            remote));
+            remote,
+            stretch > 1 ? fmt::format(", which stretches it {:.3g} x with {} vCPUs busy on the "
+                                      "host's shared CPUs",
+                                      stretch, noise_cpus)
+                        : std::string()));
       }
     }
   }

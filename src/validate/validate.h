@@ -33,10 +33,6 @@ struct ValidateOptions {
   std::string work_root;             // where the guest's files are made ("": /var/tmp)
   double timeout_s = 1800;           // per guest, boot included
   bool keep = false;                 // keep the work directory (initramfs, console log)
-  // Simulate the guest's busy vCPUs taking turns on the host's CPUs
-  // (sim::HostTurns), sized from the noise probes, when there are more of
-  // them than the host has CPUs. Off: the probes' interruptions alone.
-  bool host_turns = false;
   // A directory for the guest's NUMA balancing scan, traced by kprobes: every
   // task_numa_work call (with the task's scan period and node_stamp), each
   // change_prot_numa it makes (the VMA, the range, the PTEs changed), and
@@ -179,11 +175,11 @@ struct GuestNoise {
   std::vector<std::string> sets;
   std::string note;
 };
-// With more reports (busy vCPUs) than `host_cpus` (the host's CPUs, 0 if
-// unknown) the vCPUs take turns on the host's cores: the noise.host_* keys,
-// the turns sized from the probes' long interruptions (fwq.long), and the
-// irq_* keys then the interruptions the turns leave, unless the user set a
-// noise.host_* key.
+// `host_cpus`: the host's CPUs the guest's vCPUs share (0: none shared,
+// each vCPU its own), set as noise.host_cpus unless the user set it. With
+// more reports (busy vCPUs) than that, the host's cores give each busy vCPU
+// host_cpus / reports of its time, and irq_rate keeps only what the probes
+// lost beyond that share.
 GuestNoise guest_noise(const std::vector<nlohmann::ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus = 0);
 

@@ -110,13 +110,6 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
   const uint64_t shell =
       noise_.on() && config_.noise.launch_cpu ? machine_rng.below(topo.nr_cpus()) : 0;
   collector_cpu_ = sched_.launched_cpu(CpuId(static_cast<uint16_t>(shell)));
-  const sim::NoiseConfig& nc = config_.noise;
-  if (noise_.on() && nc.host_cpus > 0 && nc.host_vcpus > nc.host_cpus && nc.host_slice_ns > 0) {
-    host_turns_ = sim::HostTurns(static_cast<int>(nc.host_cpus), static_cast<int>(nc.host_vcpus),
-                                 nc.host_slice_ns, machine_rng.uniform() * nc.host_slice_ns,
-                                 machine_rng.next());
-    host_seat_.assign(topo.nr_cpus(), -1);
-  }
 }
 
 uint32_t World::mm_id(uint32_t pid) const {
@@ -360,6 +353,16 @@ void World::cut_to_reprice(TaskExec& s, Tick at) {
 }
 
 void World::occupancy_changed(CpuId cpu, bool busy, Tick at) {
+  busy_cpus_ += busy ? 1 : -1;
+  // A guest's vCPUs sharing the host's cores: every running segment priced
+  // at another share is cut, its rest priced at this one.
+  if (const double f = noise_.host_share_factor(busy_cpus_);
+      f != noise_.host_share_factor(busy_cpus_ + (busy ? -1 : 1))) {
+    for (size_t c = 0; c < sibling_.size(); ++c) {
+      const uint32_t pid = sched_.current(CpuId(static_cast<uint16_t>(c)));
+      if (pid && exec(pid).seg.host_share != f) cut_to_reprice(exec(pid), at);
+    }
+  }
   const CpuId sib = sibling_[cpu.v];
   if (sib == cpu) return;
   const uint32_t pid = sched_.current(sib);
@@ -775,23 +778,13 @@ Tick World::reach_time(const TaskExec& t, Vpn lo, Vpn hi, Tick now) const {
 }
 
 double World::user_noise(TaskExec& t, double ns) {
-  return noise_.on() ? host_wall_ns(t, ns * noise_.user_factor(t.noise_rng, ns)) : ns;
-}
-
-double World::host_wall_ns(const TaskExec& t, double ns) {
-  if (!host_turns_.on()) return ns;
-  int& seat = host_seat_[t.task.cpu.v];
-  if (seat < 0) seat = next_host_seat_++ % host_turns_.vcpus();
-  const double at = static_cast<double>(t.clock.ns);
-  return host_turns_.finish(seat, at, ns) - at;
+  return noise_.on() ? ns * noise_.user_factor(t.noise_rng, ns) * host_share() : ns;
 }
 
 void World::stretch_by_noise(TaskExec& t, double planned_ns, double& unit_ns,
                              std::vector<Piece>& pieces) {
   if (!noise_.on()) return;
-  double f = noise_.user_factor(t.noise_rng, planned_ns);
-  // The vCPU's turns off, spread evenly over the work (as its interruptions).
-  if (host_turns_.on() && planned_ns > 0) f = host_wall_ns(t, planned_ns * f) / planned_ns;
+  const double f = noise_.user_factor(t.noise_rng, planned_ns) * host_share();
   unit_ns *= f;
   for (Piece& p : pieces) {
     p.offset_ns *= f;
@@ -806,6 +799,7 @@ bool World::start_segment(TaskExec& t) {
   s.t0 = t.clock;
   s.id = next_segment_++;
   s.sibling_busy = accessor(t).sibling_busy;
+  s.host_share = host_share();
   t.reaches.clear();
   s.stop = t.clock + to_tick(s.unit_ns * static_cast<double>(s.units));
   if (others_waiting(t)) s.stop = std::min(s.stop, std::max(sched_.slice_end(t.task.cpu), t.clock));
@@ -911,7 +905,7 @@ void World::settle_bandwidth(Tick at) {
 }
 
 void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
-  const double ns = host_wall_ns(t, noise_.kernel_op_ns(t.noise_rng, c.sys_ns));
+  const double ns = noise_.kernel_op_ns(t.noise_rng, c.sys_ns) * host_share();
   t.task.times.sys_ns += ns;
   t.clock += to_tick(ns);
   check_memory_limits(0);

@@ -223,6 +223,7 @@ class World final : public sim::EventHandler,
     std::vector<Piece> pieces;
     uint64_t id = 0;            // a new id for every segment
     bool sibling_busy = false;  // as priced (World::accessor)
+    double host_share = 1;      // as priced (World::host_share)
   };
   // A task's program state; its sched state is the Scheduler's.
   struct TaskExec {
@@ -463,9 +464,9 @@ class World final : public sim::EventHandler,
                         std::vector<Piece>& pieces);
   // `ns` of user work with its noise.
   double user_noise(TaskExec& t, double ns);
-  // The time `ns` of work on t's CPU from t's clock takes while its vCPU
-  // takes turns on the host's cores (host_turns_; ns when it does not).
-  double host_wall_ns(const TaskExec& t, double ns);
+  // The wall time per unit of work while the guest's vCPUs share the host's
+  // cores (1 on a real machine, or while no more are busy than it has).
+  double host_share() const { return noise_.host_share_factor(busy_cpus_); }
   int64_t runtime_ns(const TaskExec& t) const {
     return static_cast<int64_t>(t.task.times.user_ns + t.task.times.sys_ns);
   }
@@ -496,9 +497,7 @@ class World final : public sim::EventHandler,
   std::vector<std::vector<CpuId>> socket_cpus_;   // by socket: its CPUs
   TimelineSampler timeline_;
   sim::Noise noise_;
-  sim::HostTurns host_turns_;   // a guest's vCPUs sharing its host's cores
-  std::vector<int> host_seat_;  // per CPU: its seat in host_turns_, -1 before its first task
-  int next_host_seat_ = 0;
+  int busy_cpus_ = 0;             // CPUs with a task on their run queue
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires
   uint64_t next_segment_ = 1;
   std::vector<std::unique_ptr<TaskExec>> tasks_;  // by pid; [0] unused

@@ -532,15 +532,8 @@ TEST(ScenarioNoise, JitterAboveHalfIsOutOfRange) {
   EXPECT_NE(only_about(lr, "noise.cost_jitter_cv").message.find("out of range"), std::string::npos);
 }
 
-TEST(ScenarioNoise, HostCpusWithoutTheirVcpusAndSliceIsAnError) {
-  const LoadResult lr = parse(std::string(kBase) + "\n[noise]\nhost_cpus = 2\n");
-  EXPECT_NE(only_about(lr, "noise.host_cpus").message.find("host_vcpus and host_slice"),
-            std::string::npos);
-}
-
 TEST(ScenarioNoise, HostCpusMustBeAWholeNumber) {
-  const LoadResult lr = parse(std::string(kBase) +
-                              "\n[noise]\nhost_cpus = 1.5\nhost_vcpus = 4\nhost_slice = \"1ms\"\n");
+  const LoadResult lr = parse(std::string(kBase) + "\n[noise]\nhost_cpus = 1.5\n");
   EXPECT_NE(only_about(lr, "noise.host_cpus").message.find("whole number"), std::string::npos);
 }
 

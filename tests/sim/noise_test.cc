@@ -88,70 +88,22 @@ TEST(Noise, EveryDefaultNamesItsSource) {
   }
 }
 
-TEST(HostTurns, AtMostTheHostsCoresRunAtOnceAndEachVcpuGetsItsShare) {
-  const HostTurns h(2, 4, 1000, 0, 7);
-  ASSERT_TRUE(h.on());
-  std::vector<int> on_time(4, 0);
-  for (int t = 0; t < 100000; t += 10) {
-    int running = 0;
-    for (int seat = 0; seat < 4; ++seat) {
-      running += h.runs(seat, t);
-      on_time[seat] += h.runs(seat, t) ? 10 : 0;
-    }
-    EXPECT_EQ(running, 2) << "at " << t;
-  }
-  for (int seat = 0; seat < 4; ++seat) EXPECT_EQ(on_time[seat], 50000) << seat;
+TEST(Noise, BusyVcpusBeyondTheHostsCoresShareThem) {
+  NoiseConfig c;
+  c.host_cpus = 2;
+  const Noise noise(c);
+  EXPECT_EQ(noise.host_share_factor(1), 1);
+  EXPECT_EQ(noise.host_share_factor(2), 1);
+  EXPECT_EQ(noise.host_share_factor(3), 1.5);
+  EXPECT_EQ(noise.host_share_factor(8), 4);
 }
 
-TEST(HostTurns, WhichVcpusRunTogetherChangesFromRoundToRound) {
-  const HostTurns h(2, 4, 1000, 0, 7);
-  std::vector<int> with_seat_1(4, 0);
-  for (int k = 0; k < 1000; ++k) {
-    const double t = k * 1000 + 500;
-    if (!h.runs(0, t)) continue;
-    for (int other = 1; other < 4; ++other) with_seat_1[other] += h.runs(other, t);
-  }
-  for (int other = 1; other < 4; ++other) EXPECT_GT(with_seat_1[other], 100) << other;
-}
-
-// When `seat` has run `work` from t, slice by slice.
-double walked(const HostTurns& h, int seat, double t, double work, double slice) {
-  for (;;) {
-    const double end = (std::floor(t / slice) + 1) * slice;
-    if (h.runs(seat, t)) {
-      if (work <= end - t) return t + work;
-      work -= end - t;
-    }
-    t = end;
-  }
-}
-
-TEST(HostTurns, WorkEndsWhenItsVcpuHasRunThatLong) {
-  const HostTurns h(3, 7, 700, 0, 11);
-  for (int seat = 0; seat < 7; ++seat) {
-    for (const double work : {100.0, 699.0, 1500.0, 20000.0, 1e6 + 31 * seat}) {
-      const double start = 5000 + 97 * seat;
-      EXPECT_NEAR(h.finish(seat, start, work), walked(h, seat, start, work, 700), 1e-3)
-          << seat << " " << work;
-    }
-  }
-  EXPECT_NEAR((h.finish(2, 0, 1e7) - 0) / 1e7, 7.0 / 3, 0.01) << "a share of 3/7 of the time";
-}
-
-TEST(HostTurns, AnOffTurnLastsItsMeanInSlices) {
-  // Four on two: each round of 2 slices runs a seat in one of them, either.
-  EXPECT_NEAR(HostTurns::offs_per_slice(2, 4), 0.375, 0.005);
-  EXPECT_NEAR(HostTurns::mean_off_slices(2, 4), 4.0 / 3, 0.02);
-  // Eight on two: one slice of four a round.
-  EXPECT_NEAR(HostTurns::mean_off_slices(2, 8), 3.2, 0.05);
-  EXPECT_EQ(HostTurns::mean_off_slices(2, 2), 0) << "no turns: each vCPU has a core";
-}
-
-TEST(HostTurns, NoMoreVcpusThanCoresIsNoTurns) {
-  const HostTurns h(4, 4, 1000, 0, 1);
-  EXPECT_FALSE(h.on());
-  EXPECT_DOUBLE_EQ(h.finish(3, 1500, 5000), 6500);
-  EXPECT_TRUE(h.runs(3, 1500));
+TEST(Noise, ARealMachineOrNoNoiseSharesNoCores) {
+  NoiseConfig off;
+  off.host_cpus = 2;
+  off.enabled = false;
+  EXPECT_EQ(Noise(off).host_share_factor(8), 1);
+  EXPECT_EQ(Noise(NoiseConfig{}).host_share_factor(8), 1);
 }
 
 TEST(Noise, TheHostKeysAreShownOnlyForAGuest) {

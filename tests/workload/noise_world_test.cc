@@ -85,23 +85,51 @@ TEST(NoiseWorld, InterruptionsSlowUserWorkByTheirShareOfTime) {
   EXPECT_NEAR(ratio, 1 / 1.1, 0.02);
 }
 
-TEST(NoiseWorld, VcpusTakingTurnsOnOneHostCpuRunAtHalfSpeed) {
-  // The two readers (and main, idle by then) on one host core, in 100 us turns.
+TEST(NoiseWorld, TwoBusyVcpusSharingOneHostCpuRunAtHalfSpeed) {
   const std::string quiet_noise = "[noise]\ncost_jitter_cv = 0\nirq_rate = 0\n";
   const auto alone = run_text(two_readers(quiet_noise));
-  const auto turns = run_text(two_readers(quiet_noise + "host_cpus = 1\nhost_vcpus = 2\n"
-                                                        "host_slice = \"100us\"\n"));
+  const auto shared = run_text(two_readers(quiet_noise + "host_cpus = 1\n"));
   const double ratio =
-      static_cast<double>(turns.counter("passes")) / static_cast<double>(alone.counter("passes"));
+      static_cast<double>(shared.counter("passes")) / static_cast<double>(alone.counter("passes"));
   EXPECT_NEAR(ratio, 0.5, 0.03);
 }
 
-TEST(NoiseWorld, AsManyHostCpusAsVcpusIsNoTurns) {
+TEST(NoiseWorld, AsManyHostCpusAsBusyVcpusShareNothing) {
   const std::string quiet_noise = "[noise]\ncost_jitter_cv = 0\nirq_rate = 0\n";
   const auto alone = run_text(two_readers(quiet_noise));
-  const auto two = run_text(two_readers(quiet_noise + "host_cpus = 2\nhost_vcpus = 2\n"
-                                                      "host_slice = \"100us\"\n"));
+  const auto two = run_text(two_readers(quiet_noise + "host_cpus = 2\n"));
   EXPECT_EQ(two.counter("passes"), alone.counter("passes"));
+}
+
+TEST(NoiseWorld, AVcpuBusyAloneHasAHostCpuToItself) {
+  // main writes the array alone, then sleeps while its two readers share.
+  const std::string quiet_noise = "[noise]\ncost_jitter_cv = 0\nirq_rate = 0\n";
+  const auto alone = run_text(two_readers(quiet_noise));
+  const auto shared = run_text(two_readers(quiet_noise + "host_cpus = 1\n"));
+  EXPECT_NEAR(
+      static_cast<double>(user_ns_of(shared, 1)) / static_cast<double>(user_ns_of(alone, 1)), 1,
+      0.01);
+}
+
+TEST(NoiseWorld, AReaderLeftAloneGoesOnAtFullSpeed) {
+  // One reader stops at 25 ms, the other reads to 50 ms: half its time at
+  // half speed, half at full, so three quarters of its passes alone.
+  std::string text = two_readers("[noise]\ncost_jitter_cv = 0\nirq_rate = 0\n");
+  const std::string both = "count = 2\nprogram = \"reader\"";
+  text.replace(text.find(both), both.size(),
+               "count = 1\nprogram = \"short\"\n[[programs.main]]\nop = \"threads\"\n"
+               "count = 1\nprogram = \"reader\"");
+  text += R"(
+[[programs.short]]
+op = "loop"
+duration = "25ms"
+body = [ { op = "sweep", region = "data" } ]
+)";
+  const auto alone = run_text(text);
+  const auto shared = run_text(text, {"noise.host_cpus=1"});
+  const double ratio =
+      static_cast<double>(shared.counter("passes")) / static_cast<double>(alone.counter("passes"));
+  EXPECT_NEAR(ratio, 0.75, 0.03);
 }
 
 // Two threads on node 1 sweep what main wrote on node 0 (validate's
