@@ -98,6 +98,13 @@ class Lognormal {
   double mean_ = 0;
 };
 
+// The wall time a guest's vCPU takes per unit of its work while `busy` of
+// its CPUs share the host's `host_cpus` cores (0: a real machine): above 1
+// when they outnumber them (NoiseConfig::host_cpus).
+inline double host_share_factor(double host_cpus, int busy) {
+  return host_cpus > 0 && busy > host_cpus ? busy / host_cpus : 1;
+}
+
 // The draws of a run: what every source adds to a time or a cost.
 class Noise {
  public:
@@ -124,10 +131,9 @@ class Noise {
     return long_user_factor(rng, ns);
   }
   // The wall time a vCPU takes per unit of its work while `busy` of the
-  // machine's CPUs are busy: above 1 when they outnumber the host's cores.
+  // machine's CPUs are busy (sim::host_share_factor; 1 without noise).
   double host_share_factor(int busy) const {
-    if (!c_.enabled || !(c_.host_cpus > 0) || busy <= c_.host_cpus) return 1;
-    return busy / c_.host_cpus;
+    return c_.enabled ? sim::host_share_factor(c_.host_cpus, busy) : 1;
   }
 
  private:

@@ -415,9 +415,6 @@ std::optional<double> probes_median(const std::vector<ordered_json>& reports, co
 GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus) {
   GuestNoise g;
-  auto median_of = [&](const char* section, const char* field, const char* count) {
-    return probes_median(reports, section, field, count);
-  };
   struct Key {
     const char* key;  // [noise] key
     const char* section;
@@ -452,7 +449,7 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   };
   for (const Key& k : kKeys) {
     if (sets_key(user_sets, fmt::format("noise.{}=", k.key))) continue;
-    std::optional<double> x = median_of(k.section, k.field, k.count);
+    std::optional<double> x = probes_median(reports, k.section, k.field, k.count);
     const sim::NoiseParam* p = param(k.key);
     if (!x || !p) continue;
     x = within(*p, k.key, *x);
@@ -477,7 +474,7 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   const int busy = static_cast<int>(reports.size());
   const bool shared = host_cpus > 0 && !sets_key(user_sets, "noise.host_cpus=");
   if (shared) g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
-  const double share = shared && busy > host_cpus ? static_cast<double>(host_cpus) / busy : 1;
+  const double share = shared ? 1 / sim::host_share_factor(host_cpus, busy) : 1;
   std::string sharing;
   if (both) {
     const double rest = std::max(0.0, share / work_share - 1);  // rate x duration per work
@@ -1291,7 +1288,8 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
         // SIMPLIFICATION: a flush waits for its remote vCPUs' turns on the
         // host, which come as the busy vCPUs share the cores: the cost is
         // taken to scale with the stretch, as work does.
-        const double stretch = sim::Noise(sp.run->scenario.noise).host_share_factor(noise_cpus);
+        const sim::NoiseConfig& nc = sp.run->scenario.noise;
+        const double stretch = nc.enabled ? sim::host_share_factor(nc.host_cpus, noise_cpus) : 1;
         const double ipi = std::max(0.0, median / stretch - sc.costs.tlb_flush_local_ns) / remote;
         sets.push_back(fmt::format("costs.tlb_flush_ipi_ns={:.0f}", ipi));
         notes.push_back(fmt::format(
