@@ -76,8 +76,11 @@ Noise::Noise(const NoiseConfig& c)
       clone_(c.enabled ? c.clone_latency_ns : 0, c.clone_latency_cv),
       wakeup_(c.enabled ? c.wakeup_latency_ns : 0, c.wakeup_latency_cv),
       irq_(c.enabled ? c.irq_duration_ns : 0, c.irq_duration_cv),
+      irq_busy_(c.enabled ? c.irq_busy_duration_ns : 0, c.irq_busy_duration_cv),
       jitter_half_width_(c.cost_jitter_cv * std::sqrt(3.0)),
-      irq_per_ns_(c.irq_duration_ns > 0 ? c.irq_rate_hz * 1e-9 : 0) {}
+      base_per_ns_(c.irq_duration_ns > 0 ? c.irq_rate_hz * 1e-9 : 0),
+      busy_unit_per_ns_(c.irq_busy_duration_ns > 0 ? c.irq_busy_rate_hz * 1e-9 : 0),
+      irq_per_ns_(base_per_ns_) {}
 
 double Noise::start_delay_ns(Rng& rng, bool fork) const {
   if (!c_.enabled) return 0;
@@ -105,11 +108,15 @@ double Noise::long_user_factor(Rng& rng, double ns) const {
 }
 
 double Noise::interruptions_ns(Rng& rng, double span_ns) const {
-  if (!(c_.irq_rate_hz > 0) || !(irq_.mean() > 0)) return 0;
-  const double lambda = c_.irq_rate_hz * span_ns * 1e-9;
+  return poisson_sum(rng, base_per_ns_ * span_ns, irq_, c_.irq_duration_cv) +
+         poisson_sum(rng, busy_per_ns(busy_) * span_ns, irq_busy_, c_.irq_busy_duration_cv);
+}
+
+double Noise::poisson_sum(Rng& rng, double lambda, const Lognormal& length, double cv) {
+  if (!(lambda > 0) || !(length.mean() > 0)) return 0;
   // A span much shorter than the interval between interruptions has one with
   // probability lambda (two or more: under lambda^2 / 2): no exp() per page.
-  if (lambda < 1e-3) return rng.uniform() < lambda ? irq_(rng) : 0;
+  if (lambda < 1e-3) return rng.uniform() < lambda ? length(rng) : 0;
   uint64_t k = 0;
   if (lambda < 30) {
     // Inversion of the Poisson distribution.
@@ -126,13 +133,13 @@ double Noise::interruptions_ns(Rng& rng, double span_ns) const {
   }
   if (k <= 32) {
     double sum = 0;
-    for (uint64_t i = 0; i < k; ++i) sum += irq_(rng);
+    for (uint64_t i = 0; i < k; ++i) sum += length(rng);
     return sum;
   }
   // Many: their sum is normal to a good approximation.
   const double kd = static_cast<double>(k);
-  const double sd = irq_.mean() * c_.irq_duration_cv;
-  return std::max(0.0, kd * irq_.mean() + std::sqrt(kd) * sd * std_normal()(rng));
+  const double sd = length.mean() * cv;
+  return std::max(0.0, kd * length.mean() + std::sqrt(kd) * sd * std_normal()(rng));
 }
 
 }  // namespace mmsim::sim
@@ -193,6 +200,17 @@ const std::vector<NoiseParam> kParams = {
      "coefficient of variation of irq_duration (lognormal)",
      "the median of three runs of `noise_probe 400000` (tools/noise) on the development host, a "
      "2-vCPU KVM guest, 2026-12-02 (docs/noise.md): fwq.short.cv"},
+    {"irq_busy_rate", &NoiseConfig::irq_busy_rate_hz, 0, 1e7, "Hz",
+     "more interruptions per CPU per second of its work for each other busy CPU (a guest's host "
+     "taking its vCPUs off its cores in turns)",
+     "0: a real machine. `mmsim validate` measures it in the guest: what its probes on the "
+     "scenario's busy vCPUs lost beyond the share and beyond what one probe alone lost"},
+    {"irq_busy_duration", &NoiseConfig::irq_busy_duration_ns, 0, 1e9, "ns",
+     "mean length of an irq_busy_rate interruption",
+     "0: a real machine. `mmsim validate` measures it in the guest (the busy probes' mean)"},
+    {"irq_busy_duration_cv", &NoiseConfig::irq_busy_duration_cv, 0, 10, "",
+     "coefficient of variation of irq_busy_duration (lognormal)",
+     "0: a real machine. `mmsim validate` measures it in the guest (the busy probes')"},
     {"host_cpus", &NoiseConfig::host_cpus, 0, 4096, "",
      "the host's cores that the machine's vCPUs share: while more of its CPUs are busy, each "
      "runs at this share of its speed (0: none shared, a real machine)",
@@ -205,7 +223,9 @@ const std::vector<NoiseParam> kParams = {
 std::span<const NoiseParam> noise_params() { return kParams; }
 
 bool noise_param_shown(const NoiseConfig& c, const NoiseParam& p) {
-  return c.host_cpus > 0 || !p.key.starts_with("host_");
+  if (p.key.starts_with("host_")) return c.host_cpus > 0;
+  if (p.key.starts_with("irq_busy_")) return c.irq_busy_rate_hz > 0;
+  return true;
 }
 
 }  // namespace mmsim::sim

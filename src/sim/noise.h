@@ -51,6 +51,18 @@ struct NoiseConfig {
   double irq_rate_hz = 432;
   double irq_duration_ns = 8303;
   double irq_duration_cv = 0.041;
+  // More interruptions the more of the machine's CPUs are busy: while B are,
+  // each takes irq_busy_rate x (B - 1) more a second of its work, each of
+  // this mean length and cv (lognormal). A guest's host takes its busy vCPUs
+  // off its cores in turns beyond the fair share (host_cpus) and runs its
+  // own threads among them; a lone vCPU loses far less. 0 (the default): a
+  // real machine, whose CPUs take their own interrupts whatever the others
+  // do. `mmsim validate` measures it in the guest.
+  // SIMPLIFICATION: linear in the busy count, measured at 1 and at the
+  // scenario's peak, extrapolated beyond it.
+  double irq_busy_rate_hz = 0;
+  double irq_busy_duration_ns = 0;
+  double irq_busy_duration_cv = 0;
   // The machine is a guest whose vCPUs share its host's host_cpus cores:
   // while B of its CPUs are busy (a task on their run queue), each makes
   // progress at min(1, host_cpus / B) of its speed (processor sharing, the
@@ -79,7 +91,8 @@ struct NoiseParam {
 // defaults are NoiseConfig's.
 std::span<const NoiseParam> noise_params();
 // Whether a report shows the key: the host_* keys only when the machine's
-// vCPUs share a host's cores (host_cpus above 0).
+// vCPUs share a host's cores (host_cpus above 0), the irq_busy_* keys only
+// when busy CPUs add interruptions (irq_busy_rate above 0).
 bool noise_param_shown(const NoiseConfig& c, const NoiseParam& p);
 
 // A positive random variable of a given mean and coefficient of variation,
@@ -114,6 +127,18 @@ class Noise {
   // A new task's delay before it first runs (fork: a new mm).
   double start_delay_ns(Rng& rng, bool fork) const;
   double wakeup_delay_ns(Rng& rng) const;
+  // The machine's busy CPUs from now on (irq_busy_rate: the interruptions'
+  // rate follows them; 1 before the first call).
+  void set_busy(int busy) {
+    busy_ = busy;
+    irq_per_ns_ = base_per_ns_ + busy_per_ns(busy);
+  }
+  // What prices work while `busy` CPUs are busy: the host's share and the
+  // interruptions' rate. Work priced at one busy count is repriced when the
+  // machine moves to another that prices differently.
+  bool prices_alike(int a, int b) const {
+    return host_share_factor(a) == host_share_factor(b) && busy_per_ns(a) == busy_per_ns(b);
+  }
   // A kernel operation of `ns`: jittered, plus an interruption when one
   // falls inside it (ns is short against 1 / irq_rate_hz).
   // (Faults and zaps each take one: the short case is inline.)
@@ -140,6 +165,8 @@ class Noise {
   double long_kernel_op_ns(Rng& rng, double ns) const;
   double long_user_factor(Rng& rng, double ns) const;
   double interruptions_ns(Rng& rng, double span_ns) const;
+  // The summed lengths of a Poisson number of mean `lambda` interruptions.
+  static double poisson_sum(Rng& rng, double lambda, const Lognormal& length, double cv);
   // The factor of a span shorter than a quantum and than 1/1000 of the
   // interval between interruptions: its jitter, and one interruption with
   // probability rate x span. One draw gives both uniforms (32 bits each).
@@ -148,15 +175,21 @@ class Noise {
     const double u_jitter = static_cast<double>(r >> 32) * 0x1p-32;
     const double u_irq = static_cast<double>(r & 0xFFFFFFFFu) * 0x1p-32;
     double f = 1 + jitter_half_width_ * (2 * u_jitter - 1);
-    // At most one interruption in a span much shorter than their interval.
+    // At most one interruption in a span much shorter than their interval;
+    // the same uniform says of which kind.
     if (u_irq < irq_per_ns_ * ns) [[unlikely]]
-      f += irq_(rng) / ns;
+      f += (u_irq < base_per_ns_ * ns ? irq_(rng) : irq_busy_(rng)) / ns;
     return f;
   }
+  // irq_busy_rate's interruptions per ns of work at `busy` busy CPUs.
+  double busy_per_ns(int busy) const { return busy > 1 ? busy_unit_per_ns_ * (busy - 1) : 0; }
   NoiseConfig c_;
-  Lognormal fork_, clone_, wakeup_, irq_;
+  Lognormal fork_, clone_, wakeup_, irq_, irq_busy_;
   double jitter_half_width_;  // cv x sqrt(3): a uniform factor's half-width
-  double irq_per_ns_;         // interruptions per ns of a CPU's time
+  double base_per_ns_;        // irq_rate's interruptions per ns of a CPU's time
+  double busy_unit_per_ns_;   // irq_busy_rate's, per ns, per other busy CPU
+  double irq_per_ns_;         // both at the current busy count
+  int busy_ = 1;
 };
 
 // A per-task or per-purpose stream of the run's seed.

@@ -349,16 +349,17 @@ std::vector<double> huge_zero_ns(const std::string& trace) {
   return out;
 }
 
-std::vector<std::string> parse_noise_reports(const std::string& text) {
+std::vector<std::string> parse_noise_reports(const std::string& text, std::string_view tag) {
   std::vector<std::string> out;
   std::istringstream in(text);
   bool inside = false;
+  const std::string begin = fmt::format("{} ", tag), end = fmt::format("{}-END ", tag);
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.rfind("MMSIM-NOISE ", 0) == 0) {
+    if (line.starts_with(begin)) {
       out.emplace_back();
       inside = true;
-    } else if (line.rfind("MMSIM-NOISE-END", 0) == 0) {
+    } else if (line.starts_with(end)) {
       inside = false;
     } else if (inside) {
       out.back() += line + "\n";
@@ -413,7 +414,8 @@ std::optional<double> probes_median(const std::vector<ordered_json>& reports, co
 }  // namespace
 
 GuestNoise guest_noise(const std::vector<ordered_json>& reports,
-                       const std::vector<std::string>& user_sets, int host_cpus) {
+                       const std::vector<std::string>& user_sets, int host_cpus,
+                       const std::vector<ordered_json>& alone) {
   GuestNoise g;
   struct Key {
     const char* key;  // [noise] key
@@ -442,60 +444,102 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     return p == params.end() ? nullptr : &*p;
   };
   // `x` within the key's range; what was clamped is said in the note.
-  auto within = [&](const sim::NoiseParam& p, std::string_view what, double x) {
+  auto within = [&](std::string_view key, std::string_view what, double x) {
+    const sim::NoiseParam& p = *param(key);
     if (x >= p.lo && x <= p.hi) return x;
     clamped.push_back(fmt::format("{} {:.4g} to {:.4g}", what, x, std::clamp(x, p.lo, p.hi)));
     return std::clamp(x, p.lo, p.hi);
   };
+  auto user_set = [&](std::string_view key) {
+    return sets_key(user_sets, fmt::format("noise.{}=", key));
+  };
+  auto set = [&](std::string_view key, double x) {
+    if (user_set(key)) return;
+    const sim::NoiseParam& p = *param(key);
+    g.sets.push_back(p.unit == "ns" ? fmt::format("noise.{}={:.0f}ns", key, x)
+                                    : fmt::format("noise.{}={:.4g}", key, x));
+  };
   for (const Key& k : kKeys) {
-    if (sets_key(user_sets, fmt::format("noise.{}=", k.key))) continue;
     std::optional<double> x = probes_median(reports, k.section, k.field, k.count);
-    const sim::NoiseParam* p = param(k.key);
-    if (!x || !p) continue;
-    x = within(*p, k.key, *x);
-    got[k.key] = *x;
-    g.sets.push_back(p->unit == "ns" ? fmt::format("noise.{}={:.0f}ns", k.key, *x)
-                                     : fmt::format("noise.{}={:.4g}", k.key, *x));
+    if (!x) continue;
+    got[k.key] = within(k.key, k.key, *x);
   }
-  if (g.sets.empty()) return g;
-  // The probe counts its interruptions over its wall time, of which they
-  // take `lost`; the simulation draws them per time of work (sim::Noise).
-  // More busy vCPUs than the host has CPUs share its cores
+  if (got.empty()) return g;
+  // The probes count their interruptions over their wall time, of which
+  // they take `lost`; the simulation draws them per time of work
+  // (sim::Noise). More busy vCPUs than the host has CPUs share its cores
   // (noise.host_cpus): K busy probes on H CPUs run H/K of the time at most.
-  // What the probes lost beyond that share stays as interruptions:
-  // 1 - lost = share / (1 + rate x duration) per second of work, with the
-  // measured duration. With no cores shared the share is 1, and a guest
-  // whose vCPU loses 80 % of its time has five times as many interruptions
-  // in a second of work as in one of wall time.
+  // What they lost beyond that share stays as interruptions: per second of
+  // work, rate x duration = share / (1 - lost) - 1. With no cores shared the
+  // share is 1, and a guest whose vCPU loses 80 % of its time has five times
+  // as many interruptions in a second of work as in one of wall time.
+  constexpr double kLeastWorkShare = 0.05;
+  // Interruptions per second of work that take `loss` of it, `d` ns each.
+  auto rate_of = [](double loss, double d) { return d > 0 ? loss / (d * 1e-9) : 0; };
+  const int busy = static_cast<int>(reports.size());
+  const bool shared = host_cpus > 0 && !user_set("host_cpus");
+  const double share = shared ? 1 / sim::host_share_factor(host_cpus, busy) : 1;
   const bool both = got.count("irq_rate") && got.count("irq_duration");
   const double lost = both ? got["irq_rate"] * got["irq_duration"] * 1e-9 : 0;  // of a vCPU's time
-  constexpr double kLeastWorkShare = 0.05;
   const double work_share = std::max(kLeastWorkShare, 1 - lost);
-  const int busy = static_cast<int>(reports.size());
-  const bool shared = host_cpus > 0 && !sets_key(user_sets, "noise.host_cpus=");
+  const double rest = std::max(0.0, share / work_share - 1);  // per second of work
+  // One probe alone on vCPU 0 after the busy ones (K > 1): a vCPU busy alone
+  // loses far less than K busy ones beyond their share (the host takes them
+  // off its cores in turns). Its interruptions are every vCPU's; what the K
+  // lost beyond them grows with the other busy vCPUs (noise.irq_busy_rate).
+  std::optional<double> alone_rate, alone_d, alone_cv;
+  if (busy > 1) {
+    alone_rate = probes_median(alone, "/fwq", "interruptions_per_s", "quanta");
+    alone_d = probes_median(alone, "/fwq", "interruption_mean_ns", "interruptions");
+    alone_cv = probes_median(alone, "/fwq", "interruption_cv", "interruptions");
+  }
+  const bool by_busy = both && alone_rate && alone_d && alone_cv;
+  std::string how;
+  if (by_busy) {
+    const double alone_lost = *alone_rate * *alone_d * 1e-9;
+    const double base = 1 / std::max(kLeastWorkShare, 1 - alone_lost) - 1;
+    const double d = within("irq_duration", "irq_duration", *alone_d);
+    const double rate = within("irq_rate", "irq_rate per second of work", rate_of(base, d));
+    const double more = std::max(0.0, rest - base);  // per second of work at K busy
+    const double busy_rate = within("irq_busy_rate", "irq_busy_rate per second of work",
+                                    rate_of(more, got["irq_duration"]) / (busy - 1));
+    set("irq_rate", rate);
+    set("irq_duration", d);
+    set("irq_duration_cv", within("irq_duration_cv", "irq_duration_cv", *alone_cv));
+    set("irq_busy_rate", busy_rate);
+    set("irq_busy_duration", got["irq_duration"]);
+    set("irq_busy_duration_cv", got["irq_duration_cv"]);
+    how = fmt::format(
+        "; alone, a vCPU lost {:.0f}% ({:.0f}/s of {:.3g} ms: {:.0f}/s of work, noise.irq_rate), "
+        "and each other busy vCPU adds {}",
+        100 * std::min(1.0, alone_lost), *alone_rate, d * 1e-6, rate,
+        more > 0 ? fmt::format("{:.3g}/s of work of the busy vCPUs' interruptions "
+                               "(noise.irq_busy_rate)",
+                               busy_rate)
+                 : std::string("none: the busy vCPUs lost no more than the share and the lone "
+                               "vCPU's interruptions (noise.irq_busy_rate=0)"));
+  } else if (both) {
+    set("irq_rate",
+        within("irq_rate", "irq_rate per second of work", rate_of(rest, got["irq_duration"])));
+  }
+  for (const Key& k : kKeys) {
+    const std::string_view key = k.key;
+    if (!got.count(k.key) || key == "irq_rate" || (by_busy && key.starts_with("irq_"))) continue;
+    set(key, got[k.key]);
+  }
   if (shared) g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
-  const double share = shared ? 1 / sim::host_share_factor(host_cpus, busy) : 1;
   std::string sharing;
-  if (both) {
-    const double rest = std::max(0.0, share / work_share - 1);  // rate x duration per work
-    // Per second of work, within the key's range as every key is (above).
-    const double d = got["irq_duration"];
-    const double rate =
-        within(*param("irq_rate"), "irq_rate per second of work", d > 0 ? rest / (d * 1e-9) : 0);
-    for (std::string& s : g.sets) {
-      if (s.starts_with("noise.irq_rate=")) s = fmt::format("noise.irq_rate={:.4g}", rate);
-    }
-    if (share < 1) {
-      sharing = fmt::format(
-          "; the host's {} CPUs give {} busy vCPUs {:.0f}% of their time (noise.host_cpus), {}",
-          host_cpus, busy, share * 100,
-          rest > 0 ? fmt::format("which leaves {:.0f}/s of work of the interruptions", rate)
-                   : fmt::format("no more than the {:.0f}% the probes had: no interruptions "
-                                 "are left",
-                                 work_share * 100));
-    } else {
-      sharing = fmt::format(", so {:.0f}/s of work", rate);
-    }
+  if (both && share < 1) {
+    sharing = fmt::format(
+        "; the host's {} CPUs give {} busy vCPUs {:.0f}% of their time (noise.host_cpus), {}",
+        host_cpus, busy, share * 100,
+        rest > 0 ? fmt::format("which leaves {:.0f}/s of work of the interruptions",
+                               rate_of(rest, got["irq_duration"]))
+                 : fmt::format("no more than the {:.0f}% the probes had: no interruptions "
+                               "are left",
+                               work_share * 100));
+  } else if (both) {
+    sharing = fmt::format(", so {:.0f}/s of work", rate_of(rest, got["irq_duration"]));
   }
   auto said = [&](const char* key, const char* format_ns, double scale) {
     const auto it = got.find(key);
@@ -504,14 +548,14 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   };
   g.note = fmt::format(
       "[noise] measured in the guest by mmsim-noise-probe on {} busy vCPU{} (the most tasks the "
-      "simulation keeps busy at once): interruptions {}/s of {} ms mean (cv {}){}, wakeups +{} us "
-      "(cv {}), clones +{} us (cv {}), forks +{} ms (cv {}), cost jitter cv {}: the "
+      "simulation keeps busy at once): interruptions {}/s of {} ms mean (cv {}){}{}, wakeups +{} "
+      "us (cv {}), clones +{} us (cv {}), forks +{} ms (cv {}), cost jitter cv {}: the "
       "simulation's noise{}",
       reports.size(), reports.size() == 1 ? "" : "s", said("irq_rate", "{:.0f}", 1),
       said("irq_duration", "{:.3g}", 1e-6), said("irq_duration_cv", "{:.2g}", 1),
       both ? fmt::format(", {:.0f}% of the time{}", 100 * (1 - work_share), sharing)
            : std::string(),
-      said("wakeup_latency", "{:.3g}", 1e-3), said("wakeup_latency_cv", "{:.2g}", 1),
+      how, said("wakeup_latency", "{:.3g}", 1e-3), said("wakeup_latency_cv", "{:.2g}", 1),
       said("clone_latency", "{:.3g}", 1e-3), said("clone_latency_cv", "{:.2g}", 1),
       said("fork_latency", "{:.3g}", 1e-6), said("fork_latency_cv", "{:.2g}", 1),
       said("cost_jitter_cv", "{:.2g}", 1),
@@ -744,6 +788,14 @@ mount -t debugfs debugfs /sys/kernel/debug
         "echo \"MMSIM-NOISE-END $i\"; }} > /dev/ttyS1\n  rm -f /tmp/noise$i.json\n  i=$((i+1))\n"
         "done\n",
         noise_cpus);
+    // What a vCPU busy alone loses (guest_noise's `alone`): the fixed work
+    // quanta only, on vCPU 0, the others idle.
+    if (noise_cpus > 1) {
+      s += "taskset -c 0 /bin/mmsim-noise-probe 100000 --wakeups 0 --clones 0 --forks 0 --faults 0 "
+           "--user 0 > /tmp/noise-alone.json\n"
+           "{ echo \"MMSIM-NOISE-ALONE 0\"; cat /tmp/noise-alone.json; "
+           "echo \"MMSIM-NOISE-ALONE-END 0\"; } > /dev/ttyS1\nrm -f /tmp/noise-alone.json\n";
+    }
   }
   std::string clear_trace, dump_trace;
   if (!scan_trace_series.empty()) {
@@ -1100,7 +1152,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   BootResult br;
   std::vector<ordered_json> real;
   std::vector<std::string> traces;
-  std::vector<std::string> noise_reports;
+  std::vector<std::string> noise_reports, alone_reports;
   std::string failure;
   for (int attempt = 1; attempt <= 2; ++attempt) {
     br = boot_guest(gm, b, cx.signals, err);
@@ -1124,6 +1176,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     real.clear();
     traces.clear();
     noise_reports = parse_noise_reports(data_text);
+    alone_reports = parse_noise_reports(data_text, "MMSIM-NOISE-ALONE");
     failure.clear();
     bool retry = true;
     if (!br.came_up) failure = fmt::format("the guest never came up (QEMU {})", br.qemu.what());
@@ -1192,15 +1245,20 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
   }
 
   if (noise_cpus > 0) {
-    std::vector<ordered_json> reports;
-    for (const auto& text : noise_reports) {
-      try {
-        reports.push_back(ordered_json::parse(text));
-      } catch (const std::exception& e) {
-        err << "mmsim: warning: a noise probe's report is not JSON: " << e.what() << "\n";
+    auto parsed = [&](const std::vector<std::string>& texts) {
+      std::vector<ordered_json> out;
+      for (const auto& text : texts) {
+        try {
+          out.push_back(ordered_json::parse(text));
+        } catch (const std::exception& e) {
+          err << "mmsim: warning: a noise probe's report is not JSON: " << e.what() << "\n";
+        }
       }
-    }
-    GuestNoise gn = guest_noise(reports, cx.o.sets, guest_host_cpus(gm.nr_cpus()));
+      return out;
+    };
+    const std::vector<ordered_json> reports = parsed(noise_reports);
+    GuestNoise gn =
+        guest_noise(reports, cx.o.sets, guest_host_cpus(gm.nr_cpus()), parsed(alone_reports));
     if (gn.sets.empty()) {
       notes.push_back(
           "the guest's noise probes reported nothing usable: the simulation has [noise]'s "

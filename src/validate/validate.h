@@ -153,10 +153,14 @@ std::vector<double> huge_zero_ns(const std::string& trace);
 // Threads' races (which thread zero-fills a page, who reaches a page its
 // sibling migrates) follow that noise, not a bare-metal server's, so the
 // guest measures it before its runs: mmsim-noise-probe (tools/noise) on as
-// many vCPUs as the scenario keeps busy at once, one report each.
+// many vCPUs as the scenario keeps busy at once, one report each; then, if
+// that is more than one, one probe alone, its interruptions only.
 //
-// The reports in the guest's data channel (MMSIM-NOISE blocks), in order.
-std::vector<std::string> parse_noise_reports(const std::string& text);
+// The reports in the guest's data channel, in order: the blocks between
+// "`tag` i" and "`tag`-END i" lines (MMSIM-NOISE: the busy probes';
+// MMSIM-NOISE-ALONE: the lone probe's).
+std::vector<std::string> parse_noise_reports(const std::string& text,
+                                             std::string_view tag = "MMSIM-NOISE");
 
 // The most tasks of a simulated run busy at once: tasks alive together, each
 // running (user or system time) over at least half of its life.
@@ -178,10 +182,15 @@ struct GuestNoise {
 // `host_cpus`: the host's CPUs the guest's vCPUs share (0: none shared,
 // each vCPU its own), set as noise.host_cpus unless the user set it. With
 // more reports (busy vCPUs) than that, the host's cores give each busy vCPU
-// host_cpus / reports of its time, and irq_rate keeps only what the probes
-// lost beyond that share.
+// host_cpus / reports of its time, and the interruptions keep only what the
+// probes lost beyond that share. `alone`: the lone probe's report (none, or
+// one busy vCPU: all the interruptions are irq_rate's); with K busy ones,
+// irq_rate and its lengths are the lone probe's, and what the K lost beyond
+// the share and beyond those, at their mean length, is spread over the K - 1
+// other busy vCPUs (noise.irq_busy_rate).
 GuestNoise guest_noise(const std::vector<nlohmann::ordered_json>& reports,
-                       const std::vector<std::string>& user_sets, int host_cpus = 0);
+                       const std::vector<std::string>& user_sets, int host_cpus = 0,
+                       const std::vector<nlohmann::ordered_json>& alone = {});
 
 // The guest's user pace from the reports' "user" sections: the cost
 // profile's memset_line_ns, sweep_elem_ns and sweep_elem_O0_ns, each the

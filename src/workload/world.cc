@@ -353,14 +353,17 @@ void World::cut_to_reprice(TaskExec& s, Tick at) {
 }
 
 void World::occupancy_changed(CpuId cpu, bool busy, Tick at) {
+  const int before = busy_cpus_;
   busy_cpus_ += busy ? 1 : -1;
-  // A guest's vCPUs sharing the host's cores: every running segment priced
-  // at another share is cut, its rest priced at this one.
-  if (const double f = noise_.host_share_factor(busy_cpus_);
-      f != noise_.host_share_factor(busy_cpus_ + (busy ? -1 : 1))) {
+  noise_.set_busy(busy_cpus_);
+  // A guest's vCPUs sharing the host's cores, and its interruptions growing
+  // with the busy count: every running segment priced at a busy count that
+  // prices otherwise is cut, its rest priced at this one.
+  if (!noise_.prices_alike(busy_cpus_, before)) {
     for (size_t c = 0; c < sibling_.size(); ++c) {
       const uint32_t pid = sched_.current(CpuId(static_cast<uint16_t>(c)));
-      if (pid && exec(pid).seg.host_share != f) cut_to_reprice(exec(pid), at);
+      if (pid && !noise_.prices_alike(exec(pid).seg.priced_busy, busy_cpus_))
+        cut_to_reprice(exec(pid), at);
     }
   }
   const CpuId sib = sibling_[cpu.v];
@@ -799,7 +802,7 @@ bool World::start_segment(TaskExec& t) {
   s.t0 = t.clock;
   s.id = next_segment_++;
   s.sibling_busy = accessor(t).sibling_busy;
-  s.host_share = host_share();
+  s.priced_busy = busy_cpus_;
   t.reaches.clear();
   s.stop = t.clock + to_tick(s.unit_ns * static_cast<double>(s.units));
   if (others_waiting(t)) s.stop = std::min(s.stop, std::max(sched_.slice_end(t.task.cpu), t.clock));

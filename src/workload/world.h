@@ -223,7 +223,7 @@ class World final : public sim::EventHandler,
     std::vector<Piece> pieces;
     uint64_t id = 0;            // a new id for every segment
     bool sibling_busy = false;  // as priced (World::accessor)
-    double host_share = 1;      // as priced (World::host_share)
+    int priced_busy = 0;        // the busy CPUs it was priced at (sim::Noise::prices_alike)
   };
   // A task's program state; its sched state is the Scheduler's.
   struct TaskExec {

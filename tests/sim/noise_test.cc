@@ -106,13 +106,44 @@ TEST(Noise, ARealMachineOrNoNoiseSharesNoCores) {
   EXPECT_EQ(Noise(NoiseConfig{}).host_share_factor(8), 1);
 }
 
+TEST(Noise, InterruptionsOfBusyCpusGrowWithTheirNumber) {
+  NoiseConfig c;
+  c.cost_jitter_cv = 0;
+  c.irq_rate_hz = 0;
+  c.irq_busy_rate_hz = 1000;
+  c.irq_busy_duration_ns = 10000;
+  Noise noise(c);
+  Rng rng(1);
+  noise.set_busy(1);
+  EXPECT_EQ(noise.user_factor(rng, 1e9), 1);
+  noise.set_busy(5);  // 4,000 a second of 10 us: 4 % more
+  EXPECT_NEAR(noise.user_factor(rng, 1e9), 1.04, 0.002);
+}
+
+TEST(Noise, BusyCountsPriceAlikeOnlyWhenShareAndInterruptionsAgree) {
+  NoiseConfig c;
+  Noise real(c);
+  EXPECT_TRUE(real.prices_alike(1, 8));
+  c.host_cpus = 2;
+  Noise shared(c);
+  EXPECT_TRUE(shared.prices_alike(1, 2));
+  EXPECT_FALSE(shared.prices_alike(2, 3));
+  c.irq_busy_rate_hz = 100;
+  c.irq_busy_duration_ns = 1e6;
+  Noise busy(c);
+  EXPECT_TRUE(busy.prices_alike(0, 1));
+  EXPECT_FALSE(busy.prices_alike(1, 2));
+}
+
 TEST(Noise, TheHostKeysAreShownOnlyForAGuest) {
   const NoiseConfig real;
   NoiseConfig guest;
   guest.host_cpus = 2;
   for (const auto& p : noise_params()) {
-    EXPECT_EQ(noise_param_shown(real, p), !p.key.starts_with("host_")) << p.key;
-    EXPECT_TRUE(noise_param_shown(guest, p)) << p.key;
+    EXPECT_EQ(noise_param_shown(real, p),
+              !p.key.starts_with("host_") && !p.key.starts_with("irq_busy_"))
+        << p.key;
+    EXPECT_EQ(noise_param_shown(guest, p), !p.key.starts_with("irq_busy_")) << p.key;
   }
 }
 

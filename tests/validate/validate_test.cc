@@ -166,13 +166,16 @@ TEST(ScanTrace, AHugePageClearIsTimedFromItsCallToItsReturnUnlessItsTaskWasSwitc
 TEST(GuestNoise, TheProbesReportsAreTheBlocksBetweenTheirMarkers) {
   const std::string data =
       "MMSIM-RUN 1 0\n{}\nMMSIM-END 1\nMMSIM-NOISE 0\n{\"a\":1}\r\nMMSIM-NOISE-END 0\n"
-      "MMSIM-NOISE 1\n{\"a\":\n2}\nMMSIM-NOISE-END 1\nMMSIM-DONE\n";
+      "MMSIM-NOISE 1\n{\"a\":\n2}\nMMSIM-NOISE-END 1\nMMSIM-NOISE-ALONE 0\n{\"b\":3}\n"
+      "MMSIM-NOISE-ALONE-END 0\nMMSIM-DONE\n";
 
   const std::vector<std::string> r = parse_noise_reports(data);
+  const std::vector<std::string> alone = parse_noise_reports(data, "MMSIM-NOISE-ALONE");
 
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0], "{\"a\":1}\n");
   EXPECT_EQ(r[1], "{\"a\":\n2}\n");
+  EXPECT_EQ(alone, std::vector<std::string>{"{\"b\":3}\n"});
 }
 
 TEST(GuestNoise, ThePeakOfBusyTasksCountsOnlyTasksAliveTogether) {
@@ -331,6 +334,46 @@ TEST(GuestNoise, NoSharingWithAsManyHostCpusAsBusyVcpusOrWhenTheUserSetsIt) {
   }
   EXPECT_EQ(as_many.sets.back(), "noise.host_cpus=2");  // known, though it changes nothing yet
   for (const auto& s : guest_noise(probes, {}, 0).sets) EXPECT_FALSE(s.starts_with("noise.host_"));
+}
+
+TEST(GuestNoise, TheLoneProbesInterruptionsAreEveryVcpusAndTheBusyOnesGrowWithTheirNumber) {
+  // 4 busy vCPUs on 2 host CPUs lose 51.19 %: per second of work 2.435 %
+  // beyond the share (BusyVcpusBeyondTheHostsCpus...). Alone, a vCPU lost
+  // 1,500 a second of 40 us, 6 %: 1/0.94 - 1 = 6.383 % of work, 1,596 a
+  // second of it. The busy ones lost less beyond the share than that: no
+  // interruptions grow with their number.
+  const std::vector<nlohmann::ordered_json> probes(4, probe_report(2892, 177000, 80000, 4, 50));
+  const std::vector<nlohmann::ordered_json> alone = {probe_report(1500, 40000, 0, 0, 0)};
+  const GuestNoise quiet = guest_noise(probes, {}, 2, alone);
+  // 4 busy vCPUs on 4 host CPUs: nothing shared, 1/0.48812 - 1 = 104.87 %
+  // of work; beyond the lone one's 6.383 %, 98.49 % at 0.177 ms, 5,564 a
+  // second, over the 3 other busy vCPUs: 1,855 each.
+  const GuestNoise loud = guest_noise(probes, {}, 0, alone);
+
+  auto has = [](const GuestNoise& g, const std::string& s) {
+    return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
+  };
+  for (const GuestNoise* g : {&quiet, &loud}) {
+    EXPECT_TRUE(has(*g, "noise.irq_rate=1596")) << fmt::format("{}", fmt::join(g->sets, " "));
+    EXPECT_TRUE(has(*g, "noise.irq_duration=40000ns"));
+    EXPECT_TRUE(has(*g, "noise.irq_busy_duration=177000ns"));
+    EXPECT_TRUE(has(*g, "noise.irq_busy_duration_cv=4.5"));
+  }
+  EXPECT_TRUE(has(quiet, "noise.irq_busy_rate=0"));
+  EXPECT_NE(quiet.note.find("each other busy vCPU adds none"), std::string::npos) << quiet.note;
+  EXPECT_TRUE(has(loud, "noise.irq_busy_rate=1855"))
+      << fmt::format("{}", fmt::join(loud.sets, " "));
+  EXPECT_NE(loud.note.find("alone, a vCPU lost 6% (1500/s of 0.04 ms: 1596/s of work, "
+                           "noise.irq_rate), and each other busy vCPU adds 1.85e+03/s of work"),
+            std::string::npos)
+      << loud.note;
+}
+
+TEST(GuestNoise, OneBusyVcpuHasNoLoneProbeToSetApart) {
+  const GuestNoise g = guest_noise({probe_report(876, 936000, 80000, 4, 50)}, {}, 0,
+                                   {probe_report(1500, 40000, 0, 0, 0)});
+  EXPECT_NE(std::find(g.sets.begin(), g.sets.end(), "noise.irq_rate=4865"), g.sets.end());
+  for (const auto& s : g.sets) EXPECT_FALSE(s.starts_with("noise.irq_busy")) << s;
 }
 
 TEST(GuestNoise, NoProbeGivesNoSets) { EXPECT_TRUE(guest_noise({}, {}).sets.empty()); }

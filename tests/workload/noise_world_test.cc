@@ -51,6 +51,17 @@ uint64_t user_ns_of(const testing::Ran& ran, uint32_t pid) {
   return 0;
 }
 
+// The passes of one run over another's.
+double passes_ratio(const testing::Ran& a, const testing::Ran& b) {
+  return static_cast<double>(a.counter("passes")) / static_cast<double>(b.counter("passes"));
+}
+
+// Noise without jitter or interruptions of its own: only what a test adds.
+const std::string kQuietNoise = "[noise]\ncost_jitter_cv = 0\nirq_rate = 0\n";
+// 10,000 interruptions a second of 10 us for each other busy CPU.
+const std::string kBusyNoise =
+    kQuietNoise + "irq_busy_rate = 10000\nirq_busy_duration = \"10us\"\n";
+
 TEST(NoiseWorld, ThreadsStartedTogetherRunInLockstepWithoutNoise) {
   const auto ran = run_text(two_readers(), {"noise.enabled=false"});
   EXPECT_EQ(user_ns_of(ran, 2), user_ns_of(ran, 3));
@@ -80,32 +91,25 @@ TEST(NoiseWorld, InterruptionsSlowUserWorkByTheirShareOfTime) {
       "[noise]\ncost_jitter_cv = 0\nirq_rate = 10000\nirq_duration = \"10us\"\n";
   const auto quiet = run_text(two_readers(), {"noise.enabled=false"});
   const auto loud = run_text(two_readers(noisy));
-  const double ratio =
-      static_cast<double>(loud.counter("passes")) / static_cast<double>(quiet.counter("passes"));
-  EXPECT_NEAR(ratio, 1 / 1.1, 0.02);
+  EXPECT_NEAR(passes_ratio(loud, quiet), 1 / 1.1, 0.02);
 }
 
 TEST(NoiseWorld, TwoBusyVcpusSharingOneHostCpuRunAtHalfSpeed) {
-  const std::string quiet_noise = "[noise]\ncost_jitter_cv = 0\nirq_rate = 0\n";
-  const auto alone = run_text(two_readers(quiet_noise));
-  const auto shared = run_text(two_readers(quiet_noise + "host_cpus = 1\n"));
-  const double ratio =
-      static_cast<double>(shared.counter("passes")) / static_cast<double>(alone.counter("passes"));
-  EXPECT_NEAR(ratio, 0.5, 0.03);
+  const auto alone = run_text(two_readers(kQuietNoise));
+  const auto shared = run_text(two_readers(kQuietNoise + "host_cpus = 1\n"));
+  EXPECT_NEAR(passes_ratio(shared, alone), 0.5, 0.03);
 }
 
 TEST(NoiseWorld, AsManyHostCpusAsBusyVcpusShareNothing) {
-  const std::string quiet_noise = "[noise]\ncost_jitter_cv = 0\nirq_rate = 0\n";
-  const auto alone = run_text(two_readers(quiet_noise));
-  const auto two = run_text(two_readers(quiet_noise + "host_cpus = 2\n"));
+  const auto alone = run_text(two_readers(kQuietNoise));
+  const auto two = run_text(two_readers(kQuietNoise + "host_cpus = 2\n"));
   EXPECT_EQ(two.counter("passes"), alone.counter("passes"));
 }
 
 TEST(NoiseWorld, AVcpuBusyAloneHasAHostCpuToItself) {
   // main writes the array alone, then sleeps while its two readers share.
-  const std::string quiet_noise = "[noise]\ncost_jitter_cv = 0\nirq_rate = 0\n";
-  const auto alone = run_text(two_readers(quiet_noise));
-  const auto shared = run_text(two_readers(quiet_noise + "host_cpus = 1\n"));
+  const auto alone = run_text(two_readers(kQuietNoise));
+  const auto shared = run_text(two_readers(kQuietNoise + "host_cpus = 1\n"));
   EXPECT_NEAR(
       static_cast<double>(user_ns_of(shared, 1)) / static_cast<double>(user_ns_of(alone, 1)), 1,
       0.01);
@@ -127,9 +131,22 @@ body = [ { op = "sweep", region = "data" } ]
 )";
   const auto alone = run_text(text);
   const auto shared = run_text(text, {"noise.host_cpus=1"});
-  const double ratio =
-      static_cast<double>(shared.counter("passes")) / static_cast<double>(alone.counter("passes"));
-  EXPECT_NEAR(ratio, 0.75, 0.03);
+  EXPECT_NEAR(passes_ratio(shared, alone), 0.75, 0.03);
+}
+
+TEST(NoiseWorld, EachOtherBusyCpuAddsItsInterruptions) {
+  // Two readers busy at once: each takes 10,000 a second of 10 us for the
+  // other, 10 % of its work, as InterruptionsSlowUserWorkByTheirShareOfTime.
+  const auto none = run_text(two_readers(kQuietNoise));
+  const auto busy = run_text(two_readers(kBusyNoise));
+  EXPECT_NEAR(passes_ratio(busy, none), 1 / 1.1, 0.02);
+}
+
+TEST(NoiseWorld, AVcpuBusyAloneTakesNoneOfTheBusyOnesInterruptions) {
+  // main writes the array alone, before its readers start.
+  const auto none = run_text(two_readers(kQuietNoise));
+  const auto busy = run_text(two_readers(kBusyNoise));
+  EXPECT_EQ(user_ns_of(busy, 1), user_ns_of(none, 1));
 }
 
 // Two threads on node 1 sweep what main wrote on node 0 (validate's
