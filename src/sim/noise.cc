@@ -79,7 +79,7 @@ Noise::Noise(const NoiseConfig& c)
       irq_busy_(c.enabled ? c.irq_busy_duration_ns : 0, c.irq_busy_duration_cv),
       jitter_half_width_(c.cost_jitter_cv * std::sqrt(3.0)),
       base_per_ns_(c.irq_duration_ns > 0 ? c.irq_rate_hz * 1e-9 : 0),
-      busy_unit_per_ns_(c.irq_busy_duration_ns > 0 ? c.irq_busy_rate_hz * 1e-9 : 0),
+      busy_unit_per_ns_(c.enabled && c.irq_busy_duration_ns > 0 ? c.irq_busy_rate_hz * 1e-9 : 0),
       irq_per_ns_(base_per_ns_) {}
 
 double Noise::start_delay_ns(Rng& rng, bool fork) const {
