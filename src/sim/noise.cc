@@ -108,8 +108,10 @@ double Noise::long_user_factor(Rng& rng, double ns) const {
 }
 
 double Noise::interruptions_ns(Rng& rng, double span_ns) const {
-  return poisson_sum(rng, base_per_ns_ * span_ns, irq_, c_.irq_duration_cv) +
-         poisson_sum(rng, busy_per_ns(busy_) * span_ns, irq_busy_, c_.irq_busy_duration_cv);
+  // One after the other: the draws' order is the stream's.
+  double ns = poisson_sum(rng, base_per_ns_ * span_ns, irq_, c_.irq_duration_cv);
+  ns += poisson_sum(rng, busy_per_ns(busy_) * span_ns, irq_busy_, c_.irq_busy_duration_cv);
+  return ns;
 }
 
 double Noise::poisson_sum(Rng& rng, double lambda, const Lognormal& length, double cv) {

@@ -459,7 +459,10 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     g.sets.push_back(p.unit == "ns" ? fmt::format("noise.{}={:.0f}ns", key, x)
                                     : fmt::format("noise.{}={:.4g}", key, x));
   };
+  // What the probes measured, but for the keys the user sets (their
+  // values, which may carry units, are the command line's).
   for (const Key& k : kKeys) {
+    if (user_set(k.key)) continue;
     std::optional<double> x = probes_median(reports, k.section, k.field, k.count);
     if (!x) continue;
     got[k.key] = within(k.key, k.key, *x);
@@ -487,33 +490,43 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   // loses far less than K busy ones beyond their share (the host takes them
   // off its cores in turns). Its interruptions are every vCPU's; what the K
   // lost beyond them grows with the other busy vCPUs (noise.irq_busy_rate).
+  // Not when the user sets a rate or a length: the two are measured as a
+  // pair (then the K probes' rest is irq_rate's, as with one busy vCPU).
   std::optional<double> alone_rate, alone_d, alone_cv;
-  if (busy > 1) {
+  const bool user_irq = user_set("irq_rate") || user_set("irq_duration") ||
+                        user_set("irq_busy_rate") || user_set("irq_busy_duration");
+  if (busy > 1 && both && !user_irq) {
     alone_rate = probes_median(alone, "/fwq", "interruptions_per_s", "quanta");
     alone_d = probes_median(alone, "/fwq", "interruption_mean_ns", "interruptions");
     alone_cv = probes_median(alone, "/fwq", "interruption_cv", "interruptions");
+    // A lone probe that was never interrupted: none of its own.
+    if (alone_rate && *alone_rate == 0) {
+      alone_d = got["irq_duration"];
+      alone_cv = got.count("irq_duration_cv") ? got["irq_duration_cv"] : 0;
+    }
   }
-  const bool by_busy = both && alone_rate && alone_d && alone_cv;
+  const bool by_busy = alone_rate && alone_d && alone_cv;
   std::string how;
   if (by_busy) {
     const double alone_lost = *alone_rate * *alone_d * 1e-9;
     const double base = 1 / std::max(kLeastWorkShare, 1 - alone_lost) - 1;
-    const double d = within("irq_duration", "irq_duration", *alone_d);
+    const double d = within("irq_duration", "the lone probe's irq_duration", *alone_d);
     const double rate = within("irq_rate", "irq_rate per second of work", rate_of(base, d));
     const double more = std::max(0.0, rest - base);  // per second of work at K busy
     const double busy_rate = within("irq_busy_rate", "irq_busy_rate per second of work",
                                     rate_of(more, got["irq_duration"]) / (busy - 1));
     set("irq_rate", rate);
     set("irq_duration", d);
-    set("irq_duration_cv", within("irq_duration_cv", "irq_duration_cv", *alone_cv));
+    set("irq_duration_cv",
+        within("irq_duration_cv", "the lone probe's irq_duration_cv", *alone_cv));
     set("irq_busy_rate", busy_rate);
     set("irq_busy_duration", got["irq_duration"]);
-    set("irq_busy_duration_cv", got["irq_duration_cv"]);
+    if (got.count("irq_duration_cv")) set("irq_busy_duration_cv", got["irq_duration_cv"]);
     how = fmt::format(
         "; alone, a vCPU lost {:.0f}% ({:.0f}/s of {:.3g} ms: {:.0f}/s of work, noise.irq_rate), "
         "and each other busy vCPU adds {}",
         100 * std::min(1.0, alone_lost), *alone_rate, d * 1e-6, rate,
-        more > 0 ? fmt::format("{:.3g}/s of work of the busy vCPUs' interruptions "
+        more > 0 ? fmt::format("{:.4g}/s of work of the busy vCPUs' interruptions "
                                "(noise.irq_busy_rate)",
                                busy_rate)
                  : std::string("none: the busy vCPUs lost no more than the share and the lone "
@@ -524,7 +537,9 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   }
   for (const Key& k : kKeys) {
     const std::string_view key = k.key;
-    if (!got.count(k.key) || key == "irq_rate" || (by_busy && key.starts_with("irq_"))) continue;
+    // (Never interrupted: irq_rate is the probes' 0, per second of either.)
+    if (!got.count(k.key) || (key == "irq_rate" && both) || (by_busy && key.starts_with("irq_")))
+      continue;
     set(key, got[k.key]);
   }
   if (shared) g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
@@ -533,12 +548,14 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     sharing = fmt::format(
         "; the host's {} CPUs give {} busy vCPUs {:.0f}% of their time (noise.host_cpus), {}",
         host_cpus, busy, share * 100,
-        rest > 0 ? fmt::format("which leaves {:.0f}/s of work of the interruptions",
-                               rate_of(rest, got["irq_duration"]))
+        rest > 0 ? (by_busy ? fmt::format("which leaves {:.3g}% of their work to interruptions",
+                                          rest * 100)
+                            : fmt::format("which leaves {:.0f}/s of work of the interruptions",
+                                          rate_of(rest, got["irq_duration"])))
                  : fmt::format("no more than the {:.0f}% the probes had: no interruptions "
                                "are left",
                                work_share * 100));
-  } else if (both) {
+  } else if (both && !by_busy) {
     sharing = fmt::format(", so {:.0f}/s of work", rate_of(rest, got["irq_duration"]));
   }
   auto said = [&](const char* key, const char* format_ns, double scale) {

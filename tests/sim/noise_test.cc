@@ -135,6 +135,15 @@ TEST(Noise, BusyCountsPriceAlikeOnlyWhenShareAndInterruptionsAgree) {
   EXPECT_FALSE(busy.prices_alike(1, 2));
 }
 
+TEST(Noise, WithTheNoiseOffEveryBusyCountPricesAlike) {
+  NoiseConfig c;
+  c.enabled = false;
+  c.host_cpus = 2;
+  c.irq_busy_rate_hz = 100;
+  c.irq_busy_duration_ns = 1e6;
+  EXPECT_TRUE(Noise(c).prices_alike(1, 8));
+}
+
 TEST(Noise, TheHostKeysAreShownOnlyForAGuest) {
   const NoiseConfig real;
   NoiseConfig guest;

@@ -364,7 +364,7 @@ TEST(GuestNoise, TheLoneProbesInterruptionsAreEveryVcpusAndTheBusyOnesGrowWithTh
   EXPECT_TRUE(has(loud, "noise.irq_busy_rate=1855"))
       << fmt::format("{}", fmt::join(loud.sets, " "));
   EXPECT_NE(loud.note.find("alone, a vCPU lost 6% (1500/s of 0.04 ms: 1596/s of work, "
-                           "noise.irq_rate), and each other busy vCPU adds 1.85e+03/s of work"),
+                           "noise.irq_rate), and each other busy vCPU adds 1855/s of work"),
             std::string::npos)
       << loud.note;
 }
@@ -374,6 +374,42 @@ TEST(GuestNoise, OneBusyVcpuHasNoLoneProbeToSetApart) {
                                    {probe_report(1500, 40000, 0, 0, 0)});
   EXPECT_NE(std::find(g.sets.begin(), g.sets.end(), "noise.irq_rate=4865"), g.sets.end());
   for (const auto& s : g.sets) EXPECT_FALSE(s.starts_with("noise.irq_busy")) << s;
+}
+
+// A probe that no interruption stretched: its section has no lengths.
+nlohmann::ordered_json never_interrupted() {
+  nlohmann::ordered_json j = probe_report(0, 0, 80000, 4, 50);
+  j["fwq"]["interruptions"] = 0;
+  return j;
+}
+
+TEST(GuestNoise, ProbesNeverInterruptedSetNoInterruptions) {
+  const GuestNoise g = guest_noise({never_interrupted(), never_interrupted()}, {});
+  EXPECT_NE(std::find(g.sets.begin(), g.sets.end(), "noise.irq_rate=0"), g.sets.end())
+      << fmt::format("{}", fmt::join(g.sets, " "));
+}
+
+TEST(GuestNoise, ALoneProbeNeverInterruptedLeavesEveryInterruptionToTheBusy) {
+  // 2 busy vCPUs, nothing shared: 1/0.48812 - 1 = 104.87 % of work at
+  // 0.177 ms, 5,925 a second, all for the one other busy vCPU.
+  const std::vector<nlohmann::ordered_json> probes(2, probe_report(2892, 177000, 80000, 4, 50));
+  const GuestNoise g = guest_noise(probes, {}, 0, {never_interrupted()});
+
+  auto has = [&](const std::string& s) {
+    return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
+  };
+  EXPECT_TRUE(has("noise.irq_rate=0")) << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_TRUE(has("noise.irq_busy_rate=5925"));
+}
+
+TEST(GuestNoise, ARateOrLengthTheUserSetsKeepsTheBusyProbesRestAsIrqRate) {
+  const std::vector<nlohmann::ordered_json> probes(2, probe_report(2892, 177000, 80000, 4, 50));
+  const GuestNoise g =
+      guest_noise(probes, {"noise.irq_duration=10us"}, 0, {probe_report(1500, 40000, 0, 0, 0)});
+  for (const auto& s : g.sets) {
+    EXPECT_FALSE(s.starts_with("noise.irq_busy")) << s;
+    EXPECT_FALSE(s.starts_with("noise.irq_duration=")) << s;
+  }
 }
 
 TEST(GuestNoise, NoProbeGivesNoSets) { EXPECT_TRUE(guest_noise({}, {}).sets.empty()); }
