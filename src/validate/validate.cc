@@ -506,6 +506,7 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     }
   }
   const bool by_busy = alone_rate && alone_d && alone_cv;
+  double rest_rate = 0;  // without the lone probe: the K probes' rest, as irq_rate
   std::string how;
   if (by_busy) {
     const double alone_lost = *alone_rate * *alone_d * 1e-9;
@@ -532,8 +533,9 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                  : std::string("none: the busy vCPUs lost no more than the share and the lone "
                                "vCPU's interruptions (noise.irq_busy_rate=0)"));
   } else if (both) {
-    set("irq_rate",
-        within("irq_rate", "irq_rate per second of work", rate_of(rest, got["irq_duration"])));
+    rest_rate =
+        within("irq_rate", "irq_rate per second of work", rate_of(rest, got["irq_duration"]));
+    set("irq_rate", rest_rate);
   }
   for (const Key& k : kKeys) {
     const std::string_view key = k.key;
@@ -548,15 +550,15 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     sharing = fmt::format(
         "; the host's {} CPUs give {} busy vCPUs {:.0f}% of their time (noise.host_cpus), {}",
         host_cpus, busy, share * 100,
-        rest > 0 ? (by_busy ? fmt::format("which leaves {:.3g}% of their work to interruptions",
-                                          rest * 100)
-                            : fmt::format("which leaves {:.0f}/s of work of the interruptions",
-                                          rate_of(rest, got["irq_duration"])))
-                 : fmt::format("no more than the {:.0f}% the probes had: no interruptions "
-                               "are left",
-                               work_share * 100));
+        rest > 0
+            ? (by_busy
+                   ? fmt::format("which leaves {:.3g}% of their work to interruptions", rest * 100)
+                   : fmt::format("which leaves {:.0f}/s of work of the interruptions", rest_rate))
+            : fmt::format("no more than the {:.0f}% the probes had: no interruptions "
+                          "are left",
+                          work_share * 100));
   } else if (both && !by_busy) {
-    sharing = fmt::format(", so {:.0f}/s of work", rate_of(rest, got["irq_duration"]));
+    sharing = fmt::format(", so {:.0f}/s of work", rest_rate);
   }
   auto said = [&](const char* key, const char* format_ns, double scale) {
     const auto it = got.find(key);

@@ -250,6 +250,7 @@ TEST(GuestNoise, TheRatePerSecondOfWorkIsClampedToItsKeysRangeToo) {
       << fmt::format("{}", fmt::join(g.sets, " "));
   EXPECT_NE(g.note.find("irq_rate per second of work 1.9e+07 to 1e+07"), std::string::npos)
       << g.note;
+  EXPECT_NE(g.note.find(", so 10000000/s of work"), std::string::npos) << g.note;  // as set
 }
 
 // A probe's "user" section: the guest's pace of a memset and the loops.
