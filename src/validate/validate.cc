@@ -28,6 +28,7 @@
 #include "sim/noise.h"
 #include "util/atomic_file.h"
 #include "util/stats.h"
+#include "util/units.h"
 #include "validate/guest.h"
 #include "validate/initramfs.h"
 #include "validate/kernels.h"
@@ -389,6 +390,26 @@ bool sets_key(const std::vector<std::string>& sets, std::string_view key) {
                      [&](const std::string& s) { return s.starts_with(key); });
 }
 
+// The duration the last of `sets` that sets `key` (given with its "=")
+// gives it, in ns, as a scenario reads it ("2ms", or a number of seconds);
+// nullopt if none sets it or its value is not one (the scenario says why).
+std::optional<double> user_duration_ns(const std::vector<std::string>& sets, std::string_view key) {
+  std::optional<double> ns;
+  for (const std::string& s : sets) {
+    if (!s.starts_with(key)) continue;
+    const std::string value = s.substr(key.size());
+    ns.reset();
+    if (const auto d = util::parse_duration(value)) {
+      ns = static_cast<double>(*d);
+    } else {
+      char* end = nullptr;
+      const double seconds = std::strtod(value.c_str(), &end);
+      if (!value.empty() && end == value.c_str() + value.size()) ns = seconds * 1e9;
+    }
+  }
+  return ns;
+}
+
 }  // namespace
 
 namespace {
@@ -485,7 +506,18 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   const bool both = got.count("irq_rate") && got.count("irq_duration");
   const double lost = both ? got["irq_rate"] * got["irq_duration"] * 1e-9 : 0;  // of a vCPU's time
   const double work_share = std::max(kLeastWorkShare, 1 - lost);
-  const double rest = std::max(0.0, share / work_share - 1);  // per second of work
+  // The host's share in whole turns (noise.host_turn) of the busy probes'
+  // mean interruption length, or the user's; fluid if the user sets 0.
+  // SIMPLIFICATION: the probes' mean, the host's turns and the shorter
+  // interruptions that fall between them together.
+  const std::optional<double> user_turn = user_duration_ns(user_sets, "noise.host_turn=");
+  const double turn = user_turn ? *user_turn : both ? got["irq_duration"] : 0;
+  const bool turns = share < 1 && turn > 0;
+  // Per second of work, what the share leaves to interruptions: fluid, the
+  // share stretches the interruptions too (wall = work x (1 + rest) / share);
+  // in turns, they add to its 1 / share - 1 (wall = work x (1 / share +
+  // rest)).
+  const double rest = std::max(0.0, turns ? 1 / work_share - 1 / share : share / work_share - 1);
   // One probe alone on vCPU 0 after the busy ones (K > 1): a vCPU busy alone
   // loses far less than K busy ones beyond their share (the host takes them
   // off its cores in turns). Its interruptions are every vCPU's; what the K
@@ -545,11 +577,17 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     set(key, got[k.key]);
   }
   if (shared) g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
+  if (turns) {
+    set("host_turn", within("host_turn", "host_turn", turn));
+    if (got.count("irq_duration_cv")) set("host_turn_cv", got["irq_duration_cv"]);
+  }
   std::string sharing;
   if (both && share < 1) {
     sharing = fmt::format(
-        "; the host's {} CPUs give {} busy vCPUs {:.0f}% of their time (noise.host_cpus), {}",
+        "; the host's {} CPUs give {} busy vCPUs {:.0f}% of their time (noise.host_cpus){}, {}",
         host_cpus, busy, share * 100,
+        turns ? fmt::format(", in turns of {:.3g} ms (noise.host_turn)", turn * 1e-6)
+              : std::string(),
         rest > 0
             ? (by_busy
                    ? fmt::format("which leaves {:.3g}% of their work to interruptions", rest * 100)

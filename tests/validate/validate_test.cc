@@ -287,13 +287,35 @@ TEST(GuestUserPace, ACostTheUserSetOrAProbeWithoutSamplesIsLeftAlone) {
   EXPECT_TRUE(older.note.empty());
 }
 
-TEST(GuestNoise, BusyVcpusBeyondTheHostsCpusShareThemAndTheInterruptionsKeepTheRest) {
+TEST(GuestNoise, BusyVcpusBeyondTheHostsCpusShareThemInTurnsAndTheInterruptionsKeepTheRest) {
   // 4 busy vCPUs on 2 host CPUs, each losing 2,892 interruptions a second of
-  // 0.177 ms: 51.19 % of its time. The host's share is 50 %; per second of
-  // work the rest is 0.5 / 0.48812 - 1 = 2.435 % of interruptions of 0.177
-  // ms, 137.6 of them.
+  // 0.177 ms: 51.19 % of its time. The host's share is 50 %, taken in turns
+  // of the probes' 0.177 ms: per second of work 1 s of turns, and the rest
+  // is 1 / 0.48812 - 2 = 4.869 % of interruptions of 0.177 ms, 275.1 of
+  // them.
   const std::vector<nlohmann::ordered_json> probes(4, probe_report(2892, 177000, 80000, 4, 50));
   const GuestNoise g = guest_noise(probes, {}, 2);
+
+  auto has = [&](const std::string& s) {
+    return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
+  };
+  EXPECT_TRUE(has("noise.host_cpus=2"));
+  EXPECT_TRUE(has("noise.host_turn=177000ns")) << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_TRUE(has("noise.host_turn_cv=4.5"));
+  EXPECT_TRUE(has("noise.irq_rate=275.1"));
+  EXPECT_TRUE(has("noise.irq_duration=177000ns"));
+  EXPECT_NE(g.note.find("the host's 2 CPUs give 4 busy vCPUs 50% of their time (noise.host_cpus), "
+                        "in turns of 0.177 ms (noise.host_turn), which leaves 275/s of work of "
+                        "the interruptions"),
+            std::string::npos)
+      << g.note;
+}
+
+TEST(GuestNoise, AFluidShareTheUserAsksForStretchesTheInterruptionsToo) {
+  // As ...InTurns..., with noise.host_turn=0: per second of work the rest is
+  // 0.5 / 0.48812 - 1 = 2.435 % of interruptions of 0.177 ms, 137.6 of them.
+  const std::vector<nlohmann::ordered_json> probes(4, probe_report(2892, 177000, 80000, 4, 50));
+  const GuestNoise g = guest_noise(probes, {"noise.host_turn=0"}, 2);
 
   auto has = [&](const std::string& s) {
     return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
@@ -368,6 +390,21 @@ TEST(GuestNoise, TheLoneProbesInterruptionsAreEveryVcpusAndTheBusyOnesGrowWithTh
                            "noise.irq_rate), and each other busy vCPU adds 1855/s of work"),
             std::string::npos)
       << loud.note;
+}
+
+TEST(GuestNoise, InTurnsWhatTheBusyOnesLoseBeyondTheTurnsAndTheLoneProbeGrowsWithTheirNumber) {
+  // 4 busy vCPUs on 2 host CPUs lose 3,390 a second of 0.177 ms, 60.00 %:
+  // per second of work 1 s of the host's turns, and 1 / 0.39997 - 2 =
+  // 50.02 % beyond them; beyond the lone probe's 6.383 %, 43.64 % at 0.177
+  // ms, 2,465 a second, over the 3 other busy vCPUs: 821.8 each.
+  const std::vector<nlohmann::ordered_json> probes(4, probe_report(3390, 177000, 80000, 4, 50));
+  const GuestNoise g = guest_noise(probes, {}, 2, {probe_report(1500, 40000, 0, 0, 0)});
+  auto has = [&](const std::string& s) {
+    return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
+  };
+  EXPECT_TRUE(has("noise.host_turn=177000ns")) << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_TRUE(has("noise.irq_rate=1596"));
+  EXPECT_TRUE(has("noise.irq_busy_rate=821.8"));
 }
 
 TEST(GuestNoise, OneBusyVcpuHasNoLoneProbeToSetApart) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "support/run.h"
 
@@ -98,6 +99,39 @@ TEST(NoiseWorld, TwoBusyVcpusSharingOneHostCpuRunAtHalfSpeed) {
   const auto alone = run_text(two_readers(kQuietNoise));
   const auto shared = run_text(two_readers(kQuietNoise + "host_cpus = 1\n"));
   EXPECT_NEAR(passes_ratio(shared, alone), 0.5, 0.03);
+}
+
+TEST(NoiseWorld, TheHostsTurnsTakeAsMuchAsItsFluidShare) {
+  const auto alone = run_text(two_readers(kQuietNoise));
+  const auto turns = run_text(two_readers(kQuietNoise + "host_cpus = 1\nhost_turn = \"100us\"\n"));
+  EXPECT_NEAR(passes_ratio(turns, alone), 0.5, 0.05);
+}
+
+// Noise that starts threads together and never parts them by itself.
+const std::string kInStep = kQuietNoise + "clone_latency = 0\nwakeup_latency = 0\n";
+
+// Whether the two readers made different numbers of passes.
+bool readers_parted(const testing::Ran& ran) {
+  std::vector<uint64_t> passes;
+  for (const auto& t : ran.result.tasks)
+    if (t.pid == 2 || t.pid == 3) passes.push_back(t.counters.at(0));
+  return passes.size() == 2 && passes[0] != passes[1];
+}
+
+TEST(NoiseWorld, AFluidShareKeepsVcpusStartedTogetherInStep) {
+  for (const char* seed : {"1", "2", "3", "4", "5"})
+    EXPECT_FALSE(readers_parted(
+        run_text(two_readers(kInStep + "host_cpus = 1\n"), {std::string("scenario.seed=") + seed})))
+        << seed;
+}
+
+TEST(NoiseWorld, TheHostsTurnsPartVcpusStartedTogether) {
+  int parted = 0;
+  for (const char* seed : {"1", "2", "3", "4", "5"})
+    parted +=
+        readers_parted(run_text(two_readers(kInStep + "host_cpus = 1\nhost_turn = \"100us\"\n"),
+                                {std::string("scenario.seed=") + seed}));
+  EXPECT_GE(parted, 3);
 }
 
 TEST(NoiseWorld, AsManyHostCpusAsBusyVcpusShareNothing) {
