@@ -182,12 +182,14 @@ struct GuestNoise {
 // `host_cpus`: the host's CPUs the guest's vCPUs share (0: none shared,
 // each vCPU its own), set as noise.host_cpus unless the user set it. With
 // more reports (busy vCPUs) than that, the host's cores give each busy vCPU
-// host_cpus / reports of its time, and the interruptions keep only what the
-// probes lost beyond that share. `alone`: the lone probe's report (none, or
-// one busy vCPU: all the interruptions are irq_rate's); with K busy ones,
-// irq_rate and its lengths are the lone probe's, and what the K lost beyond
-// the share and beyond those, at their mean length, is spread over the K - 1
-// other busy vCPUs (noise.irq_busy_rate).
+// host_cpus / reports of its time, in turns of the probes' mean
+// interruption length (noise.host_turn; fluid if the user sets it to 0), and
+// the interruptions keep only what the probes lost beyond that share.
+// `alone`: the lone probe's report (none, or one busy vCPU: all the
+// interruptions are irq_rate's); with K busy ones, irq_rate and its lengths
+// are the lone probe's, and what the K lost beyond the share and beyond
+// those, at their mean length, is spread over the K - 1 other busy vCPUs
+// (noise.irq_busy_rate).
 GuestNoise guest_noise(const std::vector<nlohmann::ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus = 0,
                        const std::vector<nlohmann::ordered_json>& alone = {});
