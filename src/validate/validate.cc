@@ -28,7 +28,6 @@
 #include "sim/noise.h"
 #include "util/atomic_file.h"
 #include "util/stats.h"
-#include "util/units.h"
 #include "validate/guest.h"
 #include "validate/initramfs.h"
 #include "validate/kernels.h"
@@ -390,26 +389,6 @@ bool sets_key(const std::vector<std::string>& sets, std::string_view key) {
                      [&](const std::string& s) { return s.starts_with(key); });
 }
 
-// The duration the last of `sets` that sets `key` (given with its "=")
-// gives it, in ns, as a scenario reads it ("2ms", or a number of seconds);
-// nullopt if none sets it or its value is not one (the scenario says why).
-std::optional<double> user_duration_ns(const std::vector<std::string>& sets, std::string_view key) {
-  std::optional<double> ns;
-  for (const std::string& s : sets) {
-    if (!s.starts_with(key)) continue;
-    const std::string value = s.substr(key.size());
-    ns.reset();
-    if (const auto d = util::parse_duration(value)) {
-      ns = static_cast<double>(*d);
-    } else {
-      char* end = nullptr;
-      const double seconds = std::strtod(value.c_str(), &end);
-      if (!value.empty() && end == value.c_str() + value.size()) ns = seconds * 1e9;
-    }
-  }
-  return ns;
-}
-
 }  // namespace
 
 namespace {
@@ -436,7 +415,7 @@ std::optional<double> probes_median(const std::vector<ordered_json>& reports, co
 
 GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus,
-                       const std::vector<ordered_json>& alone) {
+                       const std::vector<ordered_json>& alone, double user_turn_ns) {
   GuestNoise g;
   struct Key {
     const char* key;  // [noise] key
@@ -510,8 +489,7 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   // mean interruption length, or the user's; fluid if the user sets 0.
   // SIMPLIFICATION: the probes' mean, the host's turns and the shorter
   // interruptions that fall between them together.
-  const std::optional<double> user_turn = user_duration_ns(user_sets, "noise.host_turn=");
-  const double turn = user_turn ? *user_turn : both ? got["irq_duration"] : 0;
+  const double turn = user_set("host_turn") ? user_turn_ns : both ? got["irq_duration"] : 0;
   const bool turns = share < 1 && turn > 0;
   // Per second of work, what the share leaves to interruptions: fluid, the
   // share stretches the interruptions too (wall = work x (1 + rest) / share);
@@ -1314,8 +1292,8 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
       return out;
     };
     const std::vector<ordered_json> reports = parsed(noise_reports);
-    GuestNoise gn =
-        guest_noise(reports, cx.o.sets, guest_host_cpus(gm.nr_cpus()), parsed(alone_reports));
+    GuestNoise gn = guest_noise(reports, cx.o.sets, guest_host_cpus(gm.nr_cpus()),
+                                parsed(alone_reports), sc.noise.host_turn_ns);
     if (gn.sets.empty()) {
       notes.push_back(
           "the guest's noise probes reported nothing usable: the simulation has [noise]'s "

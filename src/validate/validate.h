@@ -189,10 +189,12 @@ struct GuestNoise {
 // interruptions are irq_rate's); with K busy ones, irq_rate and its lengths
 // are the lone probe's, and what the K lost beyond the share and beyond
 // those, at their mean length, is spread over the K - 1 other busy vCPUs
-// (noise.irq_busy_rate).
+// (noise.irq_busy_rate). `user_turn_ns`: noise.host_turn as the scenario
+// read it, which stands when `user_sets` sets it.
 GuestNoise guest_noise(const std::vector<nlohmann::ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus = 0,
-                       const std::vector<nlohmann::ordered_json>& alone = {});
+                       const std::vector<nlohmann::ordered_json>& alone = {},
+                       double user_turn_ns = 0);
 
 // The guest's user pace from the reports' "user" sections: the cost
 // profile's memset_line_ns, sweep_elem_ns and sweep_elem_O0_ns, each the

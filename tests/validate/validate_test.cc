@@ -392,6 +392,16 @@ TEST(GuestNoise, TheLoneProbesInterruptionsAreEveryVcpusAndTheBusyOnesGrowWithTh
       << loud.note;
 }
 
+TEST(GuestNoise, ATurnTheUserSetsIsTheOneTheScenarioRead) {
+  const std::vector<nlohmann::ordered_json> probes(4, probe_report(2892, 177000, 80000, 4, 50));
+  const GuestNoise two = guest_noise(probes, {"noise.host_turn=\"2ms\""}, 2, {}, 2e6);
+  const GuestNoise fluid = guest_noise(probes, {"noise.host_turn=\"0s\""}, 2, {}, 0);
+
+  EXPECT_NE(two.note.find("in turns of 2 ms (noise.host_turn)"), std::string::npos) << two.note;
+  for (const auto& s : two.sets) EXPECT_FALSE(s.starts_with("noise.host_turn=")) << s;
+  EXPECT_EQ(fluid.note.find("noise.host_turn"), std::string::npos) << fluid.note;
+}
+
 TEST(GuestNoise, InTurnsWhatTheBusyOnesLoseBeyondTheTurnsAndTheLoneProbeGrowsWithTheirNumber) {
   // 4 busy vCPUs on 2 host CPUs lose 3,390 a second of 0.177 ms, 60.00 %:
   // per second of work 1 s of the host's turns, and 1 / 0.39997 - 2 =
