@@ -195,6 +195,11 @@ nlohmann::ordered_json probe_report(double rate, double irq_ns, double wake_ns, 
       rate, irq_ns, wake_ns, clone_cv, forks));
 }
 
+// Whether validate's sets for the guest's noise include `set`.
+bool sets_have(const GuestNoise& g, const std::string& set) {
+  return std::find(g.sets.begin(), g.sets.end(), set) != g.sets.end();
+}
+
 TEST(GuestNoise, EachKeyIsTheMedianOverTheProbesAsSetsOfTheSimulationsNoise) {
   const GuestNoise g = guest_noise(
       {probe_report(1000, 400000, 80000, 4, 50), probe_report(1400, 300000, 120000, 5, 50),
@@ -296,14 +301,12 @@ TEST(GuestNoise, BusyVcpusBeyondTheHostsCpusShareThemInTurnsAndTheInterruptionsK
   const std::vector<nlohmann::ordered_json> probes(4, probe_report(2892, 177000, 80000, 4, 50));
   const GuestNoise g = guest_noise(probes, {}, 2);
 
-  auto has = [&](const std::string& s) {
-    return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
-  };
-  EXPECT_TRUE(has("noise.host_cpus=2"));
-  EXPECT_TRUE(has("noise.host_turn=177000ns")) << fmt::format("{}", fmt::join(g.sets, " "));
-  EXPECT_TRUE(has("noise.host_turn_cv=4.5"));
-  EXPECT_TRUE(has("noise.irq_rate=275.1"));
-  EXPECT_TRUE(has("noise.irq_duration=177000ns"));
+  EXPECT_TRUE(sets_have(g, "noise.host_cpus=2"));
+  EXPECT_TRUE(sets_have(g, "noise.host_turn=177000ns"))
+      << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_TRUE(sets_have(g, "noise.host_turn_cv=4.5"));
+  EXPECT_TRUE(sets_have(g, "noise.irq_rate=275.1"));
+  EXPECT_TRUE(sets_have(g, "noise.irq_duration=177000ns"));
   EXPECT_NE(g.note.find("the host's 2 CPUs give 4 busy vCPUs 50% of their time (noise.host_cpus), "
                         "in turns of 0.177 ms (noise.host_turn), which leaves 275/s of work of "
                         "the interruptions"),
@@ -317,12 +320,9 @@ TEST(GuestNoise, AFluidShareTheUserAsksForStretchesTheInterruptionsToo) {
   const std::vector<nlohmann::ordered_json> probes(4, probe_report(2892, 177000, 80000, 4, 50));
   const GuestNoise g = guest_noise(probes, {"noise.host_turn=0"}, 2);
 
-  auto has = [&](const std::string& s) {
-    return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
-  };
-  EXPECT_TRUE(has("noise.host_cpus=2"));
-  EXPECT_TRUE(has("noise.irq_rate=137.6")) << fmt::format("{}", fmt::join(g.sets, " "));
-  EXPECT_TRUE(has("noise.irq_duration=177000ns"));
+  EXPECT_TRUE(sets_have(g, "noise.host_cpus=2"));
+  EXPECT_TRUE(sets_have(g, "noise.irq_rate=137.6")) << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_TRUE(sets_have(g, "noise.irq_duration=177000ns"));
   EXPECT_NE(g.note.find("the host's 2 CPUs give 4 busy vCPUs 50% of their time (noise.host_cpus), "
                         "which leaves 138/s of work of the interruptions"),
             std::string::npos)
@@ -373,18 +373,15 @@ TEST(GuestNoise, TheLoneProbesInterruptionsAreEveryVcpusAndTheBusyOnesGrowWithTh
   // second, over the 3 other busy vCPUs: 1,855 each.
   const GuestNoise loud = guest_noise(probes, {}, 0, alone);
 
-  auto has = [](const GuestNoise& g, const std::string& s) {
-    return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
-  };
   for (const GuestNoise* g : {&quiet, &loud}) {
-    EXPECT_TRUE(has(*g, "noise.irq_rate=1596")) << fmt::format("{}", fmt::join(g->sets, " "));
-    EXPECT_TRUE(has(*g, "noise.irq_duration=40000ns"));
-    EXPECT_TRUE(has(*g, "noise.irq_busy_duration=177000ns"));
-    EXPECT_TRUE(has(*g, "noise.irq_busy_duration_cv=4.5"));
+    EXPECT_TRUE(sets_have(*g, "noise.irq_rate=1596")) << fmt::format("{}", fmt::join(g->sets, " "));
+    EXPECT_TRUE(sets_have(*g, "noise.irq_duration=40000ns"));
+    EXPECT_TRUE(sets_have(*g, "noise.irq_busy_duration=177000ns"));
+    EXPECT_TRUE(sets_have(*g, "noise.irq_busy_duration_cv=4.5"));
   }
-  EXPECT_TRUE(has(quiet, "noise.irq_busy_rate=0"));
+  EXPECT_TRUE(sets_have(quiet, "noise.irq_busy_rate=0"));
   EXPECT_NE(quiet.note.find("each other busy vCPU adds none"), std::string::npos) << quiet.note;
-  EXPECT_TRUE(has(loud, "noise.irq_busy_rate=1855"))
+  EXPECT_TRUE(sets_have(loud, "noise.irq_busy_rate=1855"))
       << fmt::format("{}", fmt::join(loud.sets, " "));
   EXPECT_NE(loud.note.find("alone, a vCPU lost 6% (1500/s of 0.04 ms: 1596/s of work, "
                            "noise.irq_rate), and each other busy vCPU adds 1855/s of work"),
@@ -409,12 +406,10 @@ TEST(GuestNoise, InTurnsWhatTheBusyOnesLoseBeyondTheTurnsAndTheLoneProbeGrowsWit
   // ms, 2,465 a second, over the 3 other busy vCPUs: 821.8 each.
   const std::vector<nlohmann::ordered_json> probes(4, probe_report(3390, 177000, 80000, 4, 50));
   const GuestNoise g = guest_noise(probes, {}, 2, {probe_report(1500, 40000, 0, 0, 0)});
-  auto has = [&](const std::string& s) {
-    return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
-  };
-  EXPECT_TRUE(has("noise.host_turn=177000ns")) << fmt::format("{}", fmt::join(g.sets, " "));
-  EXPECT_TRUE(has("noise.irq_rate=1596"));
-  EXPECT_TRUE(has("noise.irq_busy_rate=821.8"));
+  EXPECT_TRUE(sets_have(g, "noise.host_turn=177000ns"))
+      << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_TRUE(sets_have(g, "noise.irq_rate=1596"));
+  EXPECT_TRUE(sets_have(g, "noise.irq_busy_rate=821.8"));
 }
 
 TEST(GuestNoise, OneBusyVcpuHasNoLoneProbeToSetApart) {
@@ -443,11 +438,8 @@ TEST(GuestNoise, ALoneProbeNeverInterruptedLeavesEveryInterruptionToTheBusy) {
   const std::vector<nlohmann::ordered_json> probes(2, probe_report(2892, 177000, 80000, 4, 50));
   const GuestNoise g = guest_noise(probes, {}, 0, {never_interrupted()});
 
-  auto has = [&](const std::string& s) {
-    return std::find(g.sets.begin(), g.sets.end(), s) != g.sets.end();
-  };
-  EXPECT_TRUE(has("noise.irq_rate=0")) << fmt::format("{}", fmt::join(g.sets, " "));
-  EXPECT_TRUE(has("noise.irq_busy_rate=5925"));
+  EXPECT_TRUE(sets_have(g, "noise.irq_rate=0")) << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_TRUE(sets_have(g, "noise.irq_busy_rate=5925"));
 }
 
 TEST(GuestNoise, ARateOrLengthTheUserSetsKeepsTheBusyProbesRestAsIrqRate) {
