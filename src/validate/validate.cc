@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "cost/cache_model.h"
 #include "memcg/memcg.h"
@@ -413,6 +415,86 @@ std::optional<double> probes_median(const std::vector<ordered_json>& reports, co
 
 }  // namespace
 
+namespace {
+
+// The reports' interruptions by length, pooled: bucket start -> count, sum,
+// sum of squares; and their seconds of work.
+struct Pooled {
+  std::map<double, std::array<double, 3>> buckets;
+  double work_s = 0;
+};
+
+Pooled pool_lengths(const std::vector<ordered_json>& reports) {
+  Pooled p;
+  for (const auto& r : reports) {
+    const ordered_json* f = r.contains("fwq") ? &r["fwq"] : nullptr;
+    if (!f || !f->is_object() || !f->contains("by_length") || !(*f)["by_length"].is_array())
+      continue;
+    const double work = f->value("work_ns", 0.0) * 1e-9;
+    if (!(work > 0)) continue;
+    p.work_s += work;
+    for (const auto& b : (*f)["by_length"]) {
+      auto& sums = p.buckets[b.value("from_ns", 0.0)];
+      sums[0] += b.value("count", 0.0);
+      sums[1] += b.value("sum_ns", 0.0);
+      sums[2] += b.value("sum_sq_ns2", 0.0);
+    }
+  }
+  return p;
+}
+
+// Mean and cv from a count and the sums of lengths and their squares.
+std::pair<double, double> mean_cv(double n, double sum, double sum_sq) {
+  if (!(n > 0) || !(sum > 0)) return {0, 0};
+  const double mean = sum / n;
+  return {mean, std::sqrt(std::max(0.0, sum_sq / n - mean * mean)) / mean};
+}
+
+}  // namespace
+
+std::vector<LengthBucket> lengths_beyond(const std::vector<ordered_json>& busy,
+                                         const std::vector<ordered_json>& alone) {
+  const Pooled k = pool_lengths(busy), one = pool_lengths(alone);
+  std::vector<LengthBucket> out;
+  if (!(k.work_s > 0)) return out;
+  for (const auto& [from, sums] : k.buckets) {
+    if (!(sums[0] > 0)) continue;
+    double lone = 0;
+    if (one.work_s > 0) {
+      const auto it = one.buckets.find(from);
+      if (it != one.buckets.end()) lone = it->second[0] / one.work_s;
+    }
+    out.push_back(
+        {from, std::max(0.0, sums[0] / k.work_s - lone), sums[1] / sums[0], sums[2] / sums[0]});
+  }
+  return out;
+}
+
+TurnSplit split_turns(const std::vector<LengthBucket>& beyond, double share_loss) {
+  // Per second of work: the turns' count, sum and sum of squares, the rest's.
+  double turn[3] = {0, 0, 0}, rest[3] = {0, 0, 0};
+  double left = std::max(0.0, share_loss);  // of a second of work, in s
+  std::vector<LengthBucket> longest_first = beyond;
+  std::sort(longest_first.begin(), longest_first.end(),
+            [](const LengthBucket& a, const LengthBucket& b) { return a.from_ns > b.from_ns; });
+  for (const LengthBucket& b : longest_first) {
+    const double takes = b.per_s * b.mean_ns * 1e-9;  // s of a second of work
+    const double part = takes > 0 ? std::min(1.0, left / takes) : 0;
+    left -= part * takes;
+    const double n[2] = {part * b.per_s, (1 - part) * b.per_s};
+    for (int i = 0; i < 2; ++i) {
+      double* to = i == 0 ? turn : rest;
+      to[0] += n[i];
+      to[1] += n[i] * b.mean_ns;
+      to[2] += n[i] * b.mean_sq_ns2;
+    }
+  }
+  TurnSplit s;
+  std::tie(s.turn_ns, s.turn_cv) = mean_cv(turn[0], turn[1], turn[2]);
+  std::tie(s.rest_ns, s.rest_cv) = mean_cv(rest[0], rest[1], rest[2]);
+  return s;
+}
+
 GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus,
                        const std::vector<ordered_json>& alone, double user_turn_ns) {
@@ -485,12 +567,27 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   const bool both = got.count("irq_rate") && got.count("irq_duration");
   const double lost = both ? got["irq_rate"] * got["irq_duration"] * 1e-9 : 0;  // of a vCPU's time
   const double work_share = std::max(kLeastWorkShare, 1 - lost);
-  // The host's share in whole turns (noise.host_turn) of the busy probes'
-  // mean interruption length, or the user's; fluid if the user sets 0.
-  // SIMPLIFICATION: the probes' mean, the host's turns and the shorter
-  // interruptions that fall between them together.
-  const double turn = user_set("host_turn") ? user_turn_ns : both ? got["irq_duration"] : 0;
+  // The host's share in whole turns (noise.host_turn): the longest of the
+  // interruptions the busy probes had beyond the lone one's, enough to take
+  // the share (split_turns); the shorter ones are the busy vCPUs' own
+  // (noise.irq_busy_duration). Without buckets (an older probe), the busy
+  // probes' mean interruption, turns and shorter ones together. The user's
+  // length if set; fluid if the user sets 0.
+  TurnSplit split_at;
+  if (both && share < 1) {
+    const std::vector<LengthBucket> beyond = lengths_beyond(reports, alone);
+    if (!beyond.empty()) split_at = split_turns(beyond, 1 / share - 1);
+  }
+  const TurnSplit* split = split_at.turn_ns > 0 ? &split_at : nullptr;
+  const double turn = user_set("host_turn") ? user_turn_ns
+                      : split               ? split->turn_ns
+                      : both                ? got["irq_duration"]
+                                            : 0;
   const bool turns = share < 1 && turn > 0;
+  // The busy vCPUs' own interruptions: the shorter ones beyond the lone
+  // probe's where the turns were split off, else all of the busy probes'.
+  const bool rest_split = split && split->rest_ns > 0;
+  const double busy_d = rest_split ? split->rest_ns : both ? got["irq_duration"] : 0;
   // Per second of work, what the share leaves to interruptions: fluid, the
   // share stretches the interruptions too (wall = work x (1 + rest) / share);
   // in turns, they add to its 1 / share - 1 (wall = work x (1 / share +
@@ -525,14 +622,19 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
     const double rate = within("irq_rate", "irq_rate per second of work", rate_of(base, d));
     const double more = std::max(0.0, rest - base);  // per second of work at K busy
     const double busy_rate = within("irq_busy_rate", "irq_busy_rate per second of work",
-                                    rate_of(more, got["irq_duration"]) / (busy - 1));
+                                    rate_of(more, busy_d) / (busy - 1));
     set("irq_rate", rate);
     set("irq_duration", d);
     set("irq_duration_cv",
         within("irq_duration_cv", "the lone probe's irq_duration_cv", *alone_cv));
     set("irq_busy_rate", busy_rate);
-    set("irq_busy_duration", got["irq_duration"]);
-    if (got.count("irq_duration_cv")) set("irq_busy_duration_cv", got["irq_duration_cv"]);
+    set("irq_busy_duration", within("irq_busy_duration", "irq_busy_duration", busy_d));
+    if (rest_split) {
+      set("irq_busy_duration_cv",
+          within("irq_busy_duration_cv", "irq_busy_duration_cv", split->rest_cv));
+    } else if (got.count("irq_duration_cv")) {
+      set("irq_busy_duration_cv", got["irq_duration_cv"]);
+    }
     how = fmt::format(
         "; alone, a vCPU lost {:.0f}% ({:.0f}/s of {:.3g} ms: {:.0f}/s of work, noise.irq_rate), "
         "and each other busy vCPU adds {}",
@@ -557,14 +659,23 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   if (shared) g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
   if (turns) {
     set("host_turn", within("host_turn", "host_turn", turn));
-    if (got.count("irq_duration_cv")) set("host_turn_cv", got["irq_duration_cv"]);
+    if (split) {
+      set("host_turn_cv", within("host_turn_cv", "host_turn_cv", split->turn_cv));
+    } else if (got.count("irq_duration_cv")) {
+      set("host_turn_cv", got["irq_duration_cv"]);
+    }
   }
   std::string sharing;
   if (both && share < 1) {
     sharing = fmt::format(
         "; the host's {} CPUs give {} busy vCPUs {:.0f}% of their time (noise.host_cpus){}, {}",
         host_cpus, busy, share * 100,
-        turns ? fmt::format(", in turns of {:.3g} ms (noise.host_turn)", turn * 1e-6)
+        turns ? fmt::format(", in turns of {:.3g} ms (noise.host_turn{})", turn * 1e-6,
+                            split && !user_set("host_turn")
+                                ? fmt::format(", cv {:.2g}: the longest of what they lost "
+                                              "beyond the lone vCPU",
+                                              split->turn_cv)
+                                : std::string())
               : std::string(),
         rest > 0
             ? (by_busy

@@ -179,12 +179,34 @@ struct GuestNoise {
   std::vector<std::string> sets;
   std::string note;
 };
+// What the busy probes' interruptions took beyond a lone probe's, length
+// by length (their "fwq"/"by_length" buckets, per second of work): each
+// bucket's excess rate (0 where the lone probe had as many) and the busy
+// probes' mean length and mean square length in it. Pooled over the
+// reports; empty if the busy reports have no buckets (an older probe).
+struct LengthBucket {
+  double from_ns = 0, per_s = 0, mean_ns = 0, mean_sq_ns2 = 0;
+};
+std::vector<LengthBucket> lengths_beyond(const std::vector<nlohmann::ordered_json>& busy,
+                                         const std::vector<nlohmann::ordered_json>& alone);
+
+// The host's turns and the rest: the longest of `beyond` that together take
+// `share_loss` of each second of work (1 / share - 1: what the host's turns
+// take in noise.host_turn's model), the bucket at the cut in part; the rest
+// are the shorter ones. Each part's mean length and cv (0 when it has none).
+struct TurnSplit {
+  double turn_ns = 0, turn_cv = 0, rest_ns = 0, rest_cv = 0;
+};
+TurnSplit split_turns(const std::vector<LengthBucket>& beyond, double share_loss);
+
 // `host_cpus`: the host's CPUs the guest's vCPUs share (0: none shared,
 // each vCPU its own), set as noise.host_cpus unless the user set it. With
 // more reports (busy vCPUs) than that, the host's cores give each busy vCPU
-// host_cpus / reports of its time, in turns of the probes' mean
-// interruption length (noise.host_turn; fluid if the user sets it to 0), and
-// the interruptions keep only what the probes lost beyond that share.
+// host_cpus / reports of its time, in turns (noise.host_turn, fluid if the
+// user sets it to 0) as long as the longest interruptions the busy probes
+// had beyond the lone probe's that take that share (split_turns; the probes'
+// mean interruption if they have no buckets), and the interruptions keep
+// only what the probes lost beyond that share, at the shorter ones' length.
 // `alone`: the lone probe's report (none, or one busy vCPU: all the
 // interruptions are irq_rate's); with K busy ones, irq_rate and its lengths
 // are the lone probe's, and what the K lost beyond the share and beyond

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -410,6 +411,96 @@ TEST(GuestNoise, InTurnsWhatTheBusyOnesLoseBeyondTheTurnsAndTheLoneProbeGrowsWit
       << fmt::format("{}", fmt::join(g.sets, " "));
   EXPECT_TRUE(sets_have(g, "noise.irq_rate=1596"));
   EXPECT_TRUE(sets_have(g, "noise.irq_busy_rate=821.8"));
+}
+
+// A probe's report with its interruptions by length over `work_ns` of work:
+// per bucket {from_ns, count, mean_ns, cv}.
+nlohmann::ordered_json with_lengths(nlohmann::ordered_json j, double work_ns,
+                                    const std::vector<std::array<double, 4>>& buckets) {
+  j["fwq"]["work_ns"] = work_ns;
+  j["fwq"]["by_length"] = nlohmann::ordered_json::array();
+  for (const auto& [from, n, mean, cv] : buckets) {
+    j["fwq"]["by_length"].push_back({{"from_ns", from},
+                                     {"count", n},
+                                     {"sum_ns", n * mean},
+                                     {"sum_sq_ns2", n * mean * mean * (1 + cv * cv)}});
+  }
+  return j;
+}
+
+TEST(LengthsBeyond, WhatTheLoneProbeHadAsOftenPerSecondOfWorkIsNotBeyond) {
+  // Two busy probes over 1 s of work each, the lone one over 0.5 s.
+  const nlohmann::ordered_json busy = with_lengths(probe_report(0, 0, 0, 0, 0), 1e9,
+                                                   {{16000, 300, 20000, 0}, {2048000, 40, 3e6, 1}});
+  const nlohmann::ordered_json lone =
+      with_lengths(probe_report(0, 0, 0, 0, 0), 0.5e9, {{16000, 100, 18000, 0}});
+
+  const std::vector<LengthBucket> b = lengths_beyond({busy, busy}, {lone});
+
+  ASSERT_EQ(b.size(), 2U);
+  EXPECT_DOUBLE_EQ(b[0].per_s, 100);      // 300 a second, less the lone probe's 200
+  EXPECT_DOUBLE_EQ(b[0].mean_ns, 20000);  // the busy probes' length
+  EXPECT_DOUBLE_EQ(b[1].per_s, 40);
+  EXPECT_DOUBLE_EQ(b[1].mean_sq_ns2, 2 * 3e6 * 3e6);
+}
+
+TEST(LengthsBeyond, AProbeWithoutLengthsGivesNone) {
+  EXPECT_TRUE(lengths_beyond({probe_report(2892, 177000, 80000, 4, 50)}, {}).empty());
+}
+
+TEST(SplitTurns, TheTurnsAreTheLongestInterruptionsThatTakeTheShare) {
+  // Per second of work: 10,000 of 20 us (0.2 s) and 500 of 2 ms, cv 0.5 (1 s).
+  const TurnSplit s =
+      split_turns({{16000, 10000, 20000, 20000.0 * 20000}, {2048000, 500, 2e6, 1.25 * 4e12}}, 1);
+
+  EXPECT_DOUBLE_EQ(s.turn_ns, 2e6);
+  EXPECT_DOUBLE_EQ(s.turn_cv, 0.5);
+  EXPECT_DOUBLE_EQ(s.rest_ns, 20000);
+  EXPECT_DOUBLE_EQ(s.rest_cv, 0);
+}
+
+TEST(SplitTurns, TheBucketAtTheCutGoesInPartToEachSide) {
+  // Half of the 2 ms ones take the share of 0.5 s; 250 of them and the
+  // 10,000 short ones are the rest: 0.7 s over 10,250, 68.29 us.
+  const TurnSplit s = split_turns({{16000, 10000, 20000, 4e8}, {2048000, 500, 2e6, 4e12}}, 0.5);
+
+  EXPECT_DOUBLE_EQ(s.turn_ns, 2e6);
+  EXPECT_NEAR(s.rest_ns, 0.7e9 / 10250, 1e-6);
+}
+
+TEST(SplitTurns, InterruptionsShortOfTheShareAreAllTurns) {
+  const TurnSplit s = split_turns({{16000, 10000, 20000, 4e8}, {2048000, 100, 2e6, 4e12}}, 1);
+
+  EXPECT_NEAR(s.turn_ns, (0.2e9 + 0.2e9) / 10100, 1e-6);
+  EXPECT_EQ(s.rest_ns, 0);
+}
+
+TEST(GuestNoise, TheHostsTurnsAreTheLongestOfWhatTheBusyProbesLostBeyondTheLoneOne) {
+  // 4 busy vCPUs on 2 host CPUs, each over 1 s of work: 10,000 interruptions
+  // of 20 us and 500 of 2 ms (cv 0.5), 10,500 over 2.2 s of wall time; the
+  // lone probe 2,000 of 20 us over 1.04 s. Beyond it, 8,000 of 20 us and the
+  // 500 of 2 ms, which take the share's 1 s of each second of work: turns of
+  // 2 ms. The rest, 1 / (1 - 1.2 / 2.2) - 2 = 20 %, less the lone probe's 4 %,
+  // is 8,000 of 20 us over the 3 other busy vCPUs: 2,667 each.
+  const nlohmann::ordered_json busy =
+      with_lengths(probe_report(10500 / 2.2, 1.2e9 / 10500, 80000, 4, 50), 1e9,
+                   {{16000, 10000, 20000, 0}, {2048000, 500, 2e6, 0.5}});
+  const nlohmann::ordered_json lone =
+      with_lengths(probe_report(2000 / 1.04, 20000, 0, 0, 0), 1e9, {{16000, 2000, 20000, 0}});
+
+  const GuestNoise g = guest_noise({busy, busy, busy, busy}, {}, 2, {lone});
+
+  EXPECT_TRUE(sets_have(g, "noise.host_turn=2000000ns"))
+      << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_TRUE(sets_have(g, "noise.host_turn_cv=0.5"));
+  EXPECT_TRUE(sets_have(g, "noise.irq_rate=2000"));
+  EXPECT_TRUE(sets_have(g, "noise.irq_busy_duration=20000ns"));
+  EXPECT_TRUE(sets_have(g, "noise.irq_busy_duration_cv=0"));
+  EXPECT_TRUE(sets_have(g, "noise.irq_busy_rate=2667"));
+  EXPECT_NE(g.note.find("in turns of 2 ms (noise.host_turn, cv 0.5: the longest of what they "
+                        "lost beyond the lone vCPU)"),
+            std::string::npos)
+      << g.note;
 }
 
 TEST(GuestNoise, OneBusyVcpuHasNoLoneProbeToSetApart) {

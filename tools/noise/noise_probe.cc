@@ -237,6 +237,34 @@ int main(int argc, char** argv) {
   for (double x : extra) (x < 10000 ? shorter : longer).push_back(x);
   const Summary ps = summarise(plain), es = summarise(extra);
   const Summary ss = summarise(shorter), ls = summarise(longer);
+  // The interruptions by length, in buckets that double from 2 us (the
+  // first holds all under 2 us, the last all from 2^20 x 1 us on): each
+  // bucket's count and the sum and sum of squares of its lengths, so that
+  // `mmsim validate` can tell what K busy probes lose beyond a lone one,
+  // length by length (docs/noise.md, "The host's turns").
+  constexpr int kBuckets = 21;
+  struct Bucket {
+    size_t count = 0;
+    double sum = 0, sum_sq = 0;
+  };
+  std::vector<Bucket> hist(kBuckets);
+  auto bucket_from = [](int b) { return b == 0 ? 0.0 : 1000.0 * std::ldexp(1.0, b); };
+  for (double x : extra) {
+    int b = 0;
+    while (b + 1 < kBuckets && x >= bucket_from(b + 1)) ++b;
+    hist[b].count += 1;
+    hist[b].sum += x;
+    hist[b].sum_sq += x * x;
+  }
+  std::string hist_json;
+  for (int b = 0; b < kBuckets; ++b) {
+    if (hist[b].count == 0) continue;
+    char one[160];
+    std::snprintf(
+        one, sizeof one, "%s{\"from_ns\":%.0f,\"count\":%zu,\"sum_ns\":%.0f,\"sum_sq_ns2\":%.6e}",
+        hist_json.empty() ? "" : ",", bucket_from(b), hist[b].count, hist[b].sum, hist[b].sum_sq);
+    hist_json += one;
+  }
 
   std::vector<double> wake;
   wake.reserve(wakeups);
@@ -333,12 +361,14 @@ int main(int argc, char** argv) {
       "\"interruption_cv\":%.3f,\"interruption_median_ns\":%.0f,\"interruption_p99_ns\":%.0f,"
       "\"overhead\":%.5f,\"start_ns\":%lld,\"end_ns\":%lld,\n  "
       "\"short\":{\"per_s\":%.1f,\"mean_ns\":%.0f,\"cv\":%.3f},"
-      "\"long\":{\"per_s\":%.1f,\"mean_ns\":%.0f,\"cv\":%.3f}},\n",
+      "\"long\":{\"per_s\":%.1f,\"mean_ns\":%.0f,\"cv\":%.3f},\n  "
+      "\"work_ns\":%.0f,\"by_length\":[%s]},\n",
       quanta, median, ps.cv, extra.size(), static_cast<double>(extra.size()) / fwq_s, es.mean,
       es.cv, es.median, es.p99, es.mean * static_cast<double>(extra.size()) * 1e-9 / fwq_s,
       static_cast<long long>(fwq0), static_cast<long long>(fwq1),
       static_cast<double>(shorter.size()) / fwq_s, ss.mean, ss.cv,
-      static_cast<double>(longer.size()) / fwq_s, ls.mean, ls.cv);
+      static_cast<double>(longer.size()) / fwq_s, ls.mean, ls.cv,
+      median * static_cast<double>(quanta), hist_json.c_str());
   latency("wakeup", wake.size(), ws, ",");
   latency("clone", clone_lat.size(), cs, ",");
   latency("fork", fork_lat.size(), fs, ",");
