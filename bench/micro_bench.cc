@@ -1,6 +1,7 @@
 // Hot paths: the event queue, the memory-bandwidth bookkeeping of a priced
-// stretch, the page-table scan for the next blocked page, and the file fault
-// / zap cycle of seed B.
+// stretch, the page-table scan for the next blocked page, the file fault
+// / zap cycle of seed B, and a guest vCPU's work priced by its host's round
+// robin.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "cost/cost_profile.h"
 #include "mm/memory_manager.h"
 #include "sim/event_queue.h"
+#include "sim/host_cpus.h"
 #include "topo/topology.h"
 
 namespace mmsim {
@@ -32,6 +34,28 @@ void BM_EventQueueScheduleRun(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 BENCHMARK(BM_EventQueueScheduleRun)->Arg(288)->Arg(100000);
+
+// A fault's kernel work (3 us) priced by the host's round robin, 8 vCPUs
+// busy on 2 host CPUs with slices of 5 ms, the faults following each other
+// on every vCPU and a vCPU halting and waking every 1,000 (what a guest
+// run of numa01_THREAD_ALLOC asks of sim::HostCpus).
+void BM_HostRoundRobinPricing(benchmark::State& state) {
+  sim::HostCpus host(2, 8, 5e6, 0.5, sim::Rng(1));
+  for (int v = 0; v < 8; ++v) host.set_busy(v, true, 0);
+  std::vector<double> clock(8, 0);
+  uint64_t n = 0;
+  for (auto _ : state) {
+    const int v = static_cast<int>(n % 8);
+    clock[v] = host.done_at(v, clock[v], 3000);
+    if (++n % 1000 == 0) {
+      host.set_busy(v, false, clock[v]);
+      host.set_busy(v, true, clock[v]);
+    }
+    benchmark::DoNotOptimize(clock[v]);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_HostRoundRobinPricing);
 
 // What a stretch's pricing adds for memory bandwidth: one task's demand
 // replaced and the factors settled, on the 8-socket preset with 288 tasks

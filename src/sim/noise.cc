@@ -71,18 +71,16 @@ double Lognormal::operator()(Rng& rng) const {
 
 Noise::Noise(const NoiseConfig& c)
     : c_(c),
-      turns_(c.enabled && c.host_cpus > 0 && c.host_turn_ns > 0),
+      round_robin_(c.enabled && c.host_cpus > 0 && c.host_slice_ns > 0),
       // Tables only for a run that draws from them.
       fork_(c.enabled ? c.fork_latency_ns : 0, c.fork_latency_cv),
       clone_(c.enabled ? c.clone_latency_ns : 0, c.clone_latency_cv),
       wakeup_(c.enabled ? c.wakeup_latency_ns : 0, c.wakeup_latency_cv),
       irq_(c.enabled ? c.irq_duration_ns : 0, c.irq_duration_cv),
       irq_busy_(c.enabled ? c.irq_busy_duration_ns : 0, c.irq_busy_duration_cv),
-      turn_(turns_ ? c.host_turn_ns : 0, c.host_turn_cv),
       jitter_half_width_(c.cost_jitter_cv * std::sqrt(3.0)),
       base_per_ns_(c.irq_duration_ns > 0 ? c.irq_rate_hz * 1e-9 : 0),
       busy_unit_per_ns_(c.enabled && c.irq_busy_duration_ns > 0 ? c.irq_busy_rate_hz * 1e-9 : 0),
-      busy_irq_per_ns_(base_per_ns_),
       irq_per_ns_(base_per_ns_) {}
 
 double Noise::start_delay_ns(Rng& rng, bool fork) const {
@@ -114,7 +112,6 @@ double Noise::interruptions_ns(Rng& rng, double span_ns) const {
   // One after the other: the draws' order is the stream's.
   double ns = poisson_sum(rng, base_per_ns_ * span_ns, irq_, c_.irq_duration_cv);
   ns += poisson_sum(rng, busy_per_ns(busy_) * span_ns, irq_busy_, c_.irq_busy_duration_cv);
-  ns += poisson_sum(rng, turn_per_ns(busy_) * span_ns, turn_, c_.host_turn_cv);
   return ns;
 }
 
@@ -213,7 +210,8 @@ const std::vector<NoiseParam> kParams = {
      "scenario's busy vCPUs lost beyond the share and beyond what one probe alone lost"},
     {"irq_busy_duration", &NoiseConfig::irq_busy_duration_ns, 0, 1e9, "ns",
      "mean length of an irq_busy_rate interruption",
-     "0: a real machine. `mmsim validate` measures it in the guest (the busy probes' mean)"},
+     "0: a real machine. `mmsim validate` measures it in the guest (the busy probes' mean; with "
+     "the host's round robin, that of the shorter of what they lost beyond a lone probe)"},
     {"irq_busy_duration_cv", &NoiseConfig::irq_busy_duration_cv, 0, 10, "",
      "coefficient of variation of irq_busy_duration (lognormal)",
      "0: a real machine. `mmsim validate` measures it in the guest (the busy probes')"},
@@ -222,15 +220,15 @@ const std::vector<NoiseParam> kParams = {
      "runs at this share of its speed (0: none shared, a real machine)",
      "0: a real machine. `mmsim validate` sets the host's online CPUs for a guest with more vCPUs",
      true},
-    {"host_turn", &NoiseConfig::host_turn_ns, 0, 1e10, "ns",
-     "the host's share drawn in whole turns of this mean length: above host_cpus busy, each busy "
-     "CPU runs at full speed and is taken off in turns, host_cpus / B of its time left on "
-     "average (0: fluid sharing)",
-     "0: fluid. `mmsim validate` sets the guest's busy probes' mean interruption length when the "
-     "scenario keeps more vCPUs busy than the host has CPUs"},
-    {"host_turn_cv", &NoiseConfig::host_turn_cv, 0, 10, "",
-     "coefficient of variation of host_turn (lognormal)",
-     "0. `mmsim validate` measures it in the guest (the busy probes')"},
+    {"host_slice", &NoiseConfig::host_slice_ns, 0, 1e10, "ns",
+     "the host's CPUs run the busy vCPUs round robin in slices of this mean length: exactly "
+     "host_cpus of them at a time, the others waiting (0: fluid sharing)",
+     "0: fluid. `mmsim validate` sets it from the guest's probes when the scenario keeps more "
+     "vCPUs busy than the host has CPUs: the longest of what the busy probes lost beyond a lone "
+     "probe, a turn off, is B / host_cpus - 1 slices"},
+    {"host_slice_cv", &NoiseConfig::host_slice_cv, 0, 10, "",
+     "coefficient of variation of host_slice (lognormal)",
+     "0. `mmsim validate` measures it in the guest (the busy probes' turns off)"},
 };
 
 }  // namespace
@@ -238,7 +236,7 @@ const std::vector<NoiseParam> kParams = {
 std::span<const NoiseParam> noise_params() { return kParams; }
 
 bool noise_param_shown(const NoiseConfig& c, const NoiseParam& p) {
-  if (p.key.starts_with("host_turn")) return c.host_cpus > 0 && c.host_turn_ns > 0;
+  if (p.key.starts_with("host_slice")) return c.host_cpus > 0 && c.host_slice_ns > 0;
   if (p.key.starts_with("host_")) return c.host_cpus > 0;
   if (p.key.starts_with("irq_busy_")) return c.irq_busy_rate_hz > 0;
   return true;

@@ -70,22 +70,19 @@ struct NoiseConfig {
   // them; an idle vCPU halts and wants none). 0 host CPUs (the default): a
   // real machine, each CPU its own. `mmsim validate` sets it for a guest
   // with more vCPUs than its host's online CPUs.
-  // SIMPLIFICATION (host_turn 0): fluid sharing; the host's turns are its
+  // SIMPLIFICATION (host_slice 0): fluid sharing; the host's turns are its
   // slices (ms), which a vCPU's work sees as a mean rate, not as whole turns
   // off.
   double host_cpus = 0;
-  // The host's share drawn in whole turns: above host_cpus busy, each busy
-  // CPU runs at full speed and is taken off in turns of this mean length and
-  // cv (lognormal), at the rate that leaves it host_cpus / B of its time on
-  // average: (B / host_cpus - 1) / host_turn a second of its work. Turns
-  // part CPUs that fluid sharing keeps in step (four writers racing for the
-  // same pages). 0 (the default): fluid. `mmsim validate` sets the guest's
-  // busy probes' mean interruption length.
-  // SIMPLIFICATION: each CPU's turns are drawn independently of the others'
-  // (the host runs exactly host_cpus of them at a time; here that holds on
-  // average); one length whatever the busy count.
-  double host_turn_ns = 0;
-  double host_turn_cv = 0;
+  // The host's CPUs run the busy vCPUs round robin in slices of this mean
+  // length and cv (lognormal) instead (sim::HostCpus): exactly host_cpus of
+  // B busy run at a time, each a slice in turn, and the others wait, B /
+  // host_cpus - 1 slices on average. Turns part vCPUs that fluid sharing
+  // keeps in step (four writers racing for the same pages), and the vCPUs
+  // that run while others are off run at full speed. 0 (the default):
+  // fluid. `mmsim validate` measures it in the guest.
+  double host_slice_ns = 0;
+  double host_slice_cv = 0;
 };
 
 // One [noise] key: its field, range, unit, meaning and the source of its
@@ -104,8 +101,8 @@ struct NoiseParam {
 // defaults are NoiseConfig's.
 std::span<const NoiseParam> noise_params();
 // Whether a report shows the key: the host_* keys only when the machine's
-// vCPUs share a host's cores (host_cpus above 0), host_turn* only when the
-// share is drawn in turns, the irq_busy_* keys only when busy CPUs add
+// vCPUs share a host's cores (host_cpus above 0), host_slice* only when
+// they are run round robin, the irq_busy_* keys only when busy CPUs add
 // interruptions (irq_busy_rate above 0).
 bool noise_param_shown(const NoiseConfig& c, const NoiseParam& p);
 
@@ -127,8 +124,8 @@ class Lognormal {
 
 // The wall time a guest's vCPU takes per unit of its work while `busy` of
 // its CPUs share the host's `host_cpus` cores (0: a real machine): above 1
-// when they outnumber them (NoiseConfig::host_cpus). With the host's turns
-// drawn (host_turn), the mean of what they add.
+// when they outnumber them (NoiseConfig::host_cpus). Round robin
+// (host_slice), the mean over the host's turns.
 inline double host_share_factor(double host_cpus, int busy) {
   return host_cpus > 0 && busy > host_cpus ? busy / host_cpus : 1;
 }
@@ -142,19 +139,22 @@ class Noise {
   // A new task's delay before it first runs (fork: a new mm).
   double start_delay_ns(Rng& rng, bool fork) const;
   double wakeup_delay_ns(Rng& rng) const;
-  // The machine's busy CPUs from now on (irq_busy_rate and the host's turns:
-  // their rates follow them; 1 before the first call).
+  // The machine's busy CPUs from now on (irq_busy_rate's rate follows them; 1 before the first
+  // call).
   void set_busy(int busy) {
     busy_ = busy;
-    busy_irq_per_ns_ = base_per_ns_ + busy_per_ns(busy);
-    irq_per_ns_ = busy_irq_per_ns_ + turn_per_ns(busy);
+    irq_per_ns_ = base_per_ns_ + busy_per_ns(busy);
   }
+  // The host's CPUs run the busy vCPUs round robin (host_slice): the
+  // caller prices their work by a sim::HostCpus.
+  bool round_robin() const { return round_robin_; }
   // What prices work while `busy` CPUs are busy: the host's share (fluid or
-  // in turns) and the interruptions' rate. Work priced at one busy count is
-  // repriced when the machine moves to another that prices differently.
+  // round robin) and the interruptions' rate. Work priced at one busy count
+  // is repriced when the machine moves to another that prices differently;
+  // round robin, every move above host_cpus does (the line changes).
   bool prices_alike(int a, int b) const {
-    return host_share_factor(a) == host_share_factor(b) && busy_per_ns(a) == busy_per_ns(b) &&
-           turn_per_ns(a) == turn_per_ns(b);
+    if (round_robin_ && a != b && (a > c_.host_cpus || b > c_.host_cpus)) return false;
+    return host_share_factor(a) == host_share_factor(b) && busy_per_ns(a) == busy_per_ns(b);
   }
   // A kernel operation of `ns`: jittered, plus an interruption when one
   // falls inside it (ns is short against 1 / irq_rate_hz).
@@ -174,9 +174,9 @@ class Noise {
   }
   // The factor that stretches a vCPU's work while `busy` of the machine's
   // CPUs are busy: the fluid share (sim::host_share_factor); 1 without noise
-  // or with the share drawn in turns (they come as interruptions).
+  // or round robin (sim::HostCpus prices it).
   double host_share_factor(int busy) const {
-    return c_.enabled && !turns_ ? sim::host_share_factor(c_.host_cpus, busy) : 1;
+    return c_.enabled && !round_robin_ ? sim::host_share_factor(c_.host_cpus, busy) : 1;
   }
 
  private:
@@ -196,28 +196,20 @@ class Noise {
     // At most one interruption in a span much shorter than their interval;
     // the same uniform says of which kind.
     if (u_irq < irq_per_ns_ * ns) [[unlikely]] {
-      const Lognormal& kind = u_irq < base_per_ns_ * ns       ? irq_
-                              : u_irq < busy_irq_per_ns_ * ns ? irq_busy_
-                                                              : turn_;
+      const Lognormal& kind = u_irq < base_per_ns_ * ns ? irq_ : irq_busy_;
       f += kind(rng) / ns;
     }
     return f;
   }
   // irq_busy_rate's interruptions per ns of work at `busy` busy CPUs.
   double busy_per_ns(int busy) const { return busy > 1 ? busy_unit_per_ns_ * (busy - 1) : 0; }
-  // The host's turns per ns of work at `busy` busy CPUs: what the fluid
-  // share would stretch a ns of work by, in turns of host_turn.
-  double turn_per_ns(int busy) const {
-    return turns_ ? (sim::host_share_factor(c_.host_cpus, busy) - 1) / c_.host_turn_ns : 0;
-  }
   NoiseConfig c_;
-  bool turns_;  // the host's share drawn in turns (host_turn)
-  Lognormal fork_, clone_, wakeup_, irq_, irq_busy_, turn_;
+  bool round_robin_;  // the host's CPUs round robin (host_slice)
+  Lognormal fork_, clone_, wakeup_, irq_, irq_busy_;
   double jitter_half_width_;  // cv x sqrt(3): a uniform factor's half-width
   double base_per_ns_;        // irq_rate's interruptions per ns of a CPU's time
   double busy_unit_per_ns_;   // irq_busy_rate's, per ns, per other busy CPU
-  double busy_irq_per_ns_;    // irq_rate's and irq_busy_rate's at the current busy count
-  double irq_per_ns_;         // and the host's turns
+  double irq_per_ns_;         // irq_rate's and irq_busy_rate's at the current busy count
   int busy_ = 1;
 };
 

@@ -497,7 +497,7 @@ TurnSplit split_turns(const std::vector<LengthBucket>& beyond, double share_loss
 
 GuestNoise guest_noise(const std::vector<ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus,
-                       const std::vector<ordered_json>& alone, double user_turn_ns) {
+                       const std::vector<ordered_json>& alone, double user_slice_ns) {
   GuestNoise g;
   struct Key {
     const char* key;  // [noise] key
@@ -567,23 +567,30 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   const bool both = got.count("irq_rate") && got.count("irq_duration");
   const double lost = both ? got["irq_rate"] * got["irq_duration"] * 1e-9 : 0;  // of a vCPU's time
   const double work_share = std::max(kLeastWorkShare, 1 - lost);
-  // The host's share in whole turns (noise.host_turn): the longest of the
-  // interruptions the busy probes had beyond the lone one's, enough to take
-  // the share (split_turns); the shorter ones are the busy vCPUs' own
+  // The host's CPUs run the busy vCPUs round robin (noise.host_slice): a
+  // vCPU's turn off, `1 / share - 1` slices on average, is the longest of
+  // the interruptions the busy probes had beyond the lone one's, enough to
+  // take the share (split_turns); the shorter ones are the busy vCPUs' own
   // (noise.irq_busy_duration). Without buckets (an older probe), the busy
   // probes' mean interruption, turns and shorter ones together. The user's
-  // length if set; fluid if the user sets 0.
+  // slice if set; fluid if the user sets 0.
   TurnSplit split_at;
   if (both && share < 1) {
     const std::vector<LengthBucket> beyond = lengths_beyond(reports, alone);
     if (!beyond.empty()) split_at = split_turns(beyond, 1 / share - 1);
   }
   const TurnSplit* split = split_at.turn_ns > 0 ? &split_at : nullptr;
-  const double turn = user_set("host_turn") ? user_turn_ns
-                      : split               ? split->turn_ns
-                      : both                ? got["irq_duration"]
-                                            : 0;
-  const bool turns = share < 1 && turn > 0;
+  const double turn = split ? split->turn_ns : both ? got["irq_duration"] : 0;
+  const double turn_cv = split                          ? split->turn_cv
+                         : got.count("irq_duration_cv") ? got["irq_duration_cv"]
+                                                        : 0;
+  // SIMPLIFICATION: a turn off as the sum of 1 / share - 1 independent
+  // slices (the others' in line before it), its cv the slice's over their
+  // root.
+  const double slices_off = share < 1 ? 1 / share - 1 : 1;
+  const double slice = user_set("host_slice") ? user_slice_ns : turn / slices_off;
+  const double slice_cv = turn_cv * std::sqrt(slices_off);
+  const bool turns = share < 1 && slice > 0;
   // The busy vCPUs' own interruptions: the shorter ones beyond the lone
   // probe's where the turns were split off, else all of the busy probes'.
   const bool rest_split = split && split->rest_ns > 0;
@@ -658,25 +665,25 @@ GuestNoise guest_noise(const std::vector<ordered_json>& reports,
   }
   if (shared) g.sets.push_back(fmt::format("noise.host_cpus={}", host_cpus));
   if (turns) {
-    set("host_turn", within("host_turn", "host_turn", turn));
-    if (split) {
-      set("host_turn_cv", within("host_turn_cv", "host_turn_cv", split->turn_cv));
-    } else if (got.count("irq_duration_cv")) {
-      set("host_turn_cv", got["irq_duration_cv"]);
-    }
+    set("host_slice", within("host_slice", "host_slice", slice));
+    set("host_slice_cv", within("host_slice_cv", "host_slice_cv", slice_cv));
   }
   std::string sharing;
   if (both && share < 1) {
     sharing = fmt::format(
         "; the host's {} CPUs give {} busy vCPUs {:.0f}% of their time (noise.host_cpus){}, {}",
         host_cpus, busy, share * 100,
-        turns ? fmt::format(", in turns of {:.3g} ms (noise.host_turn{})", turn * 1e-6,
-                            split && !user_set("host_turn")
-                                ? fmt::format(", cv {:.2g}: the longest of what they lost "
-                                              "beyond the lone vCPU",
-                                              split->turn_cv)
-                                : std::string())
-              : std::string(),
+        turns
+            ? fmt::format(", round robin in slices of {:.3g} ms (noise.host_slice{})", slice * 1e-6,
+                          user_set("host_slice")
+                              ? std::string()
+                              : fmt::format(", cv {:.2g}: turns off of {:.3g} ms, cv {:.2g}, "
+                                            "{}",
+                                            slice_cv, turn * 1e-6, turn_cv,
+                                            split ? "the longest of what they lost beyond "
+                                                    "the lone vCPU"
+                                                  : "their mean interruption"))
+            : std::string(),
         rest > 0
             ? (by_busy
                    ? fmt::format("which leaves {:.3g}% of their work to interruptions", rest * 100)
@@ -1404,7 +1411,7 @@ Outcome validate_one(Context& cx, const std::string& path, const std::string& se
     };
     const std::vector<ordered_json> reports = parsed(noise_reports);
     GuestNoise gn = guest_noise(reports, cx.o.sets, guest_host_cpus(gm.nr_cpus()),
-                                parsed(alone_reports), sc.noise.host_turn_ns);
+                                parsed(alone_reports), sc.noise.host_slice_ns);
     if (gn.sets.empty()) {
       notes.push_back(
           "the guest's noise probes reported nothing usable: the simulation has [noise]'s "

@@ -192,8 +192,9 @@ std::vector<LengthBucket> lengths_beyond(const std::vector<nlohmann::ordered_jso
 
 // The host's turns and the rest: the longest of `beyond` that together take
 // `share_loss` of each second of work (1 / share - 1: what the host's turns
-// take in noise.host_turn's model), the bucket at the cut in part; the rest
-// are the shorter ones. Each part's mean length and cv (0 when it has none).
+// take while its CPUs run the busy vCPUs round robin, noise.host_slice), the
+// bucket at the cut in part; the rest are the shorter ones. Each part's mean
+// length and cv (0 when it has none).
 struct TurnSplit {
   double turn_ns = 0, turn_cv = 0, rest_ns = 0, rest_cv = 0;
 };
@@ -202,21 +203,22 @@ TurnSplit split_turns(const std::vector<LengthBucket>& beyond, double share_loss
 // `host_cpus`: the host's CPUs the guest's vCPUs share (0: none shared,
 // each vCPU its own), set as noise.host_cpus unless the user set it. With
 // more reports (busy vCPUs) than that, the host's cores give each busy vCPU
-// host_cpus / reports of its time, in turns (noise.host_turn, fluid if the
-// user sets it to 0) as long as the longest interruptions the busy probes
-// had beyond the lone probe's that take that share (split_turns; the probes'
-// mean interruption if they have no buckets), and the interruptions keep
-// only what the probes lost beyond that share, at the shorter ones' length.
+// host_cpus / reports of its time, round robin in slices (noise.host_slice,
+// fluid if the user sets it to 0) that make a turn off as long as the
+// longest interruptions the busy probes had beyond the lone probe's that take
+// that share (split_turns; the probes' mean interruption if they have no
+// buckets), and the interruptions keep only what the probes lost beyond that
+// share, at the shorter ones' length.
 // `alone`: the lone probe's report (none, or one busy vCPU: all the
 // interruptions are irq_rate's); with K busy ones, irq_rate and its lengths
 // are the lone probe's, and what the K lost beyond the share and beyond
 // those, at their mean length, is spread over the K - 1 other busy vCPUs
-// (noise.irq_busy_rate). `user_turn_ns`: noise.host_turn as the scenario
+// (noise.irq_busy_rate). `user_slice_ns`: noise.host_slice as the scenario
 // read it, which stands when `user_sets` sets it.
 GuestNoise guest_noise(const std::vector<nlohmann::ordered_json>& reports,
                        const std::vector<std::string>& user_sets, int host_cpus = 0,
                        const std::vector<nlohmann::ordered_json>& alone = {},
-                       double user_turn_ns = 0);
+                       double user_slice_ns = 0);
 
 // The guest's user pace from the reports' "user" sections: the cost
 // profile's memset_line_ns, sweep_elem_ns and sweep_elem_O0_ns, each the

@@ -35,6 +35,10 @@ bool is_pure(const Op& op) { return op.kind == OpKind::kSweep || op.kind == OpKi
 // work of planning one, which grows with the page tables it covers.
 constexpr uint64_t kMaxStretchPages = 32768;
 
+// The noise stream of the guest's host (sim::HostCpus): 0 is the machine's,
+// the tasks' are their pids (below 2^32).
+constexpr uint64_t kHostStream = uint64_t{1} << 40;
+
 }  // namespace
 
 World::World(const topo::Topology& topo, const cost::CostProfile& costs, const Workload& workload,
@@ -110,6 +114,12 @@ World::World(const topo::Topology& topo, const cost::CostProfile& costs, const W
   const uint64_t shell =
       noise_.on() && config_.noise.launch_cpu ? machine_rng.below(topo.nr_cpus()) : 0;
   collector_cpu_ = sched_.launched_cpu(CpuId(static_cast<uint16_t>(shell)));
+  if (noise_.round_robin()) {
+    host_ =
+        sim::HostCpus(static_cast<int>(config_.noise.host_cpus), static_cast<int>(topo.nr_cpus()),
+                      config_.noise.host_slice_ns, config_.noise.host_slice_cv,
+                      sim::noise_stream(config_.seed, kHostStream));
+  }
 }
 
 uint32_t World::mm_id(uint32_t pid) const {
@@ -356,6 +366,7 @@ void World::occupancy_changed(CpuId cpu, bool busy, Tick at) {
   const int before = busy_cpus_;
   busy_cpus_ += busy ? 1 : -1;
   noise_.set_busy(busy_cpus_);
+  host_.set_busy(cpu.v, busy, static_cast<double>(at.ns));
   // A guest's vCPUs sharing the host's cores, and its interruptions growing
   // with the busy count: every running segment priced at a busy count that
   // prices otherwise is cut, its rest priced at this one.
@@ -781,13 +792,16 @@ Tick World::reach_time(const TaskExec& t, Vpn lo, Vpn hi, Tick now) const {
 }
 
 double World::user_noise(TaskExec& t, double ns) {
-  return noise_.on() ? ns * noise_.user_factor(t.noise_rng, ns) * host_share() : ns;
+  return noise_.on() ? host_wall_ns(t, ns * noise_.user_factor(t.noise_rng, ns) * host_share())
+                     : ns;
 }
 
 void World::stretch_by_noise(TaskExec& t, double planned_ns, double& unit_ns,
                              std::vector<Piece>& pieces) {
   if (!noise_.on()) return;
-  const double f = noise_.user_factor(t.noise_rng, planned_ns) * host_share();
+  double f = noise_.user_factor(t.noise_rng, planned_ns) * host_share();
+  // Round robin, the mean over the plan of when its work is done.
+  if (host_.on() && planned_ns > 0) f = host_wall_ns(t, planned_ns * f) / planned_ns;
   unit_ns *= f;
   for (Piece& p : pieces) {
     p.offset_ns *= f;
@@ -908,7 +922,7 @@ void World::settle_bandwidth(Tick at) {
 }
 
 void World::charge_sys(TaskExec& t, const mm::OpCost& c) {
-  const double ns = noise_.kernel_op_ns(t.noise_rng, c.sys_ns) * host_share();
+  const double ns = host_wall_ns(t, noise_.kernel_op_ns(t.noise_rng, c.sys_ns) * host_share());
   t.task.times.sys_ns += ns;
   t.clock += to_tick(ns);
   check_memory_limits(0);

@@ -32,6 +32,7 @@
 #include "reclaim/vmscan.h"
 #include "sched/task.h"
 #include "sim/event_queue.h"
+#include "sim/host_cpus.h"
 #include "sim/noise.h"
 #include "topo/topology.h"
 #include "workload/access_cost.h"
@@ -467,6 +468,14 @@ class World final : public sim::EventHandler,
   // The wall time per unit of work while the guest's vCPUs share the host's
   // cores (1 on a real machine, or while no more are busy than it has).
   double host_share() const { return noise_.host_share_factor(busy_cpus_); }
+  // The wall time `ns` of work takes on `t`'s vCPU from its clock while the
+  // host's CPUs run the busy vCPUs round robin (sim::HostCpus): `ns` while
+  // its vCPU holds a host CPU throughout, and on a real machine.
+  double host_wall_ns(const TaskExec& t, double ns) {
+    if (!host_.on()) return ns;
+    const double from = static_cast<double>(t.clock.ns);
+    return host_.done_at(t.task.cpu.v, from, ns) - from;
+  }
   int64_t runtime_ns(const TaskExec& t) const {
     return static_cast<int64_t>(t.task.times.user_ns + t.task.times.sys_ns);
   }
@@ -497,6 +506,7 @@ class World final : public sim::EventHandler,
   std::vector<std::vector<CpuId>> socket_cpus_;   // by socket: its CPUs
   TimelineSampler timeline_;
   sim::Noise noise_;
+  sim::HostCpus host_;            // the guest's host, round robin (host_slice)
   int busy_cpus_ = 0;             // CPUs with a task on their run queue
   std::vector<Tick> tick_phase_;  // per CPU: when its scheduler tick fires
   uint64_t next_segment_ = 1;

@@ -149,65 +149,42 @@ TEST(Noise, TheHostKeysAreShownOnlyForAGuest) {
   NoiseConfig guest;
   guest.host_cpus = 2;
   NoiseConfig turns = guest;
-  turns.host_turn_ns = 1e6;
+  turns.host_slice_ns = 1e6;
   for (const auto& p : noise_params()) {
     EXPECT_EQ(noise_param_shown(real, p),
               !p.key.starts_with("host_") && !p.key.starts_with("irq_busy_"))
         << p.key;
     EXPECT_EQ(noise_param_shown(guest, p),
-              !p.key.starts_with("irq_busy_") && !p.key.starts_with("host_turn"))
+              !p.key.starts_with("irq_busy_") && !p.key.starts_with("host_slice"))
         << p.key;
     EXPECT_EQ(noise_param_shown(turns, p), !p.key.starts_with("irq_busy_")) << p.key;
   }
 }
 
-// Two host CPUs, turns of 1 ms; nothing else interrupts.
-NoiseConfig host_turns() {
+// Two host CPUs, round robin in slices of 1 ms; nothing else interrupts.
+NoiseConfig round_robin() {
   NoiseConfig c;
   c.cost_jitter_cv = 0;
   c.irq_rate_hz = 0;
   c.host_cpus = 2;
-  c.host_turn_ns = 1e6;
-  c.host_turn_cv = 0.5;
+  c.host_slice_ns = 1e6;
+  c.host_slice_cv = 0.5;
   return c;
 }
 
-TEST(Noise, TheHostsTurnsTakeOnAverageWhatTheFluidShareWould) {
-  Noise noise(host_turns());
-  noise.set_busy(4);  // half the time: 1,000 turns of 1 ms a second of work
-  EXPECT_EQ(noise.host_share_factor(4), 1);
-  Rng rng(3);
-  double sum = 0;
-  for (int i = 0; i < 20; ++i) sum += noise.user_factor(rng, 1e9);
-  EXPECT_NEAR(sum / 20, 2, 0.02);
-}
-
-TEST(Noise, TheHostsTurnsLeaveMostShortStretchesWhole) {
-  // Fluid sharing would stretch every 10 us by 2; turns leave 99 % whole.
-  Noise noise(host_turns());
+TEST(Noise, RoundRobinTheHostsShareIsLeftToItsCpus) {
+  Noise noise(round_robin());
   noise.set_busy(4);
-  Rng rng(4);
-  int whole = 0;
-  double sum = 0;
-  for (int i = 0; i < 100000; ++i) {
-    const double f = noise.user_factor(rng, 1e4);
-    whole += f == 1;
-    sum += f;
-  }
-  EXPECT_NEAR(whole / 1e5, 0.99, 0.002);
-  EXPECT_NEAR(sum / 1e5, 2, 0.1);
-}
-
-TEST(Noise, NoTurnsAreTakenWhileTheHostHasACpuForEachBusyOne) {
-  Noise noise(host_turns());
-  noise.set_busy(2);
-  Rng rng(5);
+  Rng rng(3);
+  EXPECT_TRUE(noise.round_robin());
+  EXPECT_EQ(noise.host_share_factor(4), 1);
   EXPECT_EQ(noise.user_factor(rng, 1e9), 1);
 }
 
-TEST(Noise, BusyCountsPriceAlikeInTurnsOnlyWhenTheirShareAgrees) {
-  const Noise noise(host_turns());
+TEST(Noise, RoundRobinBusyCountsPriceAlikeOnlyAtOrBelowTheHostsCpus) {
+  const Noise noise(round_robin());
   EXPECT_TRUE(noise.prices_alike(1, 2));
+  EXPECT_TRUE(noise.prices_alike(3, 3));
   EXPECT_FALSE(noise.prices_alike(2, 3));
   EXPECT_FALSE(noise.prices_alike(3, 4));
 }

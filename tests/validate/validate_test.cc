@@ -293,33 +293,35 @@ TEST(GuestUserPace, ACostTheUserSetOrAProbeWithoutSamplesIsLeftAlone) {
   EXPECT_TRUE(older.note.empty());
 }
 
-TEST(GuestNoise, BusyVcpusBeyondTheHostsCpusShareThemInTurnsAndTheInterruptionsKeepTheRest) {
+TEST(GuestNoise, BusyVcpusBeyondTheHostsCpusShareThemRoundRobinAndTheInterruptionsKeepTheRest) {
   // 4 busy vCPUs on 2 host CPUs, each losing 2,892 interruptions a second of
-  // 0.177 ms: 51.19 % of its time. The host's share is 50 %, taken in turns
-  // of the probes' 0.177 ms: per second of work 1 s of turns, and the rest
+  // 0.177 ms: 51.19 % of its time. The host's share is 50 %, round robin: a
+  // turn off is one slice, the probes' 0.177 ms (probes without buckets):
+  // per second of work 1 s of turns, and the rest
   // is 1 / 0.48812 - 2 = 4.869 % of interruptions of 0.177 ms, 275.1 of
   // them.
   const std::vector<nlohmann::ordered_json> probes(4, probe_report(2892, 177000, 80000, 4, 50));
   const GuestNoise g = guest_noise(probes, {}, 2);
 
   EXPECT_TRUE(sets_have(g, "noise.host_cpus=2"));
-  EXPECT_TRUE(sets_have(g, "noise.host_turn=177000ns"))
+  EXPECT_TRUE(sets_have(g, "noise.host_slice=177000ns"))
       << fmt::format("{}", fmt::join(g.sets, " "));
-  EXPECT_TRUE(sets_have(g, "noise.host_turn_cv=4.5"));
+  EXPECT_TRUE(sets_have(g, "noise.host_slice_cv=4.5"));
   EXPECT_TRUE(sets_have(g, "noise.irq_rate=275.1"));
   EXPECT_TRUE(sets_have(g, "noise.irq_duration=177000ns"));
   EXPECT_NE(g.note.find("the host's 2 CPUs give 4 busy vCPUs 50% of their time (noise.host_cpus), "
-                        "in turns of 0.177 ms (noise.host_turn), which leaves 275/s of work of "
-                        "the interruptions"),
+                        "round robin in slices of 0.177 ms (noise.host_slice, cv 4.5: turns off "
+                        "of 0.177 ms, cv 4.5, their mean interruption), which leaves 275/s of "
+                        "work of the interruptions"),
             std::string::npos)
       << g.note;
 }
 
 TEST(GuestNoise, AFluidShareTheUserAsksForStretchesTheInterruptionsToo) {
-  // As ...InTurns..., with noise.host_turn=0: per second of work the rest is
+  // As ...RoundRobin..., with noise.host_slice=0: per second of work the rest is
   // 0.5 / 0.48812 - 1 = 2.435 % of interruptions of 0.177 ms, 137.6 of them.
   const std::vector<nlohmann::ordered_json> probes(4, probe_report(2892, 177000, 80000, 4, 50));
-  const GuestNoise g = guest_noise(probes, {"noise.host_turn=0"}, 2);
+  const GuestNoise g = guest_noise(probes, {"noise.host_slice=0"}, 2);
 
   EXPECT_TRUE(sets_have(g, "noise.host_cpus=2"));
   EXPECT_TRUE(sets_have(g, "noise.irq_rate=137.6")) << fmt::format("{}", fmt::join(g.sets, " "));
@@ -390,24 +392,37 @@ TEST(GuestNoise, TheLoneProbesInterruptionsAreEveryVcpusAndTheBusyOnesGrowWithTh
       << loud.note;
 }
 
-TEST(GuestNoise, ATurnTheUserSetsIsTheOneTheScenarioRead) {
+TEST(GuestNoise, ASliceTheUserSetsIsTheOneTheScenarioRead) {
   const std::vector<nlohmann::ordered_json> probes(4, probe_report(2892, 177000, 80000, 4, 50));
-  const GuestNoise two = guest_noise(probes, {"noise.host_turn=\"2ms\""}, 2, {}, 2e6);
-  const GuestNoise fluid = guest_noise(probes, {"noise.host_turn=\"0s\""}, 2, {}, 0);
+  const GuestNoise two = guest_noise(probes, {"noise.host_slice=\"2ms\""}, 2, {}, 2e6);
+  const GuestNoise fluid = guest_noise(probes, {"noise.host_slice=\"0s\""}, 2, {}, 0);
 
-  EXPECT_NE(two.note.find("in turns of 2 ms (noise.host_turn)"), std::string::npos) << two.note;
-  for (const auto& s : two.sets) EXPECT_FALSE(s.starts_with("noise.host_turn=")) << s;
-  EXPECT_EQ(fluid.note.find("noise.host_turn"), std::string::npos) << fluid.note;
+  EXPECT_NE(two.note.find("round robin in slices of 2 ms (noise.host_slice)"), std::string::npos)
+      << two.note;
+  for (const auto& s : two.sets) EXPECT_FALSE(s.starts_with("noise.host_slice=")) << s;
+  EXPECT_EQ(fluid.note.find("noise.host_slice"), std::string::npos) << fluid.note;
 }
 
-TEST(GuestNoise, InTurnsWhatTheBusyOnesLoseBeyondTheTurnsAndTheLoneProbeGrowsWithTheirNumber) {
+TEST(GuestNoise, EightBusyVcpusOnTwoHostCpusWaitThreeSlicesATurn) {
+  // Round robin, a turn off is 8 / 2 - 1 = 3 slices: the probes' 0.9 ms
+  // (cv 4.5, probes without buckets) gives slices of 0.3 ms, cv 4.5 x
+  // sqrt(3) = 7.794.
+  const std::vector<nlohmann::ordered_json> probes(8, probe_report(1000, 900000, 80000, 4, 50));
+  const GuestNoise g = guest_noise(probes, {}, 2);
+
+  EXPECT_TRUE(sets_have(g, "noise.host_slice=300000ns"))
+      << fmt::format("{}", fmt::join(g.sets, " "));
+  EXPECT_TRUE(sets_have(g, "noise.host_slice_cv=7.794"));
+}
+
+TEST(GuestNoise, RoundRobinWhatTheBusyOnesLoseBeyondTheirTurnsAndTheLoneProbeGrowsWithTheirNumber) {
   // 4 busy vCPUs on 2 host CPUs lose 3,390 a second of 0.177 ms, 60.00 %:
-  // per second of work 1 s of the host's turns, and 1 / 0.39997 - 2 =
+  // per second of work 1 s of the host's turns off, and 1 / 0.39997 - 2 =
   // 50.02 % beyond them; beyond the lone probe's 6.383 %, 43.64 % at 0.177
   // ms, 2,465 a second, over the 3 other busy vCPUs: 821.8 each.
   const std::vector<nlohmann::ordered_json> probes(4, probe_report(3390, 177000, 80000, 4, 50));
   const GuestNoise g = guest_noise(probes, {}, 2, {probe_report(1500, 40000, 0, 0, 0)});
-  EXPECT_TRUE(sets_have(g, "noise.host_turn=177000ns"))
+  EXPECT_TRUE(sets_have(g, "noise.host_slice=177000ns"))
       << fmt::format("{}", fmt::join(g.sets, " "));
   EXPECT_TRUE(sets_have(g, "noise.irq_rate=1596"));
   EXPECT_TRUE(sets_have(g, "noise.irq_busy_rate=821.8"));
@@ -490,15 +505,15 @@ TEST(GuestNoise, TheHostsTurnsAreTheLongestOfWhatTheBusyProbesLostBeyondTheLoneO
 
   const GuestNoise g = guest_noise({busy, busy, busy, busy}, {}, 2, {lone});
 
-  EXPECT_TRUE(sets_have(g, "noise.host_turn=2000000ns"))
+  EXPECT_TRUE(sets_have(g, "noise.host_slice=2000000ns"))
       << fmt::format("{}", fmt::join(g.sets, " "));
-  EXPECT_TRUE(sets_have(g, "noise.host_turn_cv=0.5"));
+  EXPECT_TRUE(sets_have(g, "noise.host_slice_cv=0.5"));
   EXPECT_TRUE(sets_have(g, "noise.irq_rate=2000"));
   EXPECT_TRUE(sets_have(g, "noise.irq_busy_duration=20000ns"));
   EXPECT_TRUE(sets_have(g, "noise.irq_busy_duration_cv=0"));
   EXPECT_TRUE(sets_have(g, "noise.irq_busy_rate=2667"));
-  EXPECT_NE(g.note.find("in turns of 2 ms (noise.host_turn, cv 0.5: the longest of what they "
-                        "lost beyond the lone vCPU)"),
+  EXPECT_NE(g.note.find("round robin in slices of 2 ms (noise.host_slice, cv 0.5: turns off of "
+                        "2 ms, cv 0.5, the longest of what they lost beyond the lone vCPU)"),
             std::string::npos)
       << g.note;
 }

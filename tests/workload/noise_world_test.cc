@@ -101,9 +101,9 @@ TEST(NoiseWorld, TwoBusyVcpusSharingOneHostCpuRunAtHalfSpeed) {
   EXPECT_NEAR(passes_ratio(shared, alone), 0.5, 0.03);
 }
 
-TEST(NoiseWorld, TheHostsTurnsTakeAsMuchAsItsFluidShare) {
+TEST(NoiseWorld, TheHostsRoundRobinGivesAsMuchAsItsFluidShare) {
   const auto alone = run_text(two_readers(kQuietNoise));
-  const auto turns = run_text(two_readers(kQuietNoise + "host_cpus = 1\nhost_turn = \"100us\"\n"));
+  const auto turns = run_text(two_readers(kQuietNoise + "host_cpus = 1\nhost_slice = \"100us\"\n"));
   EXPECT_NEAR(passes_ratio(turns, alone), 0.5, 0.05);
 }
 
@@ -125,11 +125,12 @@ TEST(NoiseWorld, AFluidShareKeepsVcpusStartedTogetherInStep) {
         << seed;
 }
 
-TEST(NoiseWorld, TheHostsTurnsPartVcpusStartedTogether) {
+TEST(NoiseWorld, TheHostsRoundRobinPartsVcpusStartedTogether) {
   int parted = 0;
   for (const char* seed : {"1", "2", "3", "4", "5"})
     parted +=
-        readers_parted(run_text(two_readers(kInStep + "host_cpus = 1\nhost_turn = \"100us\"\n"),
+        readers_parted(run_text(two_readers(kInStep + "host_cpus = 1\nhost_slice = \"100us\"\n"
+                                                      "host_slice_cv = 0.5\n"),
                                 {std::string("scenario.seed=") + seed}));
   EXPECT_GE(parted, 3);
 }
