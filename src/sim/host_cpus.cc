@@ -44,10 +44,11 @@ void HostCpus::switch_at(State& s, int cpu, bool record) {
   ++s.switches;
 }
 
-bool HostCpus::extend() {
+bool HostCpus::switch_by(State& s, double by_ns, bool record) {
   int cpu = 0;
-  if (next_switch(ahead_, &cpu) == kOpen) return false;
-  switch_at(ahead_, cpu, true);
+  const double at = next_switch(s, &cpu);
+  if (at == kOpen || at > by_ns) return false;
+  switch_at(s, cpu, record);
   return true;
 }
 
@@ -55,22 +56,21 @@ void HostCpus::commit(double at_ns) {
   // The switches up to at_ns were drawn already or are drawn now, the same
   // either way (base_ is where ahead_ started); those beyond are dropped.
   base_t_ = std::max(base_t_, at_ns);
-  int cpu = 0;
-  while (next_switch(base_, &cpu) <= base_t_)
-    switch_at(base_, cpu, base_.switches >= ahead_.switches);
+  while (switch_by(base_, base_t_, base_.switches >= ahead_.switches)) {
+  }
   for (size_t v = 0; v < on_.size(); ++v) {
     auto& runs = on_[v];
     while (!runs.empty() && runs.back().from > base_t_) runs.pop_back();
-    if (!runs.empty() && runs.back().to > base_t_) {
-      const bool runs_now = std::find(base_.on_cpu.begin(), base_.on_cpu.end(),
-                                      static_cast<int>(v)) != base_.on_cpu.end();
-      runs.back().to = runs_now ? kOpen : runs.back().to;
-    }
+    // A run a dropped switch ended goes on if the vCPU holds a CPU now.
+    if (!runs.empty() && runs.back().to > base_t_ &&
+        std::find(base_.on_cpu.begin(), base_.on_cpu.end(), static_cast<int>(v)) !=
+            base_.on_cpu.end())
+      runs.back().to = kOpen;
   }
 }
 
 void HostCpus::set_busy(int vcpu, bool busy, double at_ns) {
-  if (!on() || vcpu < 0 || static_cast<size_t>(vcpu) >= busy_.size() || busy_[vcpu] == busy) return;
+  if (!on() || !known(vcpu) || busy_[vcpu] == busy) return;
   commit(at_ns);
   busy_[vcpu] = busy;
   State& s = base_;
@@ -109,9 +109,7 @@ void HostCpus::set_busy(int vcpu, bool busy, double at_ns) {
 }
 
 double HostCpus::done_at(int vcpu, double from_ns, double work_ns) {
-  if (!on() || !(work_ns > 0) || vcpu < 0 || static_cast<size_t>(vcpu) >= busy_.size() ||
-      !busy_[vcpu])
-    return from_ns + work_ns;
+  if (!on() || !(work_ns > 0) || !known(vcpu) || !busy_[vcpu]) return from_ns + work_ns;
   const auto& runs = on_[vcpu];
   // The first run that ends after from_ns (there is one: a busy vCPU runs or
   // waits in line, and one that waits is let in by a switch to come).
@@ -122,15 +120,13 @@ double HostCpus::done_at(int vcpu, double from_ns, double work_ns) {
   double at = from_ns, left = work_ns;
   for (;;) {
     while (i >= runs.size()) {
-      if (!extend()) return at + left;  // (cannot happen: see above)
+      if (!switch_by(ahead_, kOpen, true)) return at + left;  // (cannot happen: see above)
     }
     const double start = std::max(at, runs[i].from);
     // An open run ends at a switch not drawn yet: draw until it ends or
     // holds the work.
     while (runs[i].to == kOpen) {
-      int cpu = 0;
-      if (next_switch(ahead_, &cpu) >= start + left) return start + left;
-      switch_at(ahead_, cpu, true);
+      if (!switch_by(ahead_, start + left, true)) return start + left;
     }
     if (start + left <= runs[i].to) return start + left;
     left -= runs[i].to - start;
@@ -141,10 +137,10 @@ double HostCpus::done_at(int vcpu, double from_ns, double work_ns) {
 
 bool HostCpus::running_at(int vcpu, double at_ns) {
   if (!on()) return true;
-  if (vcpu < 0 || static_cast<size_t>(vcpu) >= busy_.size() || !busy_[vcpu]) return false;
+  if (!known(vcpu) || !busy_[vcpu]) return false;
   // Draw the schedule past at_ns, then look.
-  int cpu = 0;
-  while (next_switch(ahead_, &cpu) <= at_ns) switch_at(ahead_, cpu, true);
+  while (switch_by(ahead_, at_ns, true)) {
+  }
   for (const Interval& r : on_[vcpu])
     if (r.from <= at_ns && at_ns < r.to) return true;
   return false;

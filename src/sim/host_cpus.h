@@ -57,10 +57,12 @@ class HostCpus {
   };
   // The time of `s`'s next switch (+inf: none while nobody waits).
   static double next_switch(const State& s, int* cpu);
-  // Makes `s`'s next switch; records its intervals if `record`.
+  // Makes `s`'s switch on `cpu`; records its intervals if `record`.
   void switch_at(State& s, int cpu, bool record);
-  // One more switch of the schedule ahead; false if none will come.
-  bool extend();
+  // Makes `s`'s next switch if one comes by `by_ns`; false if none does.
+  bool switch_by(State& s, double by_ns, bool record);
+  // Whether `vcpu` is one of the guest's.
+  bool known(int vcpu) const { return vcpu >= 0 && static_cast<size_t>(vcpu) < busy_.size(); }
   // The host brought to `at_ns` (base_ then holds it), the schedule beyond
   // it dropped.
   void commit(double at_ns);
